@@ -1,0 +1,154 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+)
+
+// Local is the node sparkform runs on. Commands run directly (argv, no
+// shell); Become prefixes `sudo -n` unless already root.
+type Local struct {
+	name string
+}
+
+var _ Conn = (*Local)(nil)
+
+// NewLocal returns the local node, named name for messages.
+func NewLocal(name string) *Local { return &Local{name: name} }
+
+// Name implements Conn.
+func (l *Local) Name() string { return l.name }
+
+// Close implements Conn.
+func (l *Local) Close() error { return nil }
+
+// Run implements Conn.
+func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
+	if len(c.Argv) == 0 {
+		return Result{}, errors.New("node: empty command")
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	argv := c.Argv
+	if c.Become && os.Geteuid() != 0 {
+		argv = append([]string{"sudo", "-n", "--"}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = c.Dir
+	if len(c.Env) > 0 {
+		env := os.Environ()
+		keys := make([]string, 0, len(c.Env))
+		for k := range c.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+c.Env[k])
+		}
+		cmd.Env = env
+	}
+	cmd.Stdin = c.Stdin
+	var stdout, stderr bytes.Buffer
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	} else {
+		cmd.Stdout = &stdout
+	}
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ctx.Err() == nil {
+		return res, &ExitError{Argv: c.Argv, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
+	}
+	if err != nil && ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, err
+}
+
+// ReadFile implements Conn.
+func (l *Local) ReadFile(_ context.Context, path string) ([]byte, error) { return os.ReadFile(path) }
+
+// WriteFile implements Conn: a temp sibling, fsync, rename.
+func (l *Local) WriteFile(_ context.Context, path string, data []byte, mode fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Rename implements Conn.
+func (l *Local) Rename(_ context.Context, from, to string) error { return os.Rename(from, to) }
+
+// Remove implements Conn.
+func (l *Local) Remove(_ context.Context, path string) error { return os.Remove(path) }
+
+// RemoveAll implements Conn.
+func (l *Local) RemoveAll(_ context.Context, path string) error { return os.RemoveAll(path) }
+
+// MkdirAll implements Conn.
+func (l *Local) MkdirAll(_ context.Context, path string, mode fs.FileMode) error {
+	return os.MkdirAll(path, mode)
+}
+
+// Stat implements Conn.
+func (l *Local) Stat(_ context.Context, path string) (fs.FileInfo, error) { return os.Stat(path) }
+
+// Lstat implements Conn.
+func (l *Local) Lstat(_ context.Context, path string) (fs.FileInfo, error) { return os.Lstat(path) }
+
+// ReadDir implements Conn.
+func (l *Local) ReadDir(_ context.Context, path string) ([]fs.FileInfo, error) {
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.FileInfo, 0, len(ents))
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		out = append(out, fi)
+	}
+	return out, nil
+}
+
+// Readlink implements Conn.
+func (l *Local) Readlink(_ context.Context, path string) (string, error) { return os.Readlink(path) }
+
+// Dial implements Conn.
+func (l *Local) Dial(ctx context.Context, network, addr string) (io.ReadWriteCloser, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}

@@ -1,0 +1,147 @@
+package sdk
+
+import (
+	"context"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Provider is the provider protocol as a Go interface. The engine holds a
+// Provider for each plugin it started (the gRPC client adapter implements
+// it); a provider implements it (usually through Router) and hands it to
+// Serve.
+//
+// Every method may be called concurrently.
+type Provider interface {
+	// GetSchema returns the resource types the provider serves.
+	GetSchema(ctx context.Context) (*Schema, Diagnostics)
+
+	// ValidateResourceConfig checks a config value (unknowns allowed) with
+	// no access to any node.
+	ValidateResourceConfig(ctx context.Context, req ValidateRequest) Diagnostics
+
+	// ReadResources observes the real state of many instances on one node
+	// in one call: the engine batches every instance of this provider on a
+	// node into a single request. Results are in request order.
+	ReadResources(ctx context.Context, req ReadRequest) ReadResponse
+
+	// PlanResourceChange proposes the value apply will produce (unknown
+	// where only apply can know) and which paths force replacement.
+	PlanResourceChange(ctx context.Context, req PlanRequest) PlanResponse
+
+	// ApplyResourceChange makes the node match Planned (a null Planned is
+	// a delete), reporting progress as it goes. It must return the state
+	// that is really there, even on failure, so state stays true.
+	ApplyResourceChange(ctx context.Context, req ApplyRequest, progress func(Progress)) ApplyResponse
+
+	// ImportResource reads an existing object by its provider-specific id.
+	ImportResource(ctx context.Context, req ImportRequest) ImportResponse
+
+	// Stop asks in-flight work to stop as soon as it safely can.
+	Stop(ctx context.Context) error
+}
+
+// ValidateRequest asks whether Config is acceptable for TypeName.
+type ValidateRequest struct {
+	TypeName string
+	Config   cty.Value
+}
+
+// ReadRequest is a batch of instances on one node.
+type ReadRequest struct {
+	Node      Node
+	Resources []ReadItem
+}
+
+// ReadItem is one instance to observe.
+type ReadItem struct {
+	TypeName string
+	// Address is the instance address, for messages only.
+	Address string
+	// Prior is the value last stored in state.
+	Prior   cty.Value
+	Private []byte
+}
+
+// ReadResponse answers a ReadRequest.
+type ReadResponse struct {
+	Results []ReadResult
+	// Diagnostics that concern the whole batch (e.g. node unreachable).
+	Diagnostics Diagnostics
+	// RoundTrips is how many remote round trips the provider made for
+	// this batch; the engine reports it (refresh cost must not grow with N).
+	RoundTrips int
+}
+
+// ReadResult is the observed state of one instance; a null NewState means
+// the object is gone.
+type ReadResult struct {
+	NewState    cty.Value
+	Private     []byte
+	Diagnostics Diagnostics
+}
+
+// PlanRequest asks for the planned new value of one instance.
+type PlanRequest struct {
+	TypeName string
+	Address  string
+	Node     Node
+	// Prior is the refreshed state (null when creating).
+	Prior cty.Value
+	// Config is the evaluated configuration (may hold unknowns).
+	Config cty.Value
+	// Proposed is Config with Computed attributes carried over from Prior
+	// (or unknown when creating), as Terraform proposes it.
+	Proposed     cty.Value
+	PriorPrivate []byte
+}
+
+// PlanResponse answers a PlanRequest.
+type PlanResponse struct {
+	Planned         cty.Value
+	RequiresReplace []cty.Path
+	PlannedPrivate  []byte
+	Diagnostics     Diagnostics
+}
+
+// ApplyRequest asks a provider to make Planned real.
+type ApplyRequest struct {
+	TypeName string
+	Address  string
+	Node     Node
+	Prior    cty.Value
+	Planned  cty.Value
+	Config   cty.Value
+	Private  []byte
+}
+
+// ApplyResponse holds the state really left on the node.
+type ApplyResponse struct {
+	NewState    cty.Value
+	Private     []byte
+	Diagnostics Diagnostics
+}
+
+// Progress is one event of a long apply ("cloning", "3/10 layers", ...).
+type Progress struct {
+	Message string
+	// Current and Total count work units (bytes, files) when known.
+	Current int64
+	Total   int64
+	Elapsed time.Duration
+}
+
+// ImportRequest asks for an existing object by id.
+type ImportRequest struct {
+	TypeName string
+	Node     Node
+	ID       string
+}
+
+// ImportResponse answers an ImportRequest.
+type ImportResponse struct {
+	State       cty.Value
+	Private     []byte
+	Diagnostics Diagnostics
+}

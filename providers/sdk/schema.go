@@ -1,0 +1,118 @@
+package sdk
+
+import (
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Schema describes every resource type one provider serves.
+type Schema struct {
+	// ResourceTypes maps a resource type name (e.g. "gitkit_checkout") to
+	// its schema. Every name starts with the provider name and "_".
+	ResourceTypes map[string]*ResourceSchema
+}
+
+// ResourceSchema describes one resource type.
+type ResourceSchema struct {
+	// Version is bumped when the stored value's shape changes.
+	Version     int64
+	Description string
+	Block       *Block
+}
+
+// Block is a set of attributes and nested blocks, as in a resource body.
+type Block struct {
+	Attributes map[string]*Attribute
+	BlockTypes map[string]*NestedBlock
+}
+
+// Attribute is one attribute of a block.
+type Attribute struct {
+	Type        cty.Type
+	Description string
+	Required    bool
+	Optional    bool
+	// Computed attributes are set by the provider. Optional+Computed means
+	// the provider fills it in when the config leaves it null.
+	Computed bool
+	// ForceNew marks an attribute whose change replaces the object.
+	ForceNew  bool
+	Sensitive bool
+}
+
+// NestingMode says how a nested block repeats.
+type NestingMode int
+
+const (
+	NestingSingle NestingMode = iota + 1
+	NestingList
+	NestingSet
+)
+
+func (m NestingMode) String() string {
+	switch m {
+	case NestingSingle:
+		return "single"
+	case NestingList:
+		return "list"
+	case NestingSet:
+		return "set"
+	}
+	return "invalid"
+}
+
+// NestedBlock is a block type allowed inside a Block (e.g. "mount").
+type NestedBlock struct {
+	Nesting  NestingMode
+	Block    Block
+	MinItems int
+	MaxItems int
+	// ForceNew marks a block whose change replaces the object.
+	ForceNew    bool
+	Description string
+}
+
+// ImpliedType is the cty object type of a value conforming to b.
+func (b *Block) ImpliedType() cty.Type {
+	if b == nil {
+		return cty.EmptyObject
+	}
+	atys := make(map[string]cty.Type, len(b.Attributes)+len(b.BlockTypes))
+	for name, a := range b.Attributes {
+		atys[name] = a.Type
+	}
+	for name, nb := range b.BlockTypes {
+		ety := nb.Block.ImpliedType()
+		switch nb.Nesting {
+		case NestingSingle:
+			atys[name] = ety
+		case NestingList:
+			atys[name] = cty.List(ety)
+		case NestingSet:
+			atys[name] = cty.Set(ety)
+		}
+	}
+	return cty.Object(atys)
+}
+
+// AttributeNames returns the attribute names of b, sorted.
+func (b *Block) AttributeNames() []string {
+	names := make([]string, 0, len(b.Attributes))
+	for n := range b.Attributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ProviderNameOf returns the provider that serves a resource type: the part
+// of the type name before its first underscore, as in Terraform.
+func ProviderNameOf(resourceType string) string {
+	for i := 0; i < len(resourceType); i++ {
+		if resourceType[i] == '_' {
+			return resourceType[:i]
+		}
+	}
+	return resourceType
+}
