@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: script tests call it in-process.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) >= 2 && args[0] == "internal-plugin" {
+		if err := servePlugin(args[1]); err != nil {
+			fmt.Fprintln(stderr, "sparkform internal-plugin:", err)
+			return 1
+		}
+		return 0
+	}
+	root := newRootCommand(stdin, stdout, stderr)
+	root.SetArgs(normalizeArgs(args))
+	err := root.Execute()
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+}
+
+// normalizeArgs accepts Terraform's single-dash long flags
+// (-auto-approve, -var=x=1, -chdir=dir) by rewriting them to the
+// double-dash form cobra expects. Single-letter flags (-h) and anything
+// after "--" are left alone.
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && isLetter(a[1]) && (isLetter(a[2]) || a[2] == '-') {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+var _ = strings.TrimSpace

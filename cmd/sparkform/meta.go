@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/term"
+
+	"github.com/sparkform/sparkform/engine"
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/plugin"
+	"github.com/sparkform/sparkform/state"
+)
+
+// meta is what every command shares: where to work, how to print, and
+// how to reach config, state and providers.
+type meta struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	chdir          string
+	noColor        bool
+
+	files   map[string]*hcl.File // for rendering diagnostics
+	host    *plugin.Host
+	closers []func()
+}
+
+// Dir is the working directory (after -chdir).
+func (m *meta) Dir() string {
+	if m.chdir != "" {
+		return m.chdir
+	}
+	return "."
+}
+
+// StatePath is where the state lives.
+func (m *meta) StatePath() string { return filepath.Join(m.Dir(), ".sparkform", "state.db") }
+
+func (m *meta) color() bool {
+	if m.noColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := m.stdout.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// diags prints diagnostics with file:line:col and a source snippet; it
+// reports whether any was an error.
+func (m *meta) diags(ds hcl.Diagnostics) bool {
+	if len(ds) == 0 {
+		return false
+	}
+	width := 0
+	if f, ok := m.stderr.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			width = w
+		}
+	}
+	w := hcl.NewDiagnosticTextWriter(m.stderr, m.files, uint(width), m.color())
+	for _, d := range dedupe(ds) {
+		_ = w.WriteDiagnostic(d)
+	}
+	return ds.HasErrors()
+}
+
+func dedupe(ds hcl.Diagnostics) hcl.Diagnostics {
+	seen := map[string]bool{}
+	var out hcl.Diagnostics
+	for _, d := range ds {
+		k := d.Summary + "\x00" + d.Detail
+		if d.Subject != nil {
+			k += d.Subject.String()
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, d)
+	}
+	return out
+}
+
+// loadConfig parses every *.sf.hcl in the working directory.
+func (m *meta) loadConfig() (*config.Module, bool) {
+	mod, ds := config.LoadDir(m.Dir())
+	if mod != nil {
+		m.files = mod.Files
+	}
+	if m.diags(ds) {
+		return nil, false
+	}
+	return mod, true
+}
+
+// variables resolves -var, -var-file and SPARKFORM_VAR_*.
+func (m *meta) variables(mod *config.Module, vf *varFlags) (map[string]cty.Value, bool) {
+	vals, ds := config.ResolveVariables(mod, vf.sources, os.Environ())
+	if m.diags(ds) {
+		return nil, false
+	}
+	return vals, true
+}
+
+// openState opens the state for writing, waiting up to lockTimeout for
+// the lock, and says who holds it when it cannot.
+func (m *meta) openState(lockTimeout time.Duration, command string) (*state.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(m.StatePath()), 0o700); err != nil {
+		return nil, err
+	}
+	st, err := state.Open(m.StatePath(), state.Options{LockTimeout: lockTimeout, Command: command})
+	if err != nil {
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("%v\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `sparkform force-unlock`", err)
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// openStateReadOnly opens the state without taking the lock.
+func (m *meta) openStateReadOnly() (*state.Store, error) {
+	return state.OpenReadOnly(m.StatePath())
+}
+
+// builtinProviders are served by this binary.
+func builtinProviders() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// pluginHost starts (lazily) the providers the config uses.
+func (m *meta) pluginHost() (*plugin.Host, error) {
+	if m.host != nil {
+		return m.host, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	level := hclog.Off
+	if l := os.Getenv("SPARKFORM_LOG"); l != "" {
+		level = hclog.LevelFromString(l)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "sparkform", Level: level, Output: m.stderr})
+	dirs := []string{filepath.Join(m.Dir(), ".sparkform", "plugins")}
+	if d := os.Getenv("SPARKFORM_PLUGIN_DIR"); d != "" {
+		dirs = append(filepath.SplitList(d), dirs...)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".sparkform", "plugins"))
+	}
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger})
+	return m.host, nil
+}
+
+func (m *meta) close() {
+	if m.host != nil {
+		m.host.Close()
+		m.host = nil
+	}
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		m.closers[i]()
+	}
+	m.closers = nil
+}
+
+// interruptible returns a context cancelled on the first Ctrl-C (after
+// asking providers to stop); a second Ctrl-C exits at once.
+func (m *meta) interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(m.stderr, "\nInterrupt received. Stopping: no new operations start, providers are asked to stop, and everything finished is saved. Press Ctrl-C again to exit at once (state may then miss in-flight results).")
+		if m.host != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			m.host.Stop(sctx)
+			scancel()
+		}
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(m.stderr, "Two interrupts received. Exiting immediately.")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+// newEngine wires config, state and providers.
+func (m *meta) newEngine(mod *config.Module, st *state.Store, hooks engine.Hooks, parallelism int) (*engine.Engine, error) {
+	host, err := m.pluginHost()
+	if err != nil {
+		return nil, err
+	}
+	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism}, nil
+}
+
+// confirm asks the Terraform question; only "yes" approves.
+func (m *meta) confirm(question, detail string) bool {
+	fmt.Fprintf(m.stdout, "\n%s\n  %s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question, detail)
+	var line strings.Builder
+	buf := make([]byte, 1)
+	for {
+		n, err := m.stdin.Read(buf)
+		if n == 1 {
+			if buf[0] == '\n' {
+				break
+			}
+			line.WriteByte(buf[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	fmt.Fprintln(m.stdout)
+	return strings.TrimSpace(line.String()) == "yes"
+}
+
+// varFlags collects -var and -var-file in command-line order.
+type varFlags struct{ sources []config.VarSource }
+
+type varFlag struct {
+	v    *varFlags
+	kind string
+}
+
+func (f varFlag) String() string { return "" }
+func (f varFlag) Set(s string) error {
+	f.v.sources = append(f.v.sources, config.VarSource{Kind: f.kind, Value: s})
+	return nil
+}
+func (f varFlag) Type() string { return "string" }
+
+func addVarFlags(cmd *cobra.Command, vf *varFlags) {
+	cmd.Flags().Var(varFlag{vf, "var"}, "var", "set a variable: -var 'NAME=VALUE' (repeatable; later wins)")
+	cmd.Flags().Var(varFlag{vf, "file"}, "var-file", "set variables from a file of NAME = VALUE lines (repeatable)")
+}
+
+// onClose registers cleanup run when the command ends (after providers stop).
+func (m *meta) onClose(fn func()) { m.closers = append(m.closers, fn) }

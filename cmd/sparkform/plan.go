@@ -1,0 +1,267 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sparkform/sparkform/engine"
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/plans"
+)
+
+// planFlags are shared by plan, apply and destroy.
+type planFlags struct {
+	vars             varFlags
+	destroy          bool
+	refreshOnly      bool
+	refresh          bool
+	targets, replace []string
+	lockTimeout      time.Duration
+	parallelism      int
+	json             bool
+}
+
+func addPlanFlags(cmd *cobra.Command, f *planFlags, withDestroy bool) {
+	addVarFlags(cmd, &f.vars)
+	if withDestroy {
+		cmd.Flags().BoolVar(&f.destroy, "destroy", false, "plan to destroy every managed object")
+	}
+	cmd.Flags().BoolVar(&f.refreshOnly, "refresh-only", false, "only update state to match the nodes; change nothing on them")
+	cmd.Flags().BoolVar(&f.refresh, "refresh", true, "refresh from the nodes before planning (-refresh=false skips it)")
+	cmd.Flags().StringArrayVar(&f.targets, "target", nil, "limit to this resource or instance and what it depends on (repeatable)")
+	cmd.Flags().StringArrayVar(&f.replace, "replace", nil, "force replacement of this instance (repeatable)")
+	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "how long to wait for the state lock (e.g. 30s)")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many provider operations run at once")
+	cmd.Flags().BoolVar(&f.json, "json", false, "machine-readable output")
+}
+
+func (f *planFlags) mode() plans.Mode {
+	switch {
+	case f.destroy:
+		return plans.DestroyMode
+	case f.refreshOnly:
+		return plans.RefreshOnlyMode
+	}
+	return plans.NormalMode
+}
+
+// configDigest identifies the configuration a plan was made from.
+func configDigest(mod *config.Module) string {
+	names := make([]string, 0, len(mod.Files))
+	for n := range mod.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(mod.Files[n].Bytes))
+		h.Write(mod.Files[n].Bytes)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func newPlanCommand(m *meta) *cobra.Command {
+	var f planFlags
+	var out string
+	var detailed bool
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what apply would change on the nodes",
+		Long: `Refresh what the nodes really have, compare it with the configuration, and show
+the changes apply would make. Nothing on the nodes is changed.
+
+Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defer m.close()
+			p, _, code := m.makePlan(&f, "sparkform plan")
+			if p == nil {
+				return &exitError{code}
+			}
+			if out != "" {
+				if err := plans.WriteFile(out, p); err != nil {
+					return fmt.Errorf("writing plan file: %w", err)
+				}
+				if !f.json {
+					fmt.Fprintf(m.stdout, "\nSaved the plan to: %s\n\nTo perform exactly these actions, run:\n  sparkform apply %q\n", out, out)
+				}
+			}
+			if code != 0 {
+				return &exitError{code}
+			}
+			if detailed && p.HasChanges() {
+				return &exitError{2}
+			}
+			return nil
+		},
+	}
+	addPlanFlags(cmd, &f, true)
+	cmd.Flags().StringVar(&out, "out", "", "write the plan to this file, for apply to carry out exactly")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
+	return cmd
+}
+
+// makePlan loads config and state and plans. It returns the plan, the
+// engine (for an apply that follows) and an exit code (non-zero: error,
+// already reported).
+func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engine, int) {
+	mod, ok := m.loadConfig()
+	if !ok {
+		return nil, nil, 1
+	}
+	vals, ok := m.variables(mod, &f.vars)
+	if !ok {
+		return nil, nil, 1
+	}
+	st, err := m.openState(f.lockTimeout, command)
+	if err != nil {
+		fmt.Fprintln(m.stderr, "Error:", err)
+		return nil, nil, 1
+	}
+	m.onClose(func() { st.Close() })
+	hooks := newUIHooks(m.stdout, f.json, debugLog())
+	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
+	if err != nil {
+		fmt.Fprintln(m.stderr, "Error:", err)
+		return nil, nil, 1
+	}
+	ctx, stop := m.interruptible()
+	defer stop()
+	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: f.targets, Replace: f.replace})
+	if m.diags(ds) || p == nil {
+		return nil, nil, 1
+	}
+	p.ConfigDigest = configDigest(mod)
+	if f.json {
+		var rpcs map[string]map[string]int64
+		if m.host != nil {
+			rpcs = m.host.Stats()
+		}
+		_ = writePlanJSON(m.stdout, p, &jsonRefresh{ReadResourcesCalls: hooks.refreshCalls, RemoteRoundTrips: hooks.roundTrips, RPCs: rpcs})
+	} else {
+		if hooks.refreshCalls > 0 {
+			fmt.Fprintln(m.stdout)
+		}
+		(&renderer{w: m.stdout, color: m.color()}).plan(p)
+	}
+	return p, eng, 0
+}
+
+func debugLog() bool {
+	l := os.Getenv("SPARKFORM_LOG")
+	return l == "debug" || l == "DEBUG" || l == "trace" || l == "TRACE"
+}
+
+func newApplyCommand(m *meta, destroy bool) *cobra.Command {
+	var f planFlags
+	var autoApprove bool
+	use, short := "apply [PLANFILE]", "Make the changes the configuration calls for"
+	long := `Plan (or read a saved plan), show it, ask for approval, then make the changes
+in dependency order, in parallel. Each instance's result is saved the moment it
+lands. With a saved plan file, no question is asked and exactly that plan runs;
+a plan made against a state that has since changed is refused.`
+	if destroy {
+		use, short = "destroy", "Undo everything: restore every node to what it was"
+		long = `Destroy every object in state, in reverse dependency order: containers first,
+then manifests and kits, and last the kernel modules are put back to the
+parameters observed before the first apply. Same as apply -destroy.`
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defer m.close()
+			if destroy {
+				f.destroy = true
+			}
+			if len(args) == 1 {
+				return m.applySaved(args[0], &f)
+			}
+			p, eng, code := m.makePlan(&f, "sparkform "+cmd.Name())
+			if p == nil {
+				return &exitError{code}
+			}
+			if !p.HasChanges() {
+				if f.mode() == plans.RefreshOnlyMode || len(p.Drift) == 0 {
+					return nil
+				}
+			}
+			if !autoApprove && !f.json {
+				q, d := "Do you want to perform these actions?", "sparkform will perform the actions described above."
+				if f.destroy {
+					q, d = "Do you really want to destroy all resources?", "sparkform will destroy all your managed objects and restore the nodes. There is no undo."
+				}
+				if !m.confirm(q, d) {
+					fmt.Fprintln(m.stderr, "Apply cancelled.")
+					return &exitError{1}
+				}
+			}
+			return m.runApply(eng, p, &f)
+		},
+	}
+	addPlanFlags(cmd, &f, !destroy)
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "skip the interactive approval")
+	return cmd
+}
+
+// applySaved applies a plan file.
+func (m *meta) applySaved(path string, f *planFlags) error {
+	p, err := plans.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading plan file %s: %w", path, err)
+	}
+	mod, ok := m.loadConfig()
+	if !ok {
+		return &exitError{1}
+	}
+	if p.ConfigDigest != "" && p.ConfigDigest != configDigest(mod) {
+		return fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan)
+	}
+	st, err := m.openState(f.lockTimeout, "sparkform apply "+path)
+	if err != nil {
+		return err
+	}
+	m.onClose(func() { st.Close() })
+	eng, err := m.newEngine(mod, st, newUIHooks(m.stdout, f.json, debugLog()), f.parallelism)
+	if err != nil {
+		return err
+	}
+	return m.runApply(eng, p, f)
+}
+
+func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
+	ctx, stop := m.interruptible()
+	defer stop()
+	res, ds := eng.Apply(ctx, p)
+	failed := m.diags(ds)
+	if err := m.saveOutputs(eng, res, p); err != nil {
+		fmt.Fprintln(m.stderr, "Error: saving outputs:", err)
+		failed = true
+	}
+	a := res.Applied
+	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
+	if failed {
+		fmt.Fprintf(m.stderr, "\nApply failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.\n",
+			added, a[plans.Update], a[plans.Delete])
+		return &exitError{1}
+	}
+	if errors.Is(ctx.Err(), ctx.Err()) && ctx.Err() != nil {
+		return &exitError{1}
+	}
+	word := "Apply"
+	if p.Mode == plans.DestroyMode {
+		word = "Destroy"
+	}
+	fmt.Fprintf(m.stdout, "\n%s complete! Resources: %d added, %d changed, %d destroyed.\n", word, added, a[plans.Update], a[plans.Delete])
+	m.printOutputs(res, p)
+	return nil
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/sparkform/sparkform/providers/builtin"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// builtins are the providers this binary serves in plugin mode.
+var builtins = map[string]func() sdk.Provider{
+	"sparkform": builtin.New,
+}
+
+// servePlugin serves one built-in provider over the plugin protocol.
+func servePlugin(name string) error {
+	mk, ok := builtins[name]
+	if !ok {
+		return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
+	}
+	sdk.Serve(mk())
+	return nil
+}

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// bigListThreshold: longer lists are summarized, never printed element by
+// element (a 10,000-file manifest must not flood the plan).
+const bigListThreshold = 20
+
+type renderer struct {
+	w     io.Writer
+	color bool
+}
+
+func (r *renderer) c(code, s string) string {
+	if !r.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (r *renderer) symbol(a plans.Action) string {
+	switch a {
+	case plans.Create:
+		return r.c("32", "  +")
+	case plans.Update:
+		return r.c("33", "  ~")
+	case plans.Delete:
+		return r.c("31", "  -")
+	case plans.DeleteThenCreate:
+		return r.c("31", "-") + "/" + r.c("32", "+")
+	case plans.CreateThenDelete:
+		return r.c("32", "+") + "/" + r.c("31", "-")
+	}
+	return "   "
+}
+
+func verb(a plans.Action) string {
+	switch a {
+	case plans.Create:
+		return "will be created"
+	case plans.Update:
+		return "will be updated in-place"
+	case plans.Delete:
+		return "will be destroyed"
+	case plans.DeleteThenCreate:
+		return "must be replaced"
+	case plans.CreateThenDelete:
+		return "must be replaced (create before destroy)"
+	}
+	return "has no changes"
+}
+
+// plan renders a plan like Terraform does.
+func (r *renderer) plan(p *plans.Plan) {
+	for _, n := range p.Notes {
+		fmt.Fprintf(r.w, "%s %s\n", r.c("1;33", "Note:"), n)
+	}
+	if len(p.Notes) > 0 {
+		fmt.Fprintln(r.w)
+	}
+	if len(p.Drift) > 0 {
+		fmt.Fprintln(r.w, r.c("1", "Objects have changed outside of sparkform")+"\n")
+		fmt.Fprintln(r.w, "sparkform detected the following changes made outside of sparkform since the last apply:")
+		for _, d := range p.Drift {
+			fmt.Fprintln(r.w)
+			if d.After.IsNull() {
+				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c("1", d.Addr))
+				continue
+			}
+			fmt.Fprintf(r.w, "  # %s has changed\n", r.c("1", d.Addr))
+			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
+			r.attrs(d.Before, d.After, nil, nil, nil, "      ", plans.Update)
+			fmt.Fprintln(r.w, "    }")
+		}
+		fmt.Fprintln(r.w)
+		if p.Mode != plans.RefreshOnlyMode {
+			fmt.Fprintln(r.w, "Unless you have made equivalent changes to your configuration, sparkform will undo them below.")
+			fmt.Fprintln(r.w, strings.Repeat("─", 77))
+		}
+	}
+	if p.Mode == plans.RefreshOnlyMode {
+		if len(p.Drift) == 0 {
+			fmt.Fprintln(r.w, r.c("1;32", "No changes.")+" Your nodes still match the state.")
+		} else {
+			fmt.Fprintf(r.w, "Applying this refresh-only plan will update the state to match, without changing any node.\n")
+		}
+		return
+	}
+	var changes []*plans.ResourceChange
+	for _, c := range p.Changes {
+		if c.Action != plans.NoOp {
+			changes = append(changes, c)
+		}
+	}
+	if len(changes) == 0 && !outputsChange(p) {
+		fmt.Fprintln(r.w, r.c("1;32", "No changes.")+" Your nodes match the configuration.")
+		fmt.Fprintln(r.w, "\nsparkform has compared your nodes with your configuration and found no differences, so no changes are needed.")
+		return
+	}
+	if len(changes) > 0 {
+		fmt.Fprintln(r.w, "sparkform will perform the following actions:")
+	}
+	for _, c := range changes {
+		fmt.Fprintln(r.w)
+		fmt.Fprintf(r.w, "  # %s %s", r.c("1", c.Addr), verb(c.Action))
+		if c.Node.Name != "" {
+			fmt.Fprintf(r.w, " on %s", c.Node.Name)
+		}
+		fmt.Fprintln(r.w)
+		if c.Reason != "" {
+			fmt.Fprintf(r.w, "  # (because %s)\n", c.Reason)
+		}
+		fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(c.Action), c.Type, nameOf(c.Addr))
+		r.attrs(c.Before, c.After, c.RequiresReplace, c.SensitiveAttrs, c.SummaryAttrs, "      ", c.Action)
+		fmt.Fprintln(r.w, "    }")
+	}
+	add, change, destroy := p.Counts()
+	fmt.Fprintf(r.w, "\n%s %d to add, %d to change, %d to destroy.\n", r.c("1", "Plan:"), add, change, destroy)
+	if outputsChange(p) {
+		fmt.Fprintln(r.w, "\nChanges to Outputs:")
+		names := make([]string, 0, len(p.Outputs))
+		for n := range p.Outputs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			o := p.Outputs[n]
+			if sdk.ValuesEqual(o.Before, o.After) {
+				continue
+			}
+			val := r.value(o.After, "  ")
+			if o.Sensitive {
+				val = "(sensitive value)"
+			}
+			if o.After.IsNull() {
+				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c("31", "-"), n, r.value(o.Before, "  "))
+				continue
+			}
+			fmt.Fprintf(r.w, "  %s %s = %s\n", r.c("32", "+"), n, val)
+		}
+	}
+}
+
+func outputsChange(p *plans.Plan) bool {
+	for _, o := range p.Outputs {
+		if o.Before != cty.NilVal && !sdk.ValuesEqual(o.Before, o.After) && !(o.Before.IsNull() && o.After.IsNull()) {
+			return true
+		}
+	}
+	return false
+}
+
+func nameOf(addr string) string {
+	res := addr
+	if i := strings.IndexByte(res, '['); i >= 0 {
+		res = res[:i]
+	}
+	if i := strings.IndexByte(res, '.'); i >= 0 {
+		return res[i+1:]
+	}
+	return res
+}
+
+func attrNames(vals ...cty.Value) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, v := range vals {
+		if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
+			continue
+		}
+		for n := range v.Type().AttributeTypes() {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func attrOf(v cty.Value, name string) cty.Value {
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	return v.GetAttr(name)
+}
+
+// attrs renders the attribute lines of one resource block.
+func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive, summary []string, indent string, action plans.Action) {
+	forces := map[string]bool{}
+	for _, p := range replace {
+		if len(p) > 0 {
+			if s, ok := p[0].(cty.GetAttrStep); ok {
+				forces[s.Name] = true
+			}
+		}
+	}
+	sens := map[string]bool{}
+	for _, s := range sensitive {
+		sens[s] = true
+	}
+	names := attrNames(before, after)
+	width := 0
+	for _, n := range names {
+		b, a := attrOf(before, n), attrOf(after, n)
+		switch action {
+		case plans.Create:
+			if a.IsKnown() && a.IsNull() {
+				continue
+			}
+		case plans.Delete:
+			if b.IsNull() {
+				continue
+			}
+		default:
+			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
+				continue
+			}
+		}
+		if len(n) > width {
+			width = len(n)
+		}
+	}
+	hidden := 0
+	for _, n := range names {
+		b, a := attrOf(before, n), attrOf(after, n)
+		pad := n + strings.Repeat(" ", max(0, width-len(n)))
+		show := func(v cty.Value) string {
+			if sens[n] && v.IsKnown() && !v.IsNull() {
+				return "(sensitive value)"
+			}
+			return r.value(v, indent)
+		}
+		switch action {
+		case plans.Create:
+			if a.IsKnown() && a.IsNull() {
+				continue
+			}
+			fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c("32", "+"), pad, show(a))
+		case plans.Delete:
+			if b.IsNull() {
+				continue
+			}
+			fmt.Fprintf(r.w, "%s%s %s = %s -> null\n", indent, r.c("31", "-"), pad, show(b))
+		default:
+			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
+				hidden++
+				continue
+			}
+			suffix := ""
+			if forces[n] {
+				suffix = r.c("31", " # forces replacement")
+			}
+			switch {
+			case b.IsNull():
+				fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("32", "+"), pad, show(a), suffix)
+			case a.IsKnown() && a.IsNull():
+				fmt.Fprintf(r.w, "%s%s %s = %s -> null%s\n", indent, r.c("31", "-"), pad, show(b), suffix)
+			default:
+				if s := listSummary(b, a); s != "" {
+					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, s, suffix)
+					continue
+				}
+				fmt.Fprintf(r.w, "%s%s %s = %s -> %s%s\n", indent, r.c("33", "~"), pad, show(b), show(a), suffix)
+			}
+		}
+	}
+	if hidden > 0 && action != plans.Create && action != plans.Delete {
+		fmt.Fprintf(r.w, "%s  # (%d unchanged %s hidden)\n", indent, hidden, plural(hidden, "attribute", "attributes"))
+	}
+}
+
+// listSummary describes a change between two long lists in one line.
+func listSummary(b, a cty.Value) string {
+	if !b.IsKnown() || !a.IsKnown() || b.IsNull() || a.IsNull() {
+		return ""
+	}
+	if !(b.Type().IsListType() || b.Type().IsTupleType() || b.Type().IsSetType()) {
+		return ""
+	}
+	bl, al := b.LengthInt(), a.LengthInt()
+	if bl <= bigListThreshold && al <= bigListThreshold {
+		return ""
+	}
+	count := func(v cty.Value) map[string]int {
+		m := map[string]int{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			m[e.GoString()]++
+		}
+		return m
+	}
+	bm, am := count(b), count(a)
+	added, removed := 0, 0
+	for k, n := range am {
+		if bm[k] < n {
+			added += n - bm[k]
+		}
+	}
+	for k, n := range bm {
+		if am[k] < n {
+			removed += n - am[k]
+		}
+	}
+	return fmt.Sprintf("[ %d elements -> %d elements: +%d, -%d ]", bl, al, added, removed)
+}
+
+// value renders a value as HCL-ish text.
+func (r *renderer) value(v cty.Value, indent string) string {
+	if v == cty.NilVal {
+		return "null"
+	}
+	if !v.IsKnown() {
+		return r.c("2", "(known after apply)")
+	}
+	if v.IsNull() {
+		return "null"
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		s := v.AsString()
+		if strings.Contains(s, "\n") && len(s) > 0 {
+			lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+			var b strings.Builder
+			b.WriteString("<<-EOT\n")
+			for _, l := range lines {
+				b.WriteString(indent + "    " + l + "\n")
+			}
+			b.WriteString(indent + "EOT")
+			return b.String()
+		}
+		return fmt.Sprintf("%q", s)
+	case ty == cty.Number:
+		f := v.AsBigFloat()
+		if f.IsInt() {
+			i, _ := f.Int(new(big.Int))
+			return i.String()
+		}
+		return f.Text('g', -1)
+	case ty == cty.Bool:
+		if v.True() {
+			return "true"
+		}
+		return "false"
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		n := v.LengthInt()
+		if n == 0 {
+			return "[]"
+		}
+		if n > bigListThreshold {
+			return fmt.Sprintf("[ %d elements ]", n)
+		}
+		var b strings.Builder
+		b.WriteString("[\n")
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			b.WriteString(indent + "    " + r.value(e, indent+"    ") + ",\n")
+		}
+		b.WriteString(indent + "]")
+		return b.String()
+	case ty.IsMapType() || ty.IsObjectType():
+		if v.LengthInt() == 0 {
+			return "{}"
+		}
+		m := v.AsValueMap()
+		keys := make([]string, 0, len(m))
+		width := 0
+		for k := range m {
+			keys = append(keys, k)
+			if len(k) > width {
+				width = len(k)
+			}
+		}
+		sort.Strings(keys)
+		if len(keys) > bigListThreshold*5 {
+			return fmt.Sprintf("{ %d entries }", len(keys))
+		}
+		var b strings.Builder
+		b.WriteString("{\n")
+		for _, k := range keys {
+			key := k
+			if !isIdent(k) {
+				key = fmt.Sprintf("%q", k)
+			}
+			b.WriteString(indent + "    " + key + strings.Repeat(" ", max(0, width-len(key))) + " = " + r.value(m[k], indent+"    ") + "\n")
+		}
+		b.WriteString(indent + "}")
+		return b.String()
+	}
+	return v.GoString()
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '-')) {
+			return false
+		}
+	}
+	return true
+}

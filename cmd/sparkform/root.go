@@ -1,0 +1,44 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	m := &meta{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "sparkform",
+		Short: "Declarative, reversible node configuration for small GPU clusters",
+		Long: `sparkform converges GPU nodes to what *.sf.hcl files in the working directory
+describe — kernel module parameters, pinned runtime kits, model bind manifests,
+containers and cgroups — and undoes it exactly with destroy.
+
+Typical use:
+  sparkform validate       check the configuration
+  sparkform plan           see what would change on the nodes
+  sparkform apply          make the changes (asks first)
+  sparkform destroy        put every node back as it was
+
+Flags may be written Terraform-style with one dash (-auto-approve) or with two.
+State lives in .sparkform/state.db in the working directory.
+Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&m.chdir, "chdir", "", "switch to this directory before doing anything else")
+	root.PersistentFlags().BoolVar(&m.noColor, "no-color", false, "do not use color in output")
+	root.AddCommand(
+		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),
+		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
+		newGraphCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m),
+	)
+	return root
+}

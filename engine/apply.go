@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/graph"
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/state"
+)
+
+// ApplyResult is what an apply produced besides state.
+type ApplyResult struct {
+	// Outputs are the outputs' values after apply (normal mode).
+	Outputs map[string]cty.Value
+	// Applied counts instances changed per action.
+	Applied map[plans.Action]int
+}
+
+// Apply carries out p. It refuses a plan made against another state
+// (plans.ErrStalePlan). Each instance's result is stored the moment it
+// lands; a journal intent brackets every provider call. On failure, what
+// did not depend on the failed instance still runs and is stored.
+func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Diagnostics) {
+	res := &ApplyResult{Outputs: map[string]cty.Value{}, Applied: map[plans.Action]int{}}
+	meta, err := e.Store.Meta()
+	if err != nil {
+		return res, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+	}
+	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
+		return res, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
+	}
+	insts, diags := e.loadState()
+	if diags.HasErrors() {
+		return res, diags
+	}
+	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
+	for _, c := range p.Changes {
+		changes[c.Addr] = c
+	}
+	// What refresh found is the truth: store it first.
+	diags = append(diags, e.storeDrift(p, insts, changes)...)
+	if diags.HasErrors() || p.Mode == plans.RefreshOnlyMode {
+		return res, diags
+	}
+
+	ap := &applier{e: e, plan: p, changes: changes, insts: insts, res: res}
+	var g *graph.Graph
+	var ev *evaluator
+	var cg *configGraph
+	if p.Mode == plans.NormalMode {
+		var d hcl.Diagnostics
+		cg, d = e.buildConfigGraph(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return res, diags
+		}
+		filter, d := parseTargets(p.Targets)
+		diags = append(diags, d...)
+		filter.expand(cg)
+		ap.filter = filter
+		g = cg.subgraph(filter.vertex)
+		ev = newEvaluator(e.Module, cg, p.Variables)
+		ap.ev, ap.cg = ev, cg
+	} else {
+		g = graph.New()
+	}
+	ap.addDestroySteps(g, cg)
+	if err := g.Validate(); err != nil {
+		return res, append(diags, errDiag("Cannot order the changes", err.Error()))
+	}
+	wd := e.walk(ctx, g, ev, ap.applyResource, func(name string, v cty.Value) { res.Outputs[name] = v }, ap.destroyStep)
+	diags = append(diags, wd...)
+	if ctx.Err() != nil {
+		diags = append(diags, errDiag("Apply interrupted", "Work in flight was stopped; everything that finished is saved in state. Run plan to see what is left."))
+	}
+	return res, diags
+}
+
+// storeDrift writes refreshed values into state.
+func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*instance, changes map[string]*plans.ResourceChange) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, d := range p.Drift {
+		in, ok := insts[d.Addr]
+		if !ok {
+			continue
+		}
+		if d.After.IsNull() {
+			if err := e.Store.DeleteResource(d.Addr); err != nil && !isNotFound(err) {
+				diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+			}
+			delete(insts, d.Addr)
+			continue
+		}
+		cp := *in
+		cp.Value = d.After
+		if c := changes[d.Addr]; c != nil && c.Before != cty.NilVal && !c.Before.IsNull() {
+			cp.Private = c.PriorPrivate
+		}
+		rec, err := cp.record()
+		if err == nil {
+			err = e.Store.PutResource(rec)
+		}
+		if err != nil {
+			diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+			continue
+		}
+		insts[d.Addr] = &cp
+	}
+	return diags
+}
+
+type applier struct {
+	e       *Engine
+	plan    *plans.Plan
+	changes map[string]*plans.ResourceChange
+	insts   map[string]*instance
+	filter  *targetFilter
+	ev      *evaluator
+	cg      *configGraph
+
+	mu  sync.Mutex
+	res *ApplyResult
+}
+
+func destroyVertex(addr string) string   { return "destroy " + addr }
+func destroyAllVertex(res string) string { return "destroyall " + res }
+
+// addDestroySteps adds a vertex per delete (and per replace's delete half)
+// and orders them: an instance is deleted only after everything that
+// depends on it; delete-then-create deletes before its resource is created
+// again; create-then-delete deletes after the new object and its
+// dependents are in place.
+func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
+	var dels []*plans.ResourceChange
+	byRes := map[string][]string{}
+	for _, c := range ap.plan.Changes {
+		if c.Action == plans.Delete || c.Action.IsReplace() {
+			dels = append(dels, c)
+			byRes[c.Resource] = append(byRes[c.Resource], c.Addr)
+		}
+	}
+	if len(dels) == 0 {
+		return
+	}
+	// dependents[r]: resources that depend on r (config now, or recorded).
+	dependents := map[string]map[string]bool{}
+	addDep := func(user, dep string) {
+		if dependents[dep] == nil {
+			dependents[dep] = map[string]bool{}
+		}
+		dependents[dep][user] = true
+	}
+	if cg != nil {
+		for r, deps := range cg.resourceDeps {
+			for _, d := range deps {
+				addDep(r, d)
+			}
+		}
+	}
+	for _, c := range ap.plan.Changes {
+		for _, d := range c.Dependencies {
+			addDep(c.Resource, d)
+		}
+	}
+	for _, in := range ap.insts {
+		for _, d := range in.Dependencies {
+			addDep(in.Resource, d)
+		}
+	}
+	for res, addrs := range byRes {
+		agg := destroyAllVertex(res)
+		g.Add(agg)
+		for _, a := range addrs {
+			g.Connect(agg, destroyVertex(a))
+		}
+	}
+	for _, c := range dels {
+		v := destroyVertex(c.Addr)
+		g.Add(v)
+		users := make([]string, 0, len(dependents[c.Resource]))
+		for u := range dependents[c.Resource] {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		for _, u := range users {
+			if u == c.Resource {
+				continue
+			}
+			if _, ok := byRes[u]; ok {
+				g.Connect(v, destroyAllVertex(u))
+			}
+		}
+		switch c.Action {
+		case plans.DeleteThenCreate:
+			if g.Has(c.Resource) {
+				g.Connect(c.Resource, v)
+			}
+		case plans.CreateThenDelete:
+			if g.Has(c.Resource) {
+				g.Connect(v, c.Resource)
+			}
+			for _, u := range users {
+				if g.Has(u) && u != c.Resource {
+					g.Connect(v, u)
+				}
+			}
+		}
+	}
+}
+
+// applyResource creates or updates every instance of one resource block
+// that the plan changes, and publishes every instance's value for the
+// blocks that reference it.
+func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostics {
+	e := ap.e
+	r := e.Module.Resources[key]
+	schema := ap.cg.schemas[r.Addr.Type]
+	ris, b, diags := ap.ev.expandResource(ctx, key, nil)
+	if diags.HasErrors() {
+		return diags
+	}
+	var work []*resourceInstance
+	for _, ri := range ris {
+		c := ap.changes[ri.Addr]
+		switch {
+		case c == nil || !ap.filter.instance(ri.Addr):
+			if in, ok := ap.instance(ri.Addr); ok {
+				b.set(ri.Key, in.Value)
+			} else {
+				b.set(ri.Key, cty.UnknownVal(schema.Block.ImpliedType()))
+			}
+		case c.Action == plans.NoOp || c.Action == plans.Delete:
+			b.set(ri.Key, c.Before)
+		default:
+			work = append(work, ri)
+		}
+	}
+	if len(work) == 0 {
+		return diags
+	}
+	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
+	if err != nil {
+		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
+	}
+	var mu sync.Mutex
+	lim := make(limiter, e.parallelism())
+	if err := forEachParallel(ctx, lim, len(work), func(i int) {
+		ri := work[i]
+		val, d := ap.applyInstance(ctx, prov, key, schema, ri, ap.changes[ri.Addr])
+		if val != cty.NilVal {
+			b.set(ri.Key, val)
+		}
+		mu.Lock()
+		diags = append(diags, d...)
+		mu.Unlock()
+	}); err != nil {
+		diags = append(diags, errDiag("Apply interrupted", err.Error()))
+	}
+	return diags
+}
+
+func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, schema *sdk.ResourceSchema, ri *resourceInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {
+	e := ap.e
+	r := e.Module.Resources[key]
+	rng := r.DeclRange
+	ty := schema.Block.ImpliedType()
+	prior, priorPrivate := c.Before, c.PriorPrivate
+	if c.Action != plans.Update {
+		prior, priorPrivate = cty.NullVal(ty), nil
+	}
+	if c.Action == plans.CreateThenDelete {
+		// The old object steps aside under a deposed address until the
+		// new one is in place; then its destroy step removes it.
+		if err := ap.moveToDeposed(c.Addr); err != nil {
+			return cty.NilVal, hcl.Diagnostics{errDiag("Cannot depose "+c.Addr, err.Error())}
+		}
+	}
+	// Re-plan with what is known now that dependencies are applied.
+	cfg := applyIgnoreChanges(ri.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block)
+	diags := sdkDiags(pd, ri.Addr, r.Config, &rng)
+	if pd.HasErrors() {
+		return cty.NilVal, diags
+	}
+	action := c.Action
+	inst := &instance{Addr: ri.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ri.Node,
+		Value: planned, Private: plannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+	resp, err := ap.callApply(ctx, prov, inst, string(action), sdk.ApplyRequest{
+		TypeName: r.Addr.Type, Address: ri.Addr, Node: ri.Node, Prior: prior, Planned: planned, Config: cfg, Private: plannedPrivate,
+	})
+	if err != nil {
+		return cty.NilVal, append(diags, errDiag("Cannot apply "+ri.Addr, err.Error()))
+	}
+	diags = append(diags, sdkDiags(resp.Diagnostics, ri.Addr, r.Config, &rng)...)
+	newVal := resp.NewState
+	if newVal == cty.NilVal {
+		newVal = cty.NullVal(ty)
+	}
+	if !newVal.IsNull() && !newVal.IsWhollyKnown() {
+		newVal = unknownAsNull(newVal)
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Provider returned unknown values",
+			Detail: fmt.Sprintf("provider %s left values unknown after applying %s; this is a bug in the provider. They are stored as null.", c.Provider, ri.Addr)})
+	}
+	inst.Value, inst.Private = newVal, resp.Private
+	inst.Tainted = resp.Diagnostics.HasErrors() && action != plans.Update && !newVal.IsNull()
+	if serr := ap.store(inst); serr != nil {
+		diags = append(diags, errDiag("Cannot store "+ri.Addr, serr.Error()))
+	}
+	ap.count(action, resp.Diagnostics.HasErrors())
+	if newVal.IsNull() {
+		return cty.UnknownVal(ty), diags
+	}
+	return newVal, diags
+}
+
+// destroyStep deletes one instance (or the old half of a replacement).
+func (ap *applier) destroyStep(ctx context.Context, v string) hcl.Diagnostics {
+	if len(v) > len("destroyall ") && v[:len("destroyall ")] == "destroyall " {
+		return nil
+	}
+	addr := v[len("destroy "):]
+	c := ap.changes[addr]
+	stateAddr := addr
+	if c.Action == plans.CreateThenDelete {
+		stateAddr = addr + deposedSuffix
+	}
+	prov, err := ap.e.Providers.Provider(ctx, c.Provider)
+	if err != nil {
+		return hcl.Diagnostics{errDiag("Cannot start provider "+c.Provider, err.Error())}
+	}
+	inst := &instance{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node,
+		Value: c.Before, Private: c.PriorPrivate, Dependencies: c.Dependencies, SchemaVersion: c.SchemaVersion}
+	if in, ok := ap.instance(addr); ok {
+		inst.Tainted = in.Tainted
+	}
+	resp, err := ap.callApply(ctx, prov, inst, "delete", sdk.ApplyRequest{
+		TypeName: c.Type, Address: addr, Node: c.Node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
+		Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
+	})
+	if err != nil {
+		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}
+	}
+	diags := sdkDiags(resp.Diagnostics, addr, nil, nil)
+	if resp.NewState != cty.NilVal && !resp.NewState.IsNull() {
+		// Not gone: keep the object and its restore data in state.
+		inst.Value, inst.Private = unknownAsNull(resp.NewState), resp.Private
+		if serr := ap.store(inst); serr != nil {
+			diags = append(diags, errDiag("Cannot store "+addr, serr.Error()))
+		}
+		if !resp.Diagnostics.HasErrors() {
+			diags = append(diags, errDiag("Provider did not destroy "+addr,
+				"the provider returned without error but the object still exists; it stays in state"))
+		}
+	} else {
+		inst.Value = cty.NullVal(c.Before.Type())
+		if serr := ap.store(inst); serr != nil {
+			diags = append(diags, errDiag("Cannot update state for "+addr, serr.Error()))
+		}
+	}
+	ap.count(plans.Delete, diags.HasErrors())
+	return diags
+}
+
+// callApply brackets one ApplyResourceChange with a journal intent and
+// reports progress.
+func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *instance, action string, req sdk.ApplyRequest) (sdk.ApplyResponse, error) {
+	h := ap.e.hooks()
+	intent, err := newIntent(inst, action)
+	if err != nil {
+		return sdk.ApplyResponse{}, err
+	}
+	if err := ap.e.Store.PutIntent(intent); err != nil {
+		return sdk.ApplyResponse{}, fmt.Errorf("writing the journal intent: %w", err)
+	}
+	pa := plans.Action(action)
+	if action == "delete" {
+		pa = plans.Delete
+	}
+	h.PreApply(req.Address, pa)
+	start := time.Now()
+	resp := prov.ApplyResourceChange(ctx, req, func(p sdk.Progress) {
+		if p.Elapsed == 0 {
+			p.Elapsed = time.Since(start)
+		}
+		h.Progress(req.Address, p)
+	})
+	h.PostApply(req.Address, pa, time.Since(start), resp.Diagnostics.Err())
+	return resp, nil
+}
+
+// store writes the instance's result (a null value removes the record)
+// and clears its journal intent.
+func (ap *applier) store(inst *instance) error {
+	var err error
+	if inst.Value == cty.NilVal || inst.Value.IsNull() {
+		err = ap.e.Store.DeleteResource(inst.Addr)
+		if isNotFound(err) {
+			err = nil
+		}
+	} else {
+		var rec *state.Resource
+		rec, err = inst.record()
+		if err == nil {
+			err = ap.e.Store.PutResource(rec)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	ap.mu.Lock()
+	if inst.Value == cty.NilVal || inst.Value.IsNull() {
+		delete(ap.insts, inst.Addr)
+	} else {
+		ap.insts[inst.Addr] = inst
+	}
+	ap.mu.Unlock()
+	return ap.e.Store.DeleteIntent(inst.Addr)
+}
+
+func (ap *applier) instance(addr string) (*instance, bool) {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	in, ok := ap.insts[addr]
+	return in, ok
+}
+
+func (ap *applier) moveToDeposed(addr string) error {
+	ap.mu.Lock()
+	in, ok := ap.insts[addr]
+	ap.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	cp := *in
+	cp.Addr = addr + deposedSuffix
+	rec, err := cp.record()
+	if err != nil {
+		return err
+	}
+	if err := ap.e.Store.PutResource(rec); err != nil {
+		return err
+	}
+	return ap.e.Store.DeleteResource(addr)
+}
+
+func (ap *applier) count(a plans.Action, failed bool) {
+	if failed {
+		return
+	}
+	ap.mu.Lock()
+	ap.res.Applied[a]++
+	ap.mu.Unlock()
+}

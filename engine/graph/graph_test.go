@@ -1,0 +1,189 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func build(edges [][2]string, extra ...string) *Graph {
+	g := New()
+	for _, v := range extra {
+		g.Add(v)
+	}
+	for _, e := range edges {
+		g.Connect(e[0], e[1])
+	}
+	return g
+}
+
+func TestCycles(t *testing.T) {
+	tests := []struct {
+		name  string
+		edges [][2]string
+		want  []string
+	}{
+		{"none", [][2]string{{"b", "a"}, {"c", "b"}}, nil},
+		{"self", [][2]string{{"a", "a"}}, []string{"a -> a"}},
+		{"three", [][2]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"d", "a"}}, []string{"a -> b -> c -> a"}},
+		{"two separate", [][2]string{{"x", "y"}, {"y", "x"}, {"a", "b"}, {"b", "a"}}, []string{"a -> b -> a", "x -> y -> x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range build(tt.edges).Cycles() {
+				got = append(got, strings.Join(append(c, c[0]), " -> "))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("cycles = %q, want %q", got, tt.want)
+			}
+			err := build(tt.edges).Validate()
+			if (err != nil) != (tt.want != nil) {
+				t.Fatalf("Validate() = %v", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.want[0]) {
+				t.Fatalf("error %q does not name the cycle %q", err, tt.want[0])
+			}
+		})
+	}
+}
+
+func TestTopoOrder(t *testing.T) {
+	g := build([][2]string{{"c", "b"}, {"b", "a"}, {"d", "a"}})
+	order, err := g.TopoOrder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := map[string]int{}
+	for i, v := range order {
+		pos[v] = i
+	}
+	for _, e := range [][2]string{{"c", "b"}, {"b", "a"}, {"d", "a"}} {
+		if pos[e[0]] < pos[e[1]] {
+			t.Errorf("%s ordered before its dependency %s: %v", e[0], e[1], order)
+		}
+	}
+}
+
+func TestWalkOrderAndFailureIsolation(t *testing.T) {
+	// a <- b <- c ; a <- d ; e independent; b fails.
+	g := build([][2]string{{"b", "a"}, {"c", "b"}, {"d", "a"}}, "e")
+	var mu sync.Mutex
+	done := map[string]bool{}
+	errs := g.Walk(context.Background(), 4, func(_ context.Context, v string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range g.DependsOn(v) {
+			if !done[d] {
+				return fmt.Errorf("%s ran before %s", v, d)
+			}
+		}
+		if v == "b" {
+			return errors.New("boom")
+		}
+		done[v] = true
+		return nil
+	})
+	var ran []string
+	for v := range done {
+		ran = append(ran, v)
+	}
+	sort.Strings(ran)
+	if !reflect.DeepEqual(ran, []string{"a", "d", "e"}) {
+		t.Errorf("ran %v, want [a d e]", ran)
+	}
+	if errs["b"] == nil || errs["b"].Error() != "boom" {
+		t.Errorf("b: %v", errs["b"])
+	}
+	if !errors.Is(errs["c"], ErrUpstreamFailed) {
+		t.Errorf("c: %v, want ErrUpstreamFailed", errs["c"])
+	}
+	if len(errs) != 2 {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+func TestWalkParallelismBound(t *testing.T) {
+	g := New()
+	for i := 0; i < 50; i++ {
+		g.Add(fmt.Sprint(i))
+	}
+	var cur, peak int64
+	g.Walk(context.Background(), 3, func(context.Context, string) error {
+		n := atomic.AddInt64(&cur, 1)
+		for {
+			p := atomic.LoadInt64(&peak)
+			if n <= p || atomic.CompareAndSwapInt64(&peak, p, n) {
+				break
+			}
+		}
+		for i := 0; i < 1000; i++ {
+			_ = fmt.Sprint(i)
+		}
+		atomic.AddInt64(&cur, -1)
+		return nil
+	})
+	if peak > 3 || peak < 1 {
+		t.Fatalf("peak concurrency %d, want 1..3", peak)
+	}
+}
+
+func TestWalkCancelStopsScheduling(t *testing.T) {
+	g := build([][2]string{{"b", "a"}, {"c", "b"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran []string
+	errs := g.Walk(ctx, 1, func(_ context.Context, v string) error {
+		ran = append(ran, v)
+		if v == "a" {
+			cancel()
+		}
+		return nil
+	})
+	if !reflect.DeepEqual(ran, []string{"a"}) {
+		t.Fatalf("ran %v after cancel, want only a", ran)
+	}
+	if !errors.Is(errs["b"], context.Canceled) {
+		t.Fatalf("b: %v", errs["b"])
+	}
+}
+
+func TestWalkCycleIsError(t *testing.T) {
+	g := build([][2]string{{"a", "b"}, {"b", "a"}})
+	errs := g.Walk(context.Background(), 2, func(context.Context, string) error { t.Fatal("ran"); return nil })
+	var ce *CycleError
+	if !errors.As(errs["a"], &ce) {
+		t.Fatalf("want CycleError, got %v", errs)
+	}
+}
+
+func chain(n, width int) *Graph {
+	g := New()
+	for c := 0; c < n/width; c++ {
+		for i := 1; i < width; i++ {
+			g.Connect(fmt.Sprintf("r%d.%d", c, i), fmt.Sprintf("r%d.%d", c, i-1))
+		}
+	}
+	return g
+}
+
+func BenchmarkWalk10k(b *testing.B) {
+	g := chain(10000, 10)
+	for b.Loop() {
+		g.Walk(context.Background(), 10, func(context.Context, string) error { return nil })
+	}
+}
+
+func BenchmarkBuild10k(b *testing.B) {
+	for b.Loop() {
+		g := chain(10000, 10)
+		if err := g.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// Hooks receive progress events; the CLI renders them. Methods may be
+// called concurrently.
+type Hooks interface {
+	// PreRefresh is called before one batched read of n instances.
+	PreRefresh(provider, node string, n int)
+	// PostRefresh is called after it, with its cost.
+	PostRefresh(provider, node string, n int, took time.Duration, roundTrips int, err error)
+	PreApply(addr string, action plans.Action)
+	Progress(addr string, p sdk.Progress)
+	PostApply(addr string, action plans.Action, took time.Duration, err error)
+	// Note reports something the user should know (interrupted operations,
+	// drift recovered from the journal).
+	Note(msg string)
+}
+
+// NoHooks ignores every event.
+type NoHooks struct{}
+
+var _ Hooks = NoHooks{}
+
+func (NoHooks) PreRefresh(string, string, int)                             {}
+func (NoHooks) PostRefresh(string, string, int, time.Duration, int, error) {}
+func (NoHooks) PreApply(string, plans.Action)                              {}
+func (NoHooks) Progress(string, sdk.Progress)                              {}
+func (NoHooks) PostApply(string, plans.Action, time.Duration, error)       {}
+func (NoHooks) Note(string)                                                {}

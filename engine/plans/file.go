@@ -1,0 +1,260 @@
+package plans
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// FormatVersion is the plan file format written by this version.
+const FormatVersion = 1
+
+var (
+	// ErrStalePlan is returned when a plan file was made against another
+	// state than the one it is applied to.
+	ErrStalePlan = errors.New("saved plan is stale")
+	// ErrNotPlanFile is returned for a file that is not a sparkform plan.
+	ErrNotPlanFile = errors.New("not a sparkform plan file")
+)
+
+const magic = "sparkform-plan\n"
+
+type fileValue []byte
+
+func encodeValue(v cty.Value) (fileValue, error) {
+	if v == cty.NilVal {
+		return nil, nil
+	}
+	v, _ = v.UnmarkDeep()
+	return ctymsgpack.Marshal(v, cty.DynamicPseudoType)
+}
+
+func decodeValue(b fileValue) (cty.Value, error) {
+	if b == nil {
+		return cty.NilVal, nil
+	}
+	return ctymsgpack.Unmarshal(b, cty.DynamicPseudoType)
+}
+
+type fileChange struct {
+	Addr, Resource, Type, Provider string
+	Node                           sdk.Node
+	Action                         Action
+	Reason                         string
+	Before, After                  fileValue
+	RequiresReplace                [][]string
+	PriorPrivate, PlannedPrivate   []byte
+	Dependencies                   []string
+	SensitiveAttrs, SummaryAttrs   []string
+	SchemaVersion                  int64
+	CreateBeforeDestroy            bool
+}
+
+type fileDrift struct {
+	Addr, Type    string
+	Before, After fileValue
+}
+
+type fileOutput struct {
+	Before, After fileValue
+	Sensitive     bool
+}
+
+type filePlan struct {
+	FormatVersion int
+	Lineage       string
+	Serial        uint64
+	Mode          Mode
+	Created       time.Time
+	ConfigDigest  string
+	Variables     map[string]fileValue
+	Targets       []string
+	Replace       []string
+	Changes       []fileChange
+	Drift         []fileDrift
+	Outputs       map[string]fileOutput
+	Notes         []string
+}
+
+// pathToStrings keeps only attribute steps and string/int keys, which is
+// all a RequiresReplace path uses.
+func pathToStrings(p cty.Path) []string {
+	out := make([]string, 0, len(p))
+	for _, s := range p {
+		switch s := s.(type) {
+		case cty.GetAttrStep:
+			out = append(out, "."+s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() == cty.String {
+				out = append(out, "["+s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				out = append(out, "#"+s.Key.AsBigFloat().Text('f', 0))
+			}
+		}
+	}
+	return out
+}
+
+func stringsToPath(ss []string) cty.Path {
+	var p cty.Path
+	for _, s := range ss {
+		switch s[0] {
+		case '.':
+			p = p.GetAttr(s[1:])
+		case '[':
+			p = p.Index(cty.StringVal(s[1:]))
+		case '#':
+			n, _ := cty.ParseNumberVal(s[1:])
+			p = p.Index(n)
+		}
+	}
+	return p
+}
+
+// Write writes p to w.
+func Write(w io.Writer, p *Plan) error {
+	fp := filePlan{
+		FormatVersion: FormatVersion, Lineage: p.Lineage, Serial: p.Serial, Mode: p.Mode,
+		Created: p.Created, ConfigDigest: p.ConfigDigest, Targets: p.Targets, Replace: p.Replace,
+		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes,
+	}
+	var err error
+	enc := func(v cty.Value) fileValue {
+		b, e := encodeValue(v)
+		if e != nil && err == nil {
+			err = e
+		}
+		return b
+	}
+	for k, v := range p.Variables {
+		fp.Variables[k] = enc(v)
+	}
+	for _, c := range p.Changes {
+		fc := fileChange{
+			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node,
+			Action: c.Action, Reason: c.Reason, Before: enc(c.Before), After: enc(c.After),
+			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
+			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
+			SchemaVersion: c.SchemaVersion, CreateBeforeDestroy: c.CreateBeforeDestroy,
+		}
+		for _, rp := range c.RequiresReplace {
+			fc.RequiresReplace = append(fc.RequiresReplace, pathToStrings(rp))
+		}
+		fp.Changes = append(fp.Changes, fc)
+	}
+	for _, d := range p.Drift {
+		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After)})
+	}
+	for k, o := range p.Outputs {
+		fp.Outputs[k] = fileOutput{Before: enc(o.Before), After: enc(o.After), Sensitive: o.Sensitive}
+	}
+	if err != nil {
+		return fmt.Errorf("encoding plan: %w", err)
+	}
+	if _, err := io.WriteString(w, magic); err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(w)
+	if err := json.NewEncoder(zw).Encode(&fp); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// Read reads a plan written by Write.
+func Read(r io.Reader) (*Plan, error) {
+	head := make([]byte, len(magic))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
+		return nil, ErrNotPlanFile
+	}
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
+	}
+	var fp filePlan
+	if err := json.NewDecoder(zr).Decode(&fp); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
+	}
+	if fp.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("plan file format %d is not supported by this sparkform (format %d); make a new plan", fp.FormatVersion, FormatVersion)
+	}
+	p := &Plan{
+		FormatVersion: fp.FormatVersion, Lineage: fp.Lineage, Serial: fp.Serial, Mode: fp.Mode,
+		Created: fp.Created, ConfigDigest: fp.ConfigDigest, Targets: fp.Targets, Replace: fp.Replace,
+		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes,
+	}
+	dec := func(b fileValue) cty.Value {
+		v, e := decodeValue(b)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	for k, v := range fp.Variables {
+		p.Variables[k] = dec(v)
+	}
+	for _, fc := range fp.Changes {
+		c := &ResourceChange{
+			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: fc.Node,
+			Action: fc.Action, Reason: fc.Reason, Before: dec(fc.Before), After: dec(fc.After),
+			PriorPrivate: fc.PriorPrivate, PlannedPrivate: fc.PlannedPrivate,
+			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs,
+			SchemaVersion: fc.SchemaVersion, CreateBeforeDestroy: fc.CreateBeforeDestroy,
+		}
+		for _, rp := range fc.RequiresReplace {
+			c.RequiresReplace = append(c.RequiresReplace, stringsToPath(rp))
+		}
+		p.Changes = append(p.Changes, c)
+	}
+	for _, d := range fp.Drift {
+		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After)})
+	}
+	for k, o := range fp.Outputs {
+		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
+	}
+	return p, nil
+}
+
+// WriteFile writes p to path (mode 0600: plans can hold sensitive values).
+func WriteFile(path string, p *Plan) error {
+	var buf bytes.Buffer
+	if err := Write(&buf, p); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+// ReadFile reads a plan file.
+func ReadFile(path string) (*Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f)
+}
+
+// CheckFresh returns ErrStalePlan (wrapped, with what moved) unless the
+// state is still the one the plan was made against.
+func (p *Plan) CheckFresh(lineage string, serial uint64) error {
+	if p.Lineage != "" && lineage != "" && p.Lineage != lineage {
+		return fmt.Errorf("%w: it was made for state lineage %s, but the state is now lineage %s; run plan again", ErrStalePlan, p.Lineage, lineage)
+	}
+	if p.Serial != serial {
+		return fmt.Errorf("%w: the state changed since the plan was made (serial %d, now %d); run plan again", ErrStalePlan, p.Serial, serial)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package plans
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+func TestRoundTrip(t *testing.T) {
+	after := cty.ObjectVal(map[string]cty.Value{
+		"path":        cty.StringVal("/srv/kit"),
+		"tree_digest": cty.UnknownVal(cty.String),
+		"params":      cty.MapVal(map[string]cty.Value{"modeset": cty.StringVal("1")}),
+		"gone":        cty.NullVal(cty.Number),
+	})
+	p := &Plan{
+		Lineage: "L", Serial: 7, Mode: NormalMode,
+		Variables: map[string]cty.Value{"n": cty.NumberIntVal(2)},
+		Changes: []*ResourceChange{{
+			Addr: `gitkit_checkout.kit["a"]`, Resource: "gitkit_checkout.kit", Type: "gitkit_checkout",
+			Provider: "gitkit", Node: sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.1", Port: 22},
+			Action: DeleteThenCreate, Before: cty.NullVal(cty.DynamicPseudoType), After: after,
+			RequiresReplace: []cty.Path{cty.GetAttrPath("commit"), cty.GetAttrPath("m").Index(cty.StringVal("k"))},
+			PlannedPrivate:  []byte("x"),
+		}},
+		Outputs: map[string]*OutputChange{"o": {Before: cty.NullVal(cty.String), After: cty.UnknownVal(cty.String)}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := got.Changes[0]
+	if !c.After.RawEquals(after) {
+		t.Errorf("after = %#v", c.After)
+	}
+	if c.After.GetAttr("tree_digest").IsKnown() {
+		t.Error("unknown value did not survive")
+	}
+	if len(c.RequiresReplace) != 2 || !c.RequiresReplace[1].Equals(cty.GetAttrPath("m").Index(cty.StringVal("k"))) {
+		t.Errorf("requires replace = %#v", c.RequiresReplace)
+	}
+	if c.Node.Host != "127.0.0.1" || got.Serial != 7 || string(c.PlannedPrivate) != "x" {
+		t.Errorf("plan = %+v", got)
+	}
+	if !got.Variables["n"].RawEquals(cty.NumberIntVal(2)) {
+		t.Errorf("variables = %#v", got.Variables)
+	}
+	if got.Outputs["o"].After.IsKnown() {
+		t.Error("output unknown lost")
+	}
+}
+
+func TestReadRejectsOtherFiles(t *testing.T) {
+	for _, in := range []string{"", "hello world", magic + "not gzip"} {
+		if _, err := Read(strings.NewReader(in)); !errors.Is(err, ErrNotPlanFile) {
+			t.Errorf("Read(%q) = %v, want ErrNotPlanFile", in, err)
+		}
+	}
+}
+
+func TestCheckFresh(t *testing.T) {
+	p := &Plan{Lineage: "L", Serial: 3}
+	if err := p.CheckFresh("L", 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lineage string
+		serial  uint64
+		want    string
+	}{{"L", 4, "serial 3, now 4"}, {"M", 3, "lineage"}} {
+		err := p.CheckFresh(tc.lineage, tc.serial)
+		if !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckFresh(%s,%d) = %v", tc.lineage, tc.serial, err)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package plans
+
+import (
+	"sort"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// Action is what apply will do to one instance.
+type Action string
+
+const (
+	NoOp             Action = "no-op"
+	Create           Action = "create"
+	Update           Action = "update"
+	Delete           Action = "delete"
+	DeleteThenCreate Action = "delete-then-create"
+	CreateThenDelete Action = "create-then-delete"
+)
+
+// IsReplace reports whether a is one of the two replace actions.
+func (a Action) IsReplace() bool { return a == DeleteThenCreate || a == CreateThenDelete }
+
+// Symbol is how the plan renderer marks a.
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Delete:
+		return "-"
+	case DeleteThenCreate:
+		return "-/+"
+	case CreateThenDelete:
+		return "+/-"
+	}
+	return " "
+}
+
+// Mode is the kind of plan.
+type Mode string
+
+const (
+	NormalMode      Mode = "normal"
+	DestroyMode     Mode = "destroy"
+	RefreshOnlyMode Mode = "refresh-only"
+)
+
+// ResourceChange is the planned change of one resource instance.
+type ResourceChange struct {
+	Addr     string // instance address, e.g. gitkit_checkout.kit["a"]
+	Resource string // config address, e.g. gitkit_checkout.kit
+	Type     string
+	Provider string
+	Node     sdk.Node
+	Action   Action
+	// Reason explains an action the config alone does not ("tainted",
+	// "replace requested", "no longer in configuration", ...).
+	Reason          string
+	Before, After   cty.Value
+	RequiresReplace []cty.Path
+	PriorPrivate    []byte
+	PlannedPrivate  []byte
+	// Dependencies are the config addresses this instance depends on.
+	Dependencies []string
+	// SensitiveAttrs are top-level attribute names hidden in output.
+	SensitiveAttrs []string
+	// SummaryAttrs are attributes rendered as a short summary (large lists).
+	SummaryAttrs  []string
+	SchemaVersion int64
+	// CreateBeforeDestroy is the lifecycle setting, kept for destroy order.
+	CreateBeforeDestroy bool
+}
+
+// Drift is a difference refresh found between state and the node.
+type Drift struct {
+	Addr          string
+	Type          string
+	Before, After cty.Value // After null: the object is gone
+}
+
+// OutputChange is the planned value of an output.
+type OutputChange struct {
+	Before, After cty.Value
+	Sensitive     bool
+}
+
+// Plan is the result of planning.
+type Plan struct {
+	FormatVersion int
+	Lineage       string
+	Serial        uint64
+	Mode          Mode
+	Created       time.Time
+	// ConfigDigest is a hash of the config files; apply refuses a plan file
+	// made from other files.
+	ConfigDigest string
+	Variables    map[string]cty.Value
+	Targets      []string
+	Replace      []string
+	Changes      []*ResourceChange
+	Drift        []*Drift
+	Outputs      map[string]*OutputChange
+	// Notes are messages for the user made during planning (interrupted
+	// operations found in the journal, and what refresh found for them).
+	Notes []string
+}
+
+// Counts returns how many instances each action touches.
+func (p *Plan) Counts() (add, change, destroy int) {
+	for _, c := range p.Changes {
+		switch c.Action {
+		case Create:
+			add++
+		case Update:
+			change++
+		case Delete:
+			destroy++
+		case DeleteThenCreate, CreateThenDelete:
+			add++
+			destroy++
+		}
+	}
+	return
+}
+
+// HasChanges reports whether applying p would change any node or state.
+func (p *Plan) HasChanges() bool {
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			return true
+		}
+	}
+	if p.Mode == RefreshOnlyMode && len(p.Drift) > 0 {
+		return true
+	}
+	for _, o := range p.Outputs {
+		if !sdk.ValuesEqual(o.Before, o.After) {
+			return true
+		}
+	}
+	return false
+}
+
+// Change returns the change for an instance address, or nil.
+func (p *Plan) Change(addr string) *ResourceChange {
+	for _, c := range p.Changes {
+		if c.Addr == addr {
+			return c
+		}
+	}
+	return nil
+}
+
+// Sort orders changes and drift by address.
+func (p *Plan) Sort() {
+	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Addr < p.Changes[j].Addr })
+	sort.Slice(p.Drift, func(i, j int) bool { return p.Drift[i].Addr < p.Drift[j].Addr })
+}

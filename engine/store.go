@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/state"
+)
+
+// Store is what the engine needs of the state store (*state.Store).
+type Store interface {
+	Meta() (state.Meta, error)
+	Resources() ([]*state.Resource, error)
+	PutResource(r *state.Resource) error
+	DeleteResource(addr string) error
+	PutIntent(in *state.Intent) error
+	DeleteIntent(addr string) error
+	Intents() ([]*state.Intent, error)
+}
+
+const (
+	statusReady   = state.Status("ready")
+	statusTainted = state.Status("tainted")
+)
+
+// instance is one resource instance as the engine holds it in memory.
+type instance struct {
+	Addr          string
+	Resource      string // config address "type.name"
+	Type          string
+	Provider      string
+	Node          sdk.Node
+	Value         cty.Value
+	Private       []byte
+	Dependencies  []string
+	Tainted       bool
+	SchemaVersion int64
+}
+
+// EncodeValue is the state encoding of a value: cty JSON with its type, so
+// state can be shown without asking any provider for a schema.
+func EncodeValue(v cty.Value) (json.RawMessage, error) {
+	v, _ = v.UnmarkDeep()
+	if !v.IsWhollyKnown() {
+		v = unknownAsNull(v)
+	}
+	return ctyjson.Marshal(v, cty.DynamicPseudoType)
+}
+
+// DecodeValue reverses EncodeValue.
+func DecodeValue(b json.RawMessage) (cty.Value, error) {
+	if len(b) == 0 {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	return ctyjson.Unmarshal(b, cty.DynamicPseudoType)
+}
+
+// unknownAsNull replaces every unknown in v with a null of its type: what
+// a journal intent records of a planned value.
+func unknownAsNull(v cty.Value) cty.Value {
+	v, _ = cty.Transform(v, func(_ cty.Path, v cty.Value) (cty.Value, error) {
+		if !v.IsKnown() {
+			return cty.NullVal(v.Type()), nil
+		}
+		return v, nil
+	})
+	return v
+}
+
+func instanceFromRecord(r *state.Resource) (*instance, error) {
+	v, err := DecodeValue(r.Value)
+	if err != nil {
+		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
+	}
+	var n sdk.Node
+	if len(r.Node) > 0 {
+		if err := json.Unmarshal(r.Node, &n); err != nil {
+			return nil, fmt.Errorf("state record %s: node: %w", r.Address, err)
+		}
+	}
+	return &instance{
+		Addr: r.Address, Resource: resourceOfInstance(r.Address), Type: r.Type, Provider: r.Provider,
+		Node: n, Value: v, Private: r.Private, Dependencies: r.Dependencies,
+		Tainted: r.Status == statusTainted, SchemaVersion: r.SchemaVersion,
+	}, nil
+}
+
+func (in *instance) record() (*state.Resource, error) {
+	val, err := EncodeValue(in.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
+	}
+	nodeJSON, err := json.Marshal(in.Node)
+	if err != nil {
+		return nil, err
+	}
+	st := statusReady
+	if in.Tainted {
+		st = statusTainted
+	}
+	return &state.Resource{
+		Address: in.Addr, Type: in.Type, Provider: in.Provider, Node: nodeJSON,
+		SchemaVersion: in.SchemaVersion, Value: val, Private: in.Private,
+		Dependencies: in.Dependencies, Status: st, UpdatedAt: time.Now().UTC(),
+	}, nil
+}
+
+func newIntent(in *instance, action string) (*state.Intent, error) {
+	rec, err := in.record()
+	if err != nil {
+		return nil, err
+	}
+	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
+}
+
+// resourceOfInstance strips the instance key: `a.b["k"]` -> `a.b`.
+func resourceOfInstance(addr string) string {
+	for i := 0; i < len(addr); i++ {
+		if addr[i] == '[' {
+			return addr[:i]
+		}
+	}
+	return addr
+}
+
+func nullOf(v cty.Value) cty.Value { return cty.NullVal(v.Type()) }

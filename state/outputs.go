@@ -1,0 +1,45 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Output is one stored output value (encoding chosen by the engine).
+type Output struct {
+	Value     json.RawMessage `json:"value"`
+	Sensitive bool            `json:"sensitive,omitempty"`
+}
+
+// keyOutputs holds every output, in the meta bucket: outputs are few and
+// always written together after an apply.
+var keyOutputs = []byte("outputs")
+
+// PutOutputs replaces every stored output (an empty map clears them).
+func (s *Store) PutOutputs(outs map[string]Output) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	data, err := json.Marshal(outs)
+	if err != nil {
+		return fmt.Errorf("%w: outputs: %v", ErrInvalid, err)
+	}
+	return s.submit(func(tx *bolt.Tx, _ *commitCtx) error {
+		return tx.Bucket(bucketMeta).Put(keyOutputs, data)
+	})
+}
+
+// Outputs returns every stored output.
+func (s *Store) Outputs() (map[string]Output, error) {
+	out := map[string]Output{}
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keyOutputs)
+		if v == nil {
+			return nil
+		}
+		return json.Unmarshal(v, &out)
+	})
+	return out, err
+}
