@@ -285,7 +285,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	}
 	// Re-plan with what is known now that dependencies are applied.
 	cfg := applyIgnoreChanges(ri.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block)
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, c.Action.IsReplace())
 	diags := sdkDiags(pd, ri.Addr, r.Config, &rng)
 	if pd.HasErrors() {
 		return cty.NilVal, diags

@@ -63,15 +63,8 @@ func (m *meta) diags(ds hcl.Diagnostics) bool {
 	if len(ds) == 0 {
 		return false
 	}
-	width := 0
-	if f, ok := m.stderr.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
-			width = w
-		}
-	}
-	w := hcl.NewDiagnosticTextWriter(m.stderr, m.files, uint(width), m.color())
 	for _, d := range dedupe(ds) {
-		_ = w.WriteDiagnostic(d)
+		writeDiagnostic(m.stderr, d, m.files, m.color())
 	}
 	return ds.HasErrors()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -119,6 +120,18 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 	vals, ok := m.variables(mod, &f.vars)
 	if !ok {
 		return nil, nil, 1
+	}
+	if f.mode() == plans.NormalMode {
+		// Config errors are reported before state is touched, so bad input
+		// never creates or locks anything.
+		host, err := m.pluginHost()
+		if err != nil {
+			fmt.Fprintln(m.stderr, "Error:", err)
+			return nil, nil, 1
+		}
+		if m.diags((&engine.Engine{Module: mod, Providers: host}).Validate(context.Background())) {
+			return nil, nil, 1
+		}
 	}
 	st, err := m.openState(f.lockTimeout, command)
 	if err != nil {

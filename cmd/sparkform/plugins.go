@@ -4,12 +4,14 @@ import (
 	"fmt"
 
 	"github.com/sparkform/sparkform/providers/builtin"
+	"github.com/sparkform/sparkform/providers/gitkit"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // builtins are the providers this binary serves in plugin mode.
 var builtins = map[string]func() sdk.Provider{
 	"sparkform": builtin.New,
+	"gitkit":    gitkit.New,
 }
 
 // servePlugin serves one built-in provider over the plugin protocol.

@@ -1,0 +1,8 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+)
+
+func asExit(err error, ee **exec.ExitError) bool { return errors.As(err, ee) }

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/sparkform/sparkform/internal/testbed"
+)
+
+// binDir holds the real sparkform binary, built once by TestMain: script
+// tests run it as users do, and it starts its providers as real plugin
+// processes by re-executing itself.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sparkform-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "sparkform"), ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building sparkform: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("SPARKFORM_BIN", filepath.Join(binDir, "sparkform"))
+			env.Setenv("NO_COLOR", "1")
+			return os.MkdirAll(filepath.Join(env.WorkDir, "home"), 0o700)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sshnodes":  cmdSSHNodes,
+			"mkrepo":    cmdMkRepo,
+			"waitfile":  cmdWaitFile,
+			"exitcode":  cmdExitCode,
+			"writefile": cmdWriteFile,
+		},
+	})
+}
+
+// sshnodes N: start N real sshd nodes and export their SF_* variables.
+func cmdSSHNodes(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sshnodes N")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("sshnodes: %v", err)
+	}
+	if err := testbed.Available(); err != nil {
+		ts.Fatalf("sshd test bed unavailable: %v (install openssh-server; .ci/run does)", err)
+	}
+	bed, err := testbed.Start("", n)
+	if err != nil {
+		ts.Fatalf("sshnodes: %v", err)
+	}
+	ts.Defer(func() { bed.Stop() })
+	for k, v := range bed.Env() {
+		ts.Setenv(k, v)
+	}
+}
+
+// mkrepo NAME [MESSAGE]: create (or add a commit to) a git repository that
+// the sshd test user can read, with a release/runtime/serving tree; export
+// NAME_PATH and NAME_COMMIT (the new head).
+func cmdMkRepo(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: mkrepo NAME [MESSAGE]")
+	}
+	name := args[0]
+	msg := "commit"
+	if len(args) > 1 {
+		msg = strings.Join(args[1:], " ")
+	}
+	dir := ts.Getenv(name + "_PATH")
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sparkform-repo-")
+		if err != nil {
+			ts.Fatalf("%v", err)
+		}
+		ts.Defer(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o755); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		dir = filepath.Join(d, name)
+		ts.Setenv(name+"_PATH", dir)
+	}
+	git := func(a ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "safe.directory=*"}, a...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e",
+			"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			ts.Fatalf("git %v: %v\n%s", a, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		git("init", "-q", "-b", "main")
+	}
+	files := map[string]string{
+		"README.md":                          "kit\n",
+		"release/runtime/serving/serve.py":   "print('serve " + msg + "')\n",
+		"release/runtime/serving/guard.yaml": "memory: 9g\n",
+		"release/runtime/aot/kernel.bin":     "aot " + msg + "\n",
+	}
+	for rel, content := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-q", "--allow-empty", "-m", msg)
+	ts.Setenv(name+"_COMMIT", git("rev-parse", "HEAD"))
+	if u, err := user.Lookup(testbed.User); err == nil {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		_ = filepath.Walk(filepath.Dir(dir), func(p string, _ os.FileInfo, err error) error {
+			if err == nil {
+				_ = os.Lchown(p, uid, gid)
+			}
+			return nil
+		})
+	}
+}
+
+// waitfile PATH [SECONDS]: wait until PATH exists.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: waitfile PATH [SECONDS]")
+	}
+	limit := 30 * time.Second
+	if len(args) > 1 {
+		s, _ := strconv.Atoi(args[1])
+		limit = time.Duration(s) * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s did not appear within %s", args[0], limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// exitcode N CMD ARGS...: run a program and require exit status N.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N CMD [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if ok := asExit(err, &ee); ok {
+			got = ee.ExitCode()
+		} else {
+			ts.Fatalf("exitcode: %v", err)
+		}
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// writefile PATH CONTENT...: write a file (creating folders), e.g. to
+// edit a file on a node by hand.
+func cmdWriteFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: writefile PATH CONTENT...")
+	}
+	p := ts.MkAbs(args[0])
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Check(os.WriteFile(p, []byte(strings.Join(args[1:], " ")+"\n"), 0o644))
+}

@@ -1,0 +1,243 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// DecoderSpec is the hcldec spec of a resource body for schema b.
+// Computed-only attributes are left out: the provider sets them, config
+// cannot.
+func DecoderSpec(b *sdk.Block) hcldec.Spec {
+	spec := hcldec.ObjectSpec{}
+	if b == nil {
+		return spec
+	}
+	for name, a := range b.Attributes {
+		if a.Computed && !a.Optional && !a.Required {
+			continue
+		}
+		spec[name] = &hcldec.AttrSpec{Name: name, Type: a.Type, Required: a.Required}
+	}
+	for name, nb := range b.BlockTypes {
+		nested := DecoderSpec(&nb.Block)
+		switch nb.Nesting {
+		case sdk.NestingSingle:
+			spec[name] = &hcldec.BlockSpec{TypeName: name, Nested: nested, Required: nb.MinItems > 0}
+		case sdk.NestingList:
+			if nb.Block.ImpliedType().HasDynamicTypes() {
+				// Lists need one element type; dynamic attributes need a tuple.
+				spec[name] = &hcldec.BlockTupleSpec{TypeName: name, Nested: nested, MinItems: nb.MinItems, MaxItems: nb.MaxItems}
+			} else {
+				spec[name] = &hcldec.BlockListSpec{TypeName: name, Nested: nested, MinItems: nb.MinItems, MaxItems: nb.MaxItems}
+			}
+		case sdk.NestingSet:
+			spec[name] = &hcldec.BlockSetSpec{TypeName: name, Nested: nested, MinItems: nb.MinItems, MaxItems: nb.MaxItems}
+		}
+	}
+	return spec
+}
+
+// computedOnly lists the attributes of b that config cannot set.
+func computedOnly(b *sdk.Block) []hcl.AttributeSchema {
+	var out []hcl.AttributeSchema
+	if b == nil {
+		return nil
+	}
+	for _, name := range b.AttributeNames() {
+		if a := b.Attributes[name]; a.Computed && !a.Optional && !a.Required {
+			out = append(out, hcl.AttributeSchema{Name: name})
+		}
+	}
+	return out
+}
+
+// DecodeResource evaluates a resource body against schema b. The result is
+// an object with the settable attributes and nested blocks; computed-only
+// attributes are absent (the engine fills them with nulls).
+func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if co := computedOnly(b); len(co) > 0 {
+		content, remain, _ := body.PartialContent(&hcl.BodySchema{Attributes: co})
+		for _, a := range sortedAttrs(content.Attributes) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot set a computed attribute",
+				Detail:  fmt.Sprintf("%q is set by the provider and can only be read (e.g. by another resource); remove it from this block.", a.Name),
+				Subject: a.NameRange.Ptr()})
+		}
+		body = remain
+	}
+	spec := DecoderSpec(b)
+	val, d := hcldec.Decode(body, spec, ctx)
+	diags = append(diags, d...)
+	return val, diags
+}
+
+// BodyReferences lists the traversals in a resource body that the schema
+// would evaluate. Without a schema it falls back to every expression in
+// the body's syntax tree.
+func BodyReferences(body hcl.Body, b *sdk.Block) []hcl.Traversal {
+	if body == nil {
+		return nil
+	}
+	if b == nil {
+		return syntaxTraversals(body, nil)
+	}
+	travs := hcldec.Variables(body, DecoderSpec(b))
+	// Computed-only attributes set by mistake still refer to things;
+	// DecodeResource reports them, the graph should not panic on them.
+	return travs
+}
+
+// ExprReferences lists the traversals in the expressions; nil ones are
+// skipped.
+func ExprReferences(exprs ...hcl.Expression) []hcl.Traversal {
+	var out []hcl.Traversal
+	for _, e := range exprs {
+		if e != nil {
+			out = append(out, e.Variables()...)
+		}
+	}
+	return out
+}
+
+// syntaxTraversals walks a native-syntax body, skipping blocks of the
+// given types (e.g. lifecycle, whose ignore_changes are not references).
+// Other bodies contribute their attributes only.
+func syntaxTraversals(body hcl.Body, skipBlocks map[string]bool) []hcl.Traversal {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		attrs, _ := body.JustAttributes()
+		var out []hcl.Traversal
+		for _, a := range sortedAttrs(attrs) {
+			out = append(out, a.Expr.Variables()...)
+		}
+		return out
+	}
+	names := make([]string, 0, len(sb.Attributes))
+	for n := range sb.Attributes {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return sb.Attributes[names[i]].SrcRange.Start.Byte < sb.Attributes[names[j]].SrcRange.Start.Byte
+	})
+	var out []hcl.Traversal
+	for _, n := range names {
+		out = append(out, sb.Attributes[n].Expr.Variables()...)
+	}
+	for _, blk := range sb.Blocks {
+		if skipBlocks[blk.Type] {
+			continue
+		}
+		out = append(out, syntaxTraversals(blk.Body, nil)...)
+	}
+	return out
+}
+
+// AttributeRange finds the source range of an attribute path inside a
+// body: the deepest part of the path the source spells out (an attribute,
+// an object key or tuple element inside its value, or a nested block).
+// It returns nil when not even the first step is in the body.
+func AttributeRange(body hcl.Body, path cty.Path) *hcl.Range {
+	if body == nil || len(path) == 0 {
+		return nil
+	}
+	first, ok := path[0].(cty.GetAttrStep)
+	if !ok {
+		return nil
+	}
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: first.Name}}})
+		if a, ok := content.Attributes[first.Name]; ok {
+			return a.Expr.Range().Ptr()
+		}
+		return nil
+	}
+	if a, ok := sb.Attributes[first.Name]; ok {
+		return exprRange(a.Expr, path[1:])
+	}
+	var blocks []*hclsyntax.Block
+	for _, blk := range sb.Blocks {
+		if blk.Type == first.Name {
+			blocks = append(blocks, blk)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	rest := path[1:]
+	blk := blocks[0]
+	if len(rest) > 0 {
+		if ix, ok := rest[0].(cty.IndexStep); ok {
+			rest = rest[1:]
+			if ix.Key.Type() == cty.Number && ix.Key.IsKnown() && !ix.Key.IsNull() {
+				i, _ := ix.Key.AsBigFloat().Int64()
+				if i < 0 || int(i) >= len(blocks) {
+					return blk.DefRange().Ptr()
+				}
+				blk = blocks[i]
+			} else {
+				// Set elements have no position: the first block of the
+				// type is the best we can point at.
+				return blk.DefRange().Ptr()
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return blk.DefRange().Ptr()
+	}
+	if r := AttributeRange(blk.Body, rest); r != nil {
+		return r
+	}
+	return blk.DefRange().Ptr()
+}
+
+// exprRange digs into object and tuple constructors along path.
+func exprRange(e hclsyntax.Expression, path cty.Path) *hcl.Range {
+	if len(path) == 0 {
+		return e.Range().Ptr()
+	}
+	switch ex := e.(type) {
+	case *hclsyntax.ObjectConsExpr:
+		var key string
+		switch s := path[0].(type) {
+		case cty.GetAttrStep:
+			key = s.Name
+		case cty.IndexStep:
+			if s.Key.Type() != cty.String || !s.Key.IsKnown() || s.Key.IsNull() {
+				return e.Range().Ptr()
+			}
+			key = s.Key.AsString()
+		}
+		for _, item := range ex.Items {
+			kv, d := item.KeyExpr.Value(nil)
+			if d.HasErrors() {
+				// An identifier key such as {modeset = "1"} is a
+				// traversal when evaluated without context.
+				if k := hcl.ExprAsKeyword(item.KeyExpr); k != "" {
+					kv = cty.StringVal(k)
+				} else {
+					continue
+				}
+			}
+			if kv.Type() == cty.String && kv.IsKnown() && !kv.IsNull() && kv.AsString() == key {
+				return exprRange(item.ValueExpr, path[1:])
+			}
+		}
+	case *hclsyntax.TupleConsExpr:
+		if s, ok := path[0].(cty.IndexStep); ok && s.Key.Type() == cty.Number && s.Key.IsKnown() && !s.Key.IsNull() {
+			i, _ := s.Key.AsBigFloat().Int64()
+			if i >= 0 && int(i) < len(ex.Exprs) {
+				return exprRange(ex.Exprs[i], path[1:])
+			}
+		}
+	}
+	return e.Range().Ptr()
+}

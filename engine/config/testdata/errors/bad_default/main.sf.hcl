@@ -1,0 +1,4 @@
+variable "cpus" {
+  type    = number
+  default = "six"
+}

@@ -1,0 +1,4 @@
+node "a" {
+  transport = "local"
+  user      = "u${count.index}"
+}

@@ -1,0 +1,4 @@
+variable "image" {}
+variable "image" {
+  default = "busybox"
+}

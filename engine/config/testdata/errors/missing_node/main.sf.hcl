@@ -1,0 +1,3 @@
+resource "gitkit_checkout" "kit" {
+  path = "/opt/kit"
+}

@@ -1,0 +1,7 @@
+variable "image" {
+  default = "busybox"
+}
+
+output "image" {
+  value = vars.image
+}

@@ -1,0 +1,3 @@
+resource "data" "x" {
+  node = node.a
+}

@@ -1,0 +1,7 @@
+locals {
+  image = "busybox"
+}
+
+output "image" {
+  value = local.imag
+}

@@ -1,0 +1,7 @@
+node "spark" {
+  transport = "local"
+}
+
+resource "kmod_module" "x" {
+  node = node.sprak
+}

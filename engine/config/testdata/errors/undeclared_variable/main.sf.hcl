@@ -1,0 +1,8 @@
+variable "nodes" {
+  default = {}
+}
+
+node "spark" {
+  for_each = var.node
+  host     = each.value.host
+}

@@ -1,0 +1,3 @@
+resources "kmod_module" "x" {
+  node = node.a
+}

@@ -1,0 +1,2 @@
+image = "from-b"
+imgae = "typo"

@@ -1,0 +1,1 @@
+cpus = "many"

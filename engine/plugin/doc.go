@@ -1,0 +1,19 @@
+// Package plugin is the engine's provider host: it starts provider plugins
+// on first use, hands the engine each one as an sdk.Provider, and stops
+// and kills them at the end.
+//
+// A provider NAME is found in this order: a built-in (Options.Builtins),
+// run as `SelfExe internal-plugin NAME`; else an executable
+// `sparkform-provider-NAME` in one of Options.PluginDirs. Both speak the
+// go-plugin handshake (sdk.Handshake) over gRPC. A provider that is never
+// asked for is never started.
+//
+// Each plugin's stderr is forwarded to the logger and the last few KiB are
+// kept: when a plugin dies mid-call, the diagnostic returned for that call
+// names the provider, the operation and the instance, and quotes that
+// tail. RPCs are counted per provider and method (Stats), so tests and
+// `-json` output can show that refresh costs one call per node.
+//
+// A crashed plugin is not restarted: every later call to it returns the
+// same crash diagnostic, since what it was doing is unknown.
+package plugin

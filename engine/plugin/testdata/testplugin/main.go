@@ -1,0 +1,106 @@
+// Command testplugin is the provider plugin the plugin host's tests start
+// as a real process. It serves a provider chosen by name, either as a
+// built-in (`testplugin internal-plugin NAME`) or as an external plugin
+// (installed as `sparkform-provider-NAME`):
+//
+//	sparkform  the real built-in provider (providers/builtin)
+//	crashy     crashy_thing: apply reports progress, then panics
+//	slow       slow_thing: apply blocks until its ctx is cancelled
+//	broken     exits at start with a message on stderr
+//
+// When TESTPLUGIN_LOG is set, each start appends the provider name to it,
+// so tests can see which plugins were started, and slow_thing notes there
+// that its apply saw the cancellation.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/builtin"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+func main() {
+	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "sparkform-provider-")
+	if len(os.Args) == 3 && os.Args[1] == "internal-plugin" {
+		name = os.Args[2]
+	}
+	note(name)
+	switch name {
+	case "sparkform":
+		sdk.Serve(builtin.New())
+	case "crashy":
+		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"crashy_thing": crashy{}}})
+	case "slow":
+		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"slow_thing": slow{}}})
+	case "broken":
+		fmt.Fprintln(os.Stderr, "broken: cannot start: /etc/broken.conf is missing")
+		os.Exit(3)
+	default:
+		fmt.Fprintf(os.Stderr, "testplugin: unknown provider %q\n", name)
+		os.Exit(2)
+	}
+}
+
+// note appends word to $TESTPLUGIN_LOG, if set.
+func note(word string) {
+	if log := os.Getenv("TESTPLUGIN_LOG"); log != "" {
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, word)
+			f.Close()
+		}
+	}
+}
+
+var thingSchema = &sdk.ResourceSchema{Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
+	"name": {Type: cty.String, Required: true},
+	"id":   {Type: cty.String, Computed: true},
+}}}
+
+type base struct{}
+
+func (base) Schema() *sdk.ResourceSchema                         { return thingSchema }
+func (base) Validate(context.Context, cty.Value) sdk.Diagnostics { return nil }
+func (base) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
+	out := make([]sdk.ReadResult, len(items))
+	for i, it := range items {
+		out[i] = sdk.ReadResult{NewState: it.Prior}
+	}
+	return out, 0, nil
+}
+func (base) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+	return sdk.DefaultPlan(thingSchema, req)
+}
+func (base) Import(_ context.Context, req sdk.ImportRequest) sdk.ImportResponse {
+	return sdk.ImportUnsupported(req.TypeName)
+}
+
+type crashy struct{ base }
+
+func (crashy) Apply(_ context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	progress(sdk.Progress{Message: "about to crash"})
+	// Give the progress event time to reach the engine before dying.
+	time.Sleep(100 * time.Millisecond)
+	panic("crashy: boom while applying " + req.Address)
+}
+
+type slow struct{ base }
+
+func (slow) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	progress(sdk.Progress{Message: "started"})
+	select {
+	case <-ctx.Done():
+		note("slow-saw-" + context.Cause(ctx).Error())
+		return sdk.ApplyResponse{NewState: req.Prior, Diagnostics: sdk.Diagnostics{sdk.FromError("Interrupted", ctx.Err())}}
+	case <-time.After(time.Minute):
+		return sdk.ApplyResponse{NewState: req.Planned}
+	}
+}
