@@ -285,7 +285,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	}
 	// Re-plan with what is known now that dependencies are applied.
 	cfg := applyIgnoreChanges(ri.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, c.Action.IsReplace())
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, replacesOf(c))
 	diags := sdkDiags(pd, ri.Addr, r.Config, &rng)
 	if pd.HasErrors() {
 		return cty.NilVal, diags
@@ -458,4 +458,12 @@ func (ap *applier) count(a plans.Action, failed bool) {
 	ap.mu.Lock()
 	ap.res.Applied[a]++
 	ap.mu.Unlock()
+}
+
+// replacesOf is the object a replacement's create takes the place of.
+func replacesOf(c *plans.ResourceChange) cty.Value {
+	if c.Action.IsReplace() {
+		return c.Before
+	}
+	return cty.NilVal
 }

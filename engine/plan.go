@@ -412,7 +412,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		priorPrivate = prior.Private
 	}
 	cfg := applyIgnoreChanges(ri.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ri, priorVal, priorPrivate, cfg, schema.Block, false)
+	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ri, priorVal, priorPrivate, cfg, schema.Block, cty.NilVal)
 	diags = append(diags, sdkDiags(d, ri.Addr, r.Config, &rng)...)
 	if d.HasErrors() {
 		return nil, cty.NilVal, diags
@@ -446,7 +446,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	}
 	if ch.Action.IsReplace() {
 		// What the new object will be: plan it as a create.
-		np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ri, cty.NullVal(ty), nil, cfg, schema.Block, true)
+		np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ri, cty.NullVal(ty), nil, cfg, schema.Block, priorVal)
 		diags = append(diags, sdkDiags(d, ri.Addr, r.Config, &rng)...)
 		if d.HasErrors() {
 			return nil, cty.NilVal, diags
@@ -456,10 +456,13 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	return ch, ch.After, diags
 }
 
-func planCall(ctx context.Context, prov sdk.Provider, typeName string, ri *resourceInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, b *sdk.Block, replacing bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+func planCall(ctx context.Context, prov sdk.Provider, typeName string, ri *resourceInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, b *sdk.Block, replaces cty.Value) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+	if replaces == cty.NilVal {
+		replaces = cty.NullVal(prior.Type())
+	}
 	resp := prov.PlanResourceChange(ctx, sdk.PlanRequest{
 		TypeName: typeName, Address: ri.Addr, Node: ri.Node, Prior: prior, Config: cfg,
-		Proposed: sdk.ProposedNew(b, prior, cfg), PriorPrivate: priorPrivate, Replacing: replacing,
+		Proposed: sdk.ProposedNew(b, prior, cfg), PriorPrivate: priorPrivate, Replaces: replaces,
 	})
 	if resp.Diagnostics.HasErrors() {
 		return cty.NilVal, nil, nil, resp.Diagnostics

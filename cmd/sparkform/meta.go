@@ -91,6 +91,9 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	mod, ds := config.LoadDir(m.Dir())
 	if mod != nil {
 		m.files = mod.Files
+		if !ds.HasErrors() {
+			ds = append(ds, mod.CheckReferences()...)
+		}
 	}
 	if m.diags(ds) {
 		return nil, false

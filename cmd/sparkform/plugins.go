@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/gitkit"
@@ -20,6 +22,19 @@ func servePlugin(name string) error {
 	if !ok {
 		return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
 	}
+	go exitWithParent()
 	sdk.Serve(mk())
 	return nil
+}
+
+// exitWithParent ends a plugin whose sparkform process is gone (killed
+// with -9, say): nobody can receive its results, and an orphan would keep
+// an SSH connection and its memory for nothing.
+func exitWithParent() {
+	parent := os.Getppid()
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != parent {
+			os.Exit(3)
+		}
+	}
 }

@@ -141,7 +141,9 @@ func cmdMkRepo(ts *testscript.TestScript, neg bool, args []string) {
 	git("add", "-A")
 	git("commit", "-q", "--allow-empty", "-m", msg)
 	ts.Setenv(name+"_COMMIT", git("rev-parse", "HEAD"))
-	if u, err := user.Lookup(testbed.User); err == nil {
+	// Repos for sshd nodes belong to the node user (git refuses to serve a
+	// repository owned by someone else); local-node repos stay root's.
+	if u, err := user.Lookup(testbed.User); err == nil && ts.Getenv("SF_NODE_USER") != "" {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		_ = filepath.Walk(filepath.Dir(dir), func(p string, _ os.FileInfo, err error) error {

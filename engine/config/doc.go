@@ -15,6 +15,18 @@
 //   - LoadDir always returns a non-nil Module whose Files hold every parsed
 //     file, so diagnostics can be rendered with source snippets even when
 //     the module has errors.
+//   - File functions (file, fileexists, templatefile, abspath) resolve
+//     relative paths against the module directory; path.module is that
+//     directory made absolute, so file("x") and file("${path.module}/x")
+//     agree. No function is non-deterministic (no uuid, timestamp).
+//   - Variables: -var/-var-file in command-line order (later wins), then
+//     SPARKFORM_VAR_NAME, then the default. Unknown -var names are errors,
+//     unknown names in a -var-file are warnings, unknown environment
+//     variables are ignored. Values are not cty-marked when sensitive:
+//     Variable.Sensitive and Output.Sensitive tell the renderer.
+//   - Module.CheckReferences is the static reference check for validate:
+//     undeclared var/local/node/resource (with "Did you mean"), misuse of
+//     each/count, and instance keys that do not match for_each/count.
 //   - Nothing here talks to a provider or a node: resource bodies are
 //     decoded against an sdk.Block the caller fetched.
 package config

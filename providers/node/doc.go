@@ -3,9 +3,27 @@
 // auth, sftp for files) or the local machine, behind one interface, Conn.
 //
 // Commands are argv lists, never shell strings built from user values:
-// over SSH each argument is quoted for the remote POSIX shell. Become runs
-// a command through `sudo -n`; when sudo wants a password the error says so.
+// over SSH the remote line is `cd DIR && exec [sudo -n --] [env K=V ...]
+// ARGV...` with every word Quote'd (see CommandLine). Become runs a
+// command through `sudo -n` (skipped when already root); when sudo wants a
+// password the error is a *BecomeError matching ErrBecome.
 //
-// A Pool keeps one connection per distinct sdk.Node for the life of the
-// plugin process.
+// Host keys are always checked against known_hosts (Node.KnownHosts,
+// default ~/.ssh/known_hosts); there is no option to skip it. An unknown,
+// changed or revoked key is a *HostKeyError whose message names the host,
+// the fingerprint and the fix. Login: Node.IdentityFile (an encrypted one
+// through the ssh-agent holding it), else the ssh-agent at SSH_AUTH_SOCK
+// plus ~/.ssh/id_ed25519 and ~/.ssh/id_rsa.
+//
+// Each Run is one SSH session (at most 8 at once per connection, below
+// OpenSSH's default MaxSessions of 10); file operations share one sftp
+// client started on first use, and their errors are *fs.PathError (or
+// *os.LinkError for Rename) matching fs.ErrNotExist / fs.ErrPermission
+// like the os package's. RoundTrips counts operations that waited on the
+// node (each Run, file operation and Dial is one), for both transports.
+//
+// A Pool keeps one connection per distinct sdk.Node (Node.Key) for the
+// life of the plugin process: concurrent Gets share one dial, and a
+// connection that broke (keepalive or I/O failure) is redialled on the
+// next Get. Sentinel errors are in errors.go.
 package node

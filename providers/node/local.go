@@ -9,14 +9,18 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"sync/atomic"
 )
 
 // Local is the node sparkform runs on. Commands run directly (argv, no
 // shell); Become prefixes `sudo -n` unless already root.
 type Local struct {
-	name string
+	name  string
+	trips atomic.Int64
 }
 
 var _ Conn = (*Local)(nil)
@@ -30,18 +34,23 @@ func (l *Local) Name() string { return l.name }
 // Close implements Conn.
 func (l *Local) Close() error { return nil }
 
+// RoundTrips implements Conn: every operation counts one, as over SSH.
+func (l *Local) RoundTrips() int64 { return l.trips.Load() }
+
 // Run implements Conn.
 func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
-	if len(c.Argv) == 0 {
-		return Result{}, errors.New("node: empty command")
+	if err := checkCmd(l.name, c); err != nil {
+		return Result{}, err
 	}
+	l.trips.Add(1)
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
 	argv := c.Argv
-	if c.Become && os.Geteuid() != 0 {
+	sudo := c.Become && os.Geteuid() != 0
+	if sudo {
 		argv = append([]string{"sudo", "-n", "--"}, argv...)
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -70,7 +79,11 @@ func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ctx.Err() == nil {
-		return res, &ExitError{Argv: c.Argv, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
+		xe := &ExitError{Argv: c.Argv, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
+		if sudo {
+			return res, becomeError(l.name, currentUser(), xe)
+		}
+		return res, xe
 	}
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
@@ -79,10 +92,14 @@ func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
 }
 
 // ReadFile implements Conn.
-func (l *Local) ReadFile(_ context.Context, path string) ([]byte, error) { return os.ReadFile(path) }
+func (l *Local) ReadFile(_ context.Context, path string) ([]byte, error) {
+	l.trips.Add(1)
+	return os.ReadFile(path)
+}
 
 // WriteFile implements Conn: a temp sibling, fsync, rename.
 func (l *Local) WriteFile(_ context.Context, path string, data []byte, mode fs.FileMode) error {
+	l.trips.Add(1)
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -108,27 +125,47 @@ func (l *Local) WriteFile(_ context.Context, path string, data []byte, mode fs.F
 }
 
 // Rename implements Conn.
-func (l *Local) Rename(_ context.Context, from, to string) error { return os.Rename(from, to) }
+func (l *Local) Rename(_ context.Context, from, to string) error {
+	l.trips.Add(1)
+	return os.Rename(from, to)
+}
 
 // Remove implements Conn.
-func (l *Local) Remove(_ context.Context, path string) error { return os.Remove(path) }
+func (l *Local) Remove(_ context.Context, path string) error {
+	l.trips.Add(1)
+	return os.Remove(path)
+}
 
 // RemoveAll implements Conn.
-func (l *Local) RemoveAll(_ context.Context, path string) error { return os.RemoveAll(path) }
+func (l *Local) RemoveAll(_ context.Context, path string) error {
+	l.trips.Add(1)
+	if path == "" || filepath.Clean(path) == "/" {
+		return &fs.PathError{Op: "removeall", Path: path, Err: fs.ErrInvalid}
+	}
+	return os.RemoveAll(path)
+}
 
 // MkdirAll implements Conn.
 func (l *Local) MkdirAll(_ context.Context, path string, mode fs.FileMode) error {
+	l.trips.Add(1)
 	return os.MkdirAll(path, mode)
 }
 
 // Stat implements Conn.
-func (l *Local) Stat(_ context.Context, path string) (fs.FileInfo, error) { return os.Stat(path) }
+func (l *Local) Stat(_ context.Context, path string) (fs.FileInfo, error) {
+	l.trips.Add(1)
+	return os.Stat(path)
+}
 
 // Lstat implements Conn.
-func (l *Local) Lstat(_ context.Context, path string) (fs.FileInfo, error) { return os.Lstat(path) }
+func (l *Local) Lstat(_ context.Context, path string) (fs.FileInfo, error) {
+	l.trips.Add(1)
+	return os.Lstat(path)
+}
 
 // ReadDir implements Conn.
 func (l *Local) ReadDir(_ context.Context, path string) ([]fs.FileInfo, error) {
+	l.trips.Add(1)
 	ents, err := os.ReadDir(path)
 	if err != nil {
 		return nil, err
@@ -145,10 +182,21 @@ func (l *Local) ReadDir(_ context.Context, path string) ([]fs.FileInfo, error) {
 }
 
 // Readlink implements Conn.
-func (l *Local) Readlink(_ context.Context, path string) (string, error) { return os.Readlink(path) }
+func (l *Local) Readlink(_ context.Context, path string) (string, error) {
+	l.trips.Add(1)
+	return os.Readlink(path)
+}
 
 // Dial implements Conn.
 func (l *Local) Dial(ctx context.Context, network, addr string) (io.ReadWriteCloser, error) {
+	l.trips.Add(1)
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -32,6 +33,11 @@ type Conn interface {
 	// Dial opens a stream to a unix socket or TCP address as seen from the
 	// node ("unix", "/var/run/docker.sock"); used for the Docker API.
 	Dial(ctx context.Context, network, addr string) (io.ReadWriteCloser, error)
+
+	// RoundTrips counts the operations that waited on the node: each Run,
+	// file operation and Dial is one. The engine uses it to show that
+	// refresh costs O(nodes), not O(resources).
+	RoundTrips() int64
 
 	// Name is the node's name for messages.
 	Name() string
@@ -75,3 +81,6 @@ func (e *ExitError) Error() string {
 	return "command " + QuoteArgv(e.Argv) + " exited with status " + strconv.Itoa(e.ExitCode) + ": " + msg
 }
 
+func sortInfos(fis []fs.FileInfo) {
+	sort.Slice(fis, func(i, j int) bool { return fis[i].Name() < fis[j].Name() })
+}

@@ -31,4 +31,3 @@ func (n Node) Key() string {
 	}
 	return n.Transport + "://" + n.User + "@" + n.Host + ":" + strconv.Itoa(n.Port) + "?id=" + n.IdentityFile + "&kh=" + n.KnownHosts
 }
-

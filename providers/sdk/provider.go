@@ -95,11 +95,11 @@ type PlanRequest struct {
 	// (or unknown when creating), as Terraform proposes it.
 	Proposed     cty.Value
 	PriorPrivate []byte
-	// Replacing is set when this create replaces an object sparkform
-	// manages at the same address (the old one is deleted first, or after
-	// for create_before_destroy): "it already exists" checks must not
-	// count the object being replaced.
-	Replacing bool
+	// Replaces is, when this create replaces an object sparkform manages
+	// at the same address, that object's value (null otherwise). The old
+	// one is deleted first (or after, for create_before_destroy), so
+	// "already exists" checks must not count what it occupies.
+	Replaces cty.Value
 }
 
 // PlanResponse answers a PlanRequest.

@@ -1,0 +1,20 @@
+// Package testbed starts real OpenSSH sshd "nodes" for tests: each node is
+// its own `/usr/sbin/sshd -D -e -f CONFIG` on 127.0.0.(10+i) and a free
+// port, with its own host key. Host-key checking stays on: the Bed writes a
+// known_hosts file with every node's key.
+//
+// Every node logs in as one of two local users shared by all beds on the
+// machine: User (passwordless sudo through /etc/sudoers.d, so `become`
+// works) and NoSudoUser (no sudo rights, for the "sudo wants a password"
+// path). They are created on first use under an flock, so concurrent test
+// processes are safe. The client key is generated per Bed and authorized
+// for both users through a bed-private AuthorizedKeysFile; nothing is
+// written to the users' own ~/.ssh.
+//
+// All nodes run on this machine, so they share one filesystem: tests that
+// need per-node state use Node.Root, a fresh directory owned by User.
+//
+// Starting a bed needs root (to create users and run sshd) and sshd; when
+// either is missing Start returns an error wrapping ErrUnavailable, and
+// StartT skips the test, or fails it when CI=true.
+package testbed

@@ -1,0 +1,33 @@
+package testbed
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// StartT starts a bed of n nodes under t.TempDir() and stops it when the
+// test ends. When the bed cannot run here the test is skipped, or fails
+// when CI=true (a CI run must never silently skip real parts).
+func StartT(t testing.TB, n int) *Bed {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v (CI=true: the test bed is required)", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	b, err := Start(t.TempDir(), n)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
+			t.Skipf("skipping: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("testbed stop: %v", err)
+		}
+	})
+	return b
+}

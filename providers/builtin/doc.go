@@ -1,0 +1,12 @@
+// Package builtin is the provider named "sparkform": resources that live
+// only in state and touch no node.
+//
+// sparkform_data holds a value (input), republishes it as output, and gets
+// a random id at create; a change of triggers_replace replaces it (a new
+// id), which is how a user ties a replacement to any value. Read returns
+// the prior state as is, with zero remote round trips, so it also measures
+// the engine's own cost (the benchmarks run 10,000 of them).
+//
+// The sparkform binary serves it out of process like any provider:
+// `sparkform internal-plugin sparkform` calls sdk.Serve(builtin.New()).
+package builtin

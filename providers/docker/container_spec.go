@@ -1,0 +1,499 @@
+package docker
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// cpuPeriod is the CFS period cpus is applied over (the kernel default).
+const cpuPeriod = 100000
+
+// defaultWaitTimeout bounds a wait block without a timeout.
+const defaultWaitTimeout = 2 * time.Minute
+
+// spec is a docker_container config in Go terms, checked.
+type spec struct {
+	Name, Image          string
+	Entrypoint, Command  []string
+	Env                  map[string]string
+	WorkingDir, User     string
+	Memory, MemorySwap   int64 // 0: unset; MemorySwap -1: unlimited
+	CPUs                 float64
+	ShmSize              int64
+	PidsLimit            *int64
+	Devices              []container.DeviceMapping
+	GPUs                 string
+	NetworkMode, IpcMode string
+	Ulimits              []*container.Ulimit
+	CapAdd               []string
+	Labels               map[string]string
+	CgroupParent         string
+	Restart              container.RestartPolicy
+	Mounts               []mountSpec
+	BindFiles            []bindFile
+	Wait                 *waitSpec
+	StopTimeout          *int
+	MustRun              bool
+}
+
+type mountSpec struct {
+	Source, Target   string
+	ReadOnly, Create bool
+}
+
+type bindFile struct{ Source, Target string }
+
+type waitSpec struct {
+	HTTP, TCP, LogLine string
+	Timeout            time.Duration
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+var capRE = regexp.MustCompile(`^[A-Za-z_]+$`)
+
+// parseSpec reads and checks a config value. Unknown parts are skipped (no
+// error); callers that need a complete spec check known() first.
+func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
+	var s spec
+	var diags sdk.Diagnostics
+	bad := func(name, summary, format string, args ...any) {
+		diags = append(diags, sdk.Errorf(sdk.AttrPath(name), summary, format, args...))
+	}
+	get := func(name string) (cty.Value, bool) {
+		a := attr(v, name)
+		return a, known(a) && !a.IsNull()
+	}
+	if a, ok := get("name"); ok {
+		s.Name = a.AsString()
+		if !nameRE.MatchString(s.Name) {
+			bad("name", "Invalid container name", "%q: use letters, digits, '_', '.' and '-', starting with a letter or digit", s.Name)
+		}
+	}
+	if a, ok := get("image"); ok {
+		s.Image = a.AsString()
+		if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
+			bad("image", "Invalid image reference", "%q: %v; write it as [registry/]repo[:tag|@digest]", s.Image, err)
+		}
+	}
+	if a, ok := get("entrypoint"); ok {
+		s.Entrypoint = strList(a)
+	}
+	if a, ok := get("command"); ok {
+		s.Command = strList(a)
+	}
+	if a, ok := get("env"); ok {
+		s.Env = strMap(a)
+		for k := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				bad("env", "Invalid environment variable name", "%q: a name may not be empty or contain '='", k)
+			}
+		}
+	}
+	if a, ok := get("working_dir"); ok {
+		s.WorkingDir = a.AsString()
+	}
+	if a, ok := get("user"); ok {
+		s.User = a.AsString()
+	}
+	size := func(name string, allowUnlimited bool) int64 {
+		a, ok := get(name)
+		if !ok {
+			return 0
+		}
+		if allowUnlimited && a.AsString() == "-1" {
+			return -1
+		}
+		n, err := parseSize(a.AsString())
+		if err != nil {
+			bad(name, "Invalid size", "%v", err)
+			return 0
+		}
+		if n == 0 {
+			bad(name, "Invalid size", "%s = %q is zero; leave it unset for no limit", name, a.AsString())
+		}
+		return n
+	}
+	s.Memory = size("memory", false)
+	s.MemorySwap = size("memory_swap", true)
+	s.ShmSize = size("shm_size", false)
+	if s.Memory > 0 && s.Memory < 6<<20 {
+		bad("memory", "Memory limit too small", "%s: the engine needs at least 6m", formatSize(s.Memory))
+	}
+	if s.MemorySwap > 0 {
+		if _, ok := get("memory"); !ok && known(attr(v, "memory")) {
+			bad("memory_swap", "memory_swap without memory", "memory_swap is memory plus swap; set memory too")
+		} else if s.Memory > 0 && s.MemorySwap < s.Memory {
+			bad("memory_swap", "memory_swap below memory", "memory_swap (%s) is memory plus swap and must be >= memory (%s); equal means no swap",
+				formatSize(s.MemorySwap), formatSize(s.Memory))
+		}
+	}
+	if a, ok := get("cpus"); ok {
+		s.CPUs = number(a)
+		if s.CPUs < 0.01 || s.CPUs > 4096 {
+			bad("cpus", "Invalid cpus", "%v: use a number of CPUs between 0.01 and 4096", s.CPUs)
+		}
+	}
+	if a, ok := get("pids_limit"); ok {
+		f := number(a)
+		if f != math.Trunc(f) || f < 1 {
+			bad("pids_limit", "Invalid pids_limit", "%v: use a whole number >= 1 (unset for no limit)", f)
+		}
+		n := int64(f)
+		s.PidsLimit = &n
+	}
+	if a, ok := get("devices"); ok {
+		for i, d := range strList(a) {
+			m, err := parseDevice(d)
+			if err != nil {
+				diags = append(diags, sdk.Errorf(cty.GetAttrPath("devices").IndexInt(i), "Invalid device", "%v", err))
+				continue
+			}
+			s.Devices = append(s.Devices, m)
+		}
+	}
+	if a, ok := get("gpus"); ok {
+		s.GPUs = a.AsString()
+		if _, err := gpuRequest(s.GPUs); err != nil {
+			bad("gpus", "Invalid gpus", "%v", err)
+		}
+	}
+	if a, ok := get("network_mode"); ok {
+		s.NetworkMode = a.AsString()
+	}
+	if a, ok := get("ipc_mode"); ok {
+		s.IpcMode = a.AsString()
+		if !container.IpcMode(s.IpcMode).Valid() {
+			bad("ipc_mode", "Invalid ipc_mode", "%q: use private, shareable, host, none or container:NAME", s.IpcMode)
+		}
+	}
+	if a, ok := get("ulimits"); ok {
+		m := strMap(a)
+		for _, k := range sortedKeys(m) {
+			u, err := parseUlimit(k, m[k])
+			if err != nil {
+				bad("ulimits", "Invalid ulimit", "%v", err)
+				continue
+			}
+			s.Ulimits = append(s.Ulimits, u)
+		}
+	}
+	if a, ok := get("cap_add"); ok {
+		for _, c := range strList(a) {
+			if !capRE.MatchString(c) {
+				bad("cap_add", "Invalid capability", "%q: use a name such as SYS_NICE or CAP_SYS_NICE", c)
+			}
+			s.CapAdd = append(s.CapAdd, normCap(c))
+		}
+		sort.Strings(s.CapAdd)
+	}
+	if a, ok := get("labels"); ok {
+		s.Labels = strMap(a)
+		for k := range s.Labels {
+			if k == labelAddress || k == labelManaged {
+				bad("labels", "Reserved label", "%q is set by sparkform itself; remove it", k)
+			}
+		}
+	}
+	if a, ok := get("cgroup_parent"); ok {
+		s.CgroupParent = a.AsString()
+		if strings.HasPrefix(s.CgroupParent, "/sys/fs/cgroup") {
+			bad("cgroup_parent", "cgroup_parent is a mount path", "%q: give the path relative to the cgroup root, e.g. %q",
+				s.CgroupParent, "/"+strings.TrimLeft(strings.TrimPrefix(s.CgroupParent, "/sys/fs/cgroup"), "/"))
+		}
+	}
+	if a, ok := get("restart"); ok {
+		rp, err := parseRestart(a.AsString())
+		if err != nil {
+			bad("restart", "Invalid restart policy", "%v", err)
+		}
+		s.Restart = rp
+	}
+	if a, ok := get("stop_timeout"); ok {
+		f := number(a)
+		if f != math.Trunc(f) || f < 0 {
+			bad("stop_timeout", "Invalid stop_timeout", "%v: use whole seconds >= 0", f)
+		}
+		n := int(f)
+		s.StopTimeout = &n
+	}
+	s.MustRun = boolean(attr(v, "must_run"), true)
+
+	targets := map[string]string{}
+	seen := func(p cty.Path, target, what string) {
+		if prev, dup := targets[target]; dup {
+			diags = append(diags, sdk.Errorf(p, "Duplicate target", "%s binds to %s, which %s already binds", what, target, prev))
+		}
+		targets[target] = what
+	}
+	absPath := func(p cty.Path, what, val string) bool {
+		if !path.IsAbs(val) || strings.ContainsAny(val, "\n\x00") {
+			diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q must be an absolute path without newlines", what, val))
+			return false
+		}
+		return true
+	}
+	if a := attr(v, "mount"); known(a) {
+		for i, m := range elems(a) {
+			ms := mountSpec{Source: str(attr(m, "source")), Target: str(attr(m, "target")),
+				ReadOnly: boolean(attr(m, "read_only"), false), Create: boolean(attr(m, "create_host_path"), false)}
+			p := cty.GetAttrPath("mount").IndexInt(i)
+			if absPath(p.GetAttr("source"), "mount source", ms.Source) && absPath(p.GetAttr("target"), "mount target", ms.Target) {
+				seen(p, path.Clean(ms.Target), "mount "+ms.Source)
+			}
+			s.Mounts = append(s.Mounts, ms)
+		}
+	}
+	if a := attr(v, "bind_files"); known(a) {
+		for i, f := range elems(a) {
+			b := bindFile{Source: str(attr(f, "source")), Target: str(attr(f, "target"))}
+			p := cty.GetAttrPath("bind_files").IndexInt(i)
+			if absPath(p.GetAttr("source"), "bind_files source", b.Source) && absPath(p.GetAttr("target"), "bind_files target", b.Target) {
+				seen(p, path.Clean(b.Target), "bind_files "+b.Source)
+			}
+			s.BindFiles = append(s.BindFiles, b)
+		}
+	}
+	if n := len(s.Mounts) + len(s.BindFiles); n > MaxBinds {
+		diags = append(diags, sdk.Errorf(sdk.AttrPath("bind_files"), "Too many binds",
+			"%d binds (mount blocks + bind_files) is more than the kernel's mount-max of %d: bind a directory instead of its files", n, MaxBinds))
+	}
+	if w := attr(v, "wait"); known(w) && !w.IsNull() {
+		ws := &waitSpec{HTTP: str(attr(w, "http")), TCP: str(attr(w, "tcp")), LogLine: str(attr(w, "log_line")), Timeout: defaultWaitTimeout}
+		p := cty.GetAttrPath("wait")
+		n := 0
+		for _, x := range []string{ws.HTTP, ws.TCP, ws.LogLine} {
+			if x != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			diags = append(diags, sdk.Errorf(p, "Invalid wait block", "set exactly one of http, tcp or log_line (got %d)", n))
+		}
+		if ws.HTTP != "" {
+			if u, err := url.Parse(ws.HTTP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				diags = append(diags, sdk.Errorf(p.GetAttr("http"), "Invalid wait URL", "%q: use http://HOST:PORT/PATH as reached from the node", ws.HTTP))
+			}
+		}
+		if ws.TCP != "" {
+			if _, _, err := net.SplitHostPort(ws.TCP); err != nil {
+				diags = append(diags, sdk.Errorf(p.GetAttr("tcp"), "Invalid wait address", "%q: use HOST:PORT (%v)", ws.TCP, err))
+			}
+		}
+		if ws.LogLine != "" {
+			if _, err := regexp.Compile(ws.LogLine); err != nil {
+				diags = append(diags, sdk.Errorf(p.GetAttr("log_line"), "Invalid log_line regexp", "%v", err))
+			}
+		}
+		if t := str(attr(w, "timeout")); t != "" {
+			d, err := time.ParseDuration(t)
+			if err != nil || d <= 0 {
+				diags = append(diags, sdk.Errorf(p.GetAttr("timeout"), "Invalid wait timeout", "%q: use a Go duration such as \"90s\" or \"10m\"", t))
+			}
+			ws.Timeout = d
+		}
+		s.Wait = ws
+	}
+	return s, diags
+}
+
+// parseDevice reads "/dev/x", "/dev/x:/dev/y" or "/dev/x:/dev/y:rw".
+func parseDevice(d string) (container.DeviceMapping, error) {
+	parts := strings.Split(d, ":")
+	m := container.DeviceMapping{CgroupPermissions: "rwm"}
+	switch len(parts) {
+	case 1:
+		m.PathOnHost, m.PathInContainer = parts[0], parts[0]
+	case 2:
+		m.PathOnHost, m.PathInContainer = parts[0], parts[1]
+		if !strings.HasPrefix(parts[1], "/") { // "/dev/x:rw"
+			m.PathInContainer, m.CgroupPermissions = parts[0], parts[1]
+		}
+	case 3:
+		m.PathOnHost, m.PathInContainer, m.CgroupPermissions = parts[0], parts[1], parts[2]
+	default:
+		return m, fmt.Errorf("%q: use /dev/HOST or /dev/HOST:/dev/CONTAINER[:PERMS]", d)
+	}
+	if !path.IsAbs(m.PathOnHost) || !path.IsAbs(m.PathInContainer) {
+		return m, fmt.Errorf("%q: device paths must be absolute (e.g. /dev/dri/card0)", d)
+	}
+	perms := ""
+	for _, c := range "rwm" {
+		if strings.ContainsRune(m.CgroupPermissions, c) {
+			perms += string(c)
+		}
+	}
+	if m.CgroupPermissions == "" || len(perms) != len(m.CgroupPermissions) {
+		return m, fmt.Errorf("%q: permissions %q must be letters from rwm", d, m.CgroupPermissions)
+	}
+	m.CgroupPermissions = perms
+	return m, nil
+}
+
+func deviceString(m container.DeviceMapping) string {
+	perms := m.CgroupPermissions
+	if perms == "" {
+		perms = "rwm"
+	}
+	if p, err := parseDevice(m.PathOnHost + ":" + m.PathInContainer + ":" + perms); err == nil {
+		perms = p.CgroupPermissions
+	}
+	return m.PathOnHost + ":" + m.PathInContainer + ":" + perms
+}
+
+// gpuRequest turns "all" or a count into a device request.
+func gpuRequest(g string) (container.DeviceRequest, error) {
+	r := container.DeviceRequest{Capabilities: [][]string{{"gpu"}}}
+	if g == "all" {
+		r.Count = -1
+		return r, nil
+	}
+	n, err := strconv.Atoi(g)
+	if err != nil || n < 1 {
+		return r, fmt.Errorf("%q: use \"all\" or a number of GPUs >= 1", g)
+	}
+	r.Count = n
+	return r, nil
+}
+
+// parseRestart reads "no", "always", "unless-stopped", "on-failure[:N]".
+func parseRestart(r string) (container.RestartPolicy, error) {
+	name, n, hasN := strings.Cut(r, ":")
+	rp := container.RestartPolicy{Name: container.RestartPolicyMode(name)}
+	if hasN {
+		c, err := strconv.Atoi(n)
+		if err != nil || c < 0 || rp.Name != container.RestartPolicyOnFailure {
+			return rp, fmt.Errorf("%q: only on-failure takes a retry count (on-failure:3)", r)
+		}
+		rp.MaximumRetryCount = c
+	}
+	if err := container.ValidateRestartPolicy(rp); err != nil || name == "" {
+		return rp, fmt.Errorf("%q: use no, always, unless-stopped or on-failure[:N]", r)
+	}
+	return rp, nil
+}
+
+func restartString(rp container.RestartPolicy) string {
+	switch {
+	case rp.Name == "" || rp.Name == container.RestartPolicyDisabled:
+		return "no"
+	case rp.Name == container.RestartPolicyOnFailure && rp.MaximumRetryCount > 0:
+		return "on-failure:" + strconv.Itoa(rp.MaximumRetryCount)
+	}
+	return string(rp.Name)
+}
+
+func parseUlimit(name, v string) (*container.Ulimit, error) {
+	soft, hard, hasHard := strings.Cut(v, ":")
+	s, err1 := strconv.ParseInt(soft, 10, 64)
+	h := s
+	var err2 error
+	if hasHard {
+		h, err2 = strconv.ParseInt(hard, 10, 64)
+	}
+	if err1 != nil || err2 != nil || name == "" {
+		return nil, fmt.Errorf("%s = %q: use \"SOFT\" or \"SOFT:HARD\" (numbers, -1 for unlimited)", name, v)
+	}
+	if s != -1 && h != -1 && s > h {
+		return nil, fmt.Errorf("%s = %q: soft limit above hard limit", name, v)
+	}
+	return &container.Ulimit{Name: name, Soft: s, Hard: h}, nil
+}
+
+func ulimitString(u *container.Ulimit) string {
+	return strconv.FormatInt(u.Soft, 10) + ":" + strconv.FormatInt(u.Hard, 10)
+}
+
+func normCap(c string) string {
+	c = strings.ToUpper(c)
+	if c != "ALL" && !strings.HasPrefix(c, "CAP_") {
+		c = "CAP_" + c
+	}
+	return c
+}
+
+// normImage makes "busybox" and "docker.io/library/busybox:latest" equal.
+func normImage(s string) string {
+	r, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
+		return s
+	}
+	return reference.TagNameOnly(r).String()
+}
+
+// createConfig builds what ContainerCreate needs from s.
+func (s spec) createConfig(address string) (*container.Config, *container.HostConfig) {
+	labels := map[string]string{labelAddress: address, labelManaged: "true"}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	cfg := &container.Config{
+		Image:       s.Image,
+		Entrypoint:  s.Entrypoint,
+		Cmd:         s.Command,
+		WorkingDir:  s.WorkingDir,
+		User:        s.User,
+		Labels:      labels,
+		StopTimeout: s.StopTimeout,
+	}
+	for _, k := range sortedKeys(s.Env) {
+		cfg.Env = append(cfg.Env, k+"="+s.Env[k])
+	}
+	hc := &container.HostConfig{
+		NetworkMode:   container.NetworkMode(s.NetworkMode),
+		IpcMode:       container.IpcMode(s.IpcMode),
+		CapAdd:        s.CapAdd,
+		ShmSize:       s.ShmSize,
+		RestartPolicy: s.Restart,
+	}
+	hc.Resources = s.resources()
+	hc.CgroupParent = s.CgroupParent
+	hc.PidsLimit = s.PidsLimit
+	hc.Devices = s.Devices
+	hc.Ulimits = s.Ulimits
+	if s.GPUs != "" {
+		r, _ := gpuRequest(s.GPUs)
+		hc.DeviceRequests = []container.DeviceRequest{r}
+	}
+	for _, m := range s.Mounts {
+		if m.Create {
+			// Binds (docker run -v) create a missing source directory;
+			// Mounts refuse it, which is what create_host_path = false wants.
+			b := m.Source + ":" + m.Target
+			if m.ReadOnly {
+				b += ":ro"
+			}
+			hc.Binds = append(hc.Binds, b)
+			continue
+		}
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for _, f := range s.BindFiles {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: f.Source, Target: f.Target, ReadOnly: true})
+	}
+	return cfg, hc
+}
+
+// resources is the in-place updatable part.
+func (s spec) resources() container.Resources {
+	r := container.Resources{Memory: s.Memory, MemorySwap: s.MemorySwap}
+	if s.CPUs > 0 {
+		r.CPUPeriod = cpuPeriod
+		r.CPUQuota = int64(math.Round(s.CPUs * cpuPeriod))
+	}
+	return r
+}

@@ -1,0 +1,110 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// progressEvery is how often pull and wait report while nothing else does.
+const progressEvery = 250 * time.Millisecond
+
+// layerProgress tracks one layer of a pull.
+type layerProgress struct {
+	status         string
+	current, total int64
+}
+
+// pull pulls ref on the node, reporting per-layer bytes as they arrive.
+func pull(ctx context.Context, d *dockerClient, ref string, progress func(sdk.Progress)) error {
+	start := time.Now()
+	progress(sdk.Progress{Message: fmt.Sprintf("pulling %s on %s", ref, d.node.Name)})
+	resp, err := d.api.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer resp.Close()
+	layers := map[string]*layerProgress{}
+	var last time.Time
+	report := func(force bool) {
+		if !force && time.Since(last) < progressEvery {
+			return
+		}
+		last = time.Now()
+		var cur, tot int64
+		done := 0
+		ids := make([]string, 0, len(layers))
+		for id, l := range layers {
+			ids = append(ids, id)
+			cur += l.current
+			tot += l.total
+			if l.status == "Pull complete" || l.status == "Already exists" {
+				done++
+			}
+		}
+		sort.Strings(ids)
+		var per []string
+		for _, id := range ids {
+			l := layers[id]
+			if l.total > 0 && l.status != "Pull complete" && l.status != "Already exists" {
+				per = append(per, fmt.Sprintf("%s %s/%s", id, humanBytes(l.current), humanBytes(l.total)))
+			}
+		}
+		msg := fmt.Sprintf("pulling %s: %d/%d layers, %s/%s", ref, done, len(layers), humanBytes(cur), humanBytes(tot))
+		if len(per) > 0 {
+			msg += " [" + strings.Join(per, ", ") + "]"
+		}
+		progress(sdk.Progress{Message: msg, Current: cur, Total: tot, Elapsed: time.Since(start)})
+	}
+	for m, err := range resp.JSONMessages(ctx) {
+		if err != nil {
+			return fmt.Errorf("pull %s: %w", ref, err)
+		}
+		if m.Error != nil {
+			return fmt.Errorf("pull %s: %s", ref, m.Error.Message)
+		}
+		if m.ID == "" || m.Progress == nil && m.Status == "" {
+			continue
+		}
+		if strings.HasPrefix(m.Status, "Pulling from") || strings.HasPrefix(m.Status, "Digest:") || strings.HasPrefix(m.Status, "Status:") {
+			continue
+		}
+		l := layers[m.ID]
+		if l == nil {
+			l = &layerProgress{}
+			layers[m.ID] = l
+		}
+		l.status = m.Status
+		switch m.Status {
+		case "Downloading":
+			if m.Progress != nil {
+				l.current, l.total = m.Progress.Current, m.Progress.Total
+			}
+		case "Download complete", "Verifying Checksum", "Extracting", "Pull complete":
+			if l.total > 0 {
+				l.current = l.total
+			}
+		}
+		report(m.Status == "Pull complete")
+	}
+	report(true)
+	return nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}

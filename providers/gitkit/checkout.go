@@ -1,0 +1,582 @@
+package gitkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// Checkout implements the gitkit_checkout resource type.
+type Checkout struct {
+	pool *node.Pool
+}
+
+var _ sdk.Resource = (*Checkout)(nil)
+
+// NewCheckout returns the resource type, reaching nodes through pool.
+func NewCheckout(pool *node.Pool) *Checkout { return &Checkout{pool: pool} }
+
+const (
+	attrRepo   = "repo"
+	attrCommit = "commit"
+	attrSubdir = "subdir"
+	attrPath   = "path"
+	attrDigest = "tree_digest"
+)
+
+var checkoutSchema = &sdk.ResourceSchema{
+	Version:     1,
+	Description: "One folder of a git repository at a pinned commit, staged at an absolute path on the node. Edits on the node are drift: the next apply re-stages the tree.",
+	Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
+		attrRepo: {Type: cty.String, Required: true, ForceNew: true,
+			Description: "Repository URL or path, as the node reaches it (https://..., file://..., /srv/git/kit.git, user@host:repo.git). Fetched by the node, not by sparkform."},
+		attrCommit: {Type: cty.String, Required: true, ForceNew: true,
+			Description: "The full 40-hex commit id to check out. Branches, tags and short ids are refused: they can move or be ambiguous."},
+		attrSubdir: {Type: cty.String, Optional: true, ForceNew: true,
+			Description: "Folder of the repository (relative, e.g. \"release/runtime\") that becomes `path`. Omit to stage the whole tree without .git."},
+		attrPath: {Type: cty.String, Required: true, ForceNew: true,
+			Description: "Absolute path on the node where the tree is staged. It must not exist before the first apply: sparkform never creates over files it did not put there."},
+		attrDigest: {Type: cty.String, Computed: true,
+			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift."},
+	}},
+}
+
+// Schema implements sdk.Resource.
+func (c *Checkout) Schema() *sdk.ResourceSchema { return checkoutSchema }
+
+var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// knownString returns v's string and whether it is known and not null.
+func knownString(v cty.Value, attr string) (string, bool) {
+	a := v.GetAttr(attr)
+	if !a.IsKnown() || a.IsNull() {
+		return "", false
+	}
+	return a.AsString(), true
+}
+
+// str returns the string at attr, "" when null or unknown.
+func str(v cty.Value, attr string) string {
+	s, _ := knownString(v, attr)
+	return s
+}
+
+// Validate implements sdk.Resource: every known value is checked; unknown
+// values (from resources not yet created) pass.
+func (c *Checkout) Validate(_ context.Context, config cty.Value) sdk.Diagnostics {
+	if config.IsNull() || !config.IsKnown() {
+		return nil
+	}
+	var diags sdk.Diagnostics
+	for _, name := range []string{attrRepo, attrCommit, attrPath} {
+		a := config.GetAttr(name)
+		if a.IsKnown() && a.IsNull() {
+			diags = append(diags, sdk.Errorf(sdk.AttrPath(name), "Missing "+name, "gitkit_checkout needs %q.", name))
+		}
+	}
+	if s, ok := knownString(config, attrRepo); ok {
+		if err := checkRepo(s); err != nil {
+			diags = append(diags, sdk.Errorf(sdk.AttrPath(attrRepo), "Invalid repo", "%s", err))
+		}
+	}
+	if s, ok := knownString(config, attrCommit); ok {
+		if err := checkCommit(s); err != nil {
+			diags = append(diags, sdk.Errorf(sdk.AttrPath(attrCommit), "Invalid commit", "%s", err))
+		}
+	}
+	if s, ok := knownString(config, attrSubdir); ok {
+		if err := checkSubdir(s); err != nil {
+			diags = append(diags, sdk.Errorf(sdk.AttrPath(attrSubdir), "Invalid subdir", "%s", err))
+		}
+	}
+	if s, ok := knownString(config, attrPath); ok {
+		if err := checkPath(s); err != nil {
+			diags = append(diags, sdk.Errorf(sdk.AttrPath(attrPath), "Invalid path", "%s", err))
+		}
+	}
+	return diags
+}
+
+func checkRepo(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return errors.New("repo is empty; give a URL or path the node can fetch from")
+	case strings.HasPrefix(s, "-"):
+		return fmt.Errorf("repo %q starts with '-' and would be read as a git option", s)
+	case strings.ContainsAny(s, "\x00\n\r"):
+		return fmt.Errorf("repo %q contains a control character", s)
+	}
+	return nil
+}
+
+func checkCommit(s string) error {
+	if commitRE.MatchString(s) {
+		return nil
+	}
+	return fmt.Errorf("commit must be a full 40-character lowercase hex commit id "+
+		"(e.g. 878e0eecd893fadc69ad2d58b2df0fabb0fae2ee), got %q; short ids, branches and "+
+		"tags are refused because they can move or be ambiguous: run `git rev-parse %s` to get the full id", s, s)
+}
+
+func checkSubdir(s string) error {
+	switch {
+	case s == "" || s == ".":
+		return errors.New("subdir is empty; omit it to stage the whole tree")
+	case strings.HasPrefix(s, "/"):
+		return fmt.Errorf("subdir %q must be relative to the repository root (e.g. \"release/runtime\")", s)
+	case strings.ContainsAny(s, "\x00\n\r"):
+		return fmt.Errorf("subdir %q contains a control character", s)
+	case path.Clean(s) != s:
+		return fmt.Errorf("subdir %q is not a clean path; write %q", s, path.Clean(s))
+	}
+	for _, el := range strings.Split(s, "/") {
+		if el == ".." {
+			return fmt.Errorf("subdir %q leaves the repository with ..", s)
+		}
+		if el == ".git" {
+			return fmt.Errorf("subdir %q points into .git", s)
+		}
+	}
+	return nil
+}
+
+func checkPath(s string) error {
+	switch {
+	case !strings.HasPrefix(s, "/"):
+		return fmt.Errorf("path %q must be absolute (e.g. /home/USER/kit)", s)
+	case strings.ContainsAny(s, "\x00\n\r"):
+		return fmt.Errorf("path %q contains a control character", s)
+	case path.Clean(s) != s:
+		return fmt.Errorf("path %q is not a clean path; write %q", s, path.Clean(s))
+	case s == "/":
+		return errors.New("path must not be / (it would be replaced by the checkout)")
+	}
+	return nil
+}
+
+// private is the private data stored beside the value.
+type private struct {
+	// TreeDigest is the digest the staged commit had when applied: what
+	// the tree must look like. Read's observed digest is compared with it.
+	TreeDigest string `json:"tree_digest"`
+}
+
+func decodePrivate(b []byte) private {
+	var p private
+	if len(b) > 0 {
+		_ = json.Unmarshal(b, &p) // unreadable private data: treated as "no record" (re-stage)
+	}
+	return p
+}
+
+func (p private) encode() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+func withDigest(v cty.Value, digest cty.Value) cty.Value {
+	m := v.AsValueMap()
+	m[attrDigest] = digest
+	return cty.ObjectVal(m)
+}
+
+// observation is what read.sh saw at one path.
+type observation struct {
+	absent bool
+	digest string // "sha256:HEX", or a description of what is there instead
+	err    string
+}
+
+func parseObservation(line string) observation {
+	kind, rest, _ := strings.Cut(line, " ")
+	switch kind {
+	case "absent":
+		return observation{absent: true}
+	case "dir":
+		return observation{digest: "sha256:" + rest}
+	case "other":
+		return observation{digest: "(" + rest + ", not a directory)"}
+	case "error":
+		return observation{err: rest}
+	}
+	return observation{err: fmt.Sprintf("unexpected output %q", line)}
+}
+
+// observe runs read.sh for paths: one remote command.
+func observe(ctx context.Context, conn node.Conn, paths []string, become bool) ([]observation, error) {
+	res, err := conn.Run(ctx, node.Cmd{Argv: shArgv(readScript, paths...), Become: become})
+	if err != nil {
+		return nil, fmt.Errorf("reading %d checkout(s) on node %s: %s", len(paths), conn.Name(), runErrText(err))
+	}
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	if len(paths) == 0 {
+		lines = nil
+	}
+	if len(lines) != len(paths) {
+		return nil, fmt.Errorf("reading checkouts on node %s: got %d lines for %d paths: %q", conn.Name(), len(lines), len(paths), res.Stdout)
+	}
+	obs := make([]observation, len(lines))
+	for i, l := range lines {
+		obs[i] = parseObservation(l)
+	}
+	return obs, nil
+}
+
+// runErrText describes a failed Run without the (long) script argv.
+func runErrText(err error) string {
+	var ee *node.ExitError
+	if errors.As(err, &ee) {
+		msg := strings.TrimSpace(ee.Stderr)
+		if msg == "" {
+			msg = "no message"
+		}
+		return fmt.Sprintf("exit status %d: %s", ee.ExitCode, msg)
+	}
+	return err.Error()
+}
+
+// readPaths observes paths as the connecting user and, only when some tree
+// is unreadable (staged through sudo, or changed on the node) and the node
+// allows become, once more as root. It returns the round trips made.
+func readPaths(ctx context.Context, conn node.Conn, n sdk.Node, paths []string) ([]observation, int, error) {
+	obs, err := observe(ctx, conn, paths, false)
+	if err != nil || !n.Become || !slices.ContainsFunc(obs, func(o observation) bool { return o.err != "" }) {
+		return obs, 1, err
+	}
+	obs, err = observe(ctx, conn, paths, true)
+	return obs, 2, err
+}
+
+// Read implements sdk.Resource: all items in one remote command.
+func (c *Checkout) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
+	results := make([]sdk.ReadResult, len(items))
+	var paths []string
+	var idx []int
+	for i, it := range items {
+		results[i] = sdk.ReadResult{NewState: it.Prior, Private: it.Private}
+		if it.Prior.IsNull() || !it.Prior.IsKnown() {
+			continue
+		}
+		p, ok := knownString(it.Prior, attrPath)
+		if !ok {
+			continue
+		}
+		paths = append(paths, p)
+		idx = append(idx, i)
+	}
+	if len(paths) == 0 {
+		return results, 0, nil
+	}
+	conn, err := c.pool.Get(ctx, n)
+	if err != nil {
+		return nil, 0, sdk.Diagnostics{sdk.FromError("Cannot reach node "+n.Name, err)}
+	}
+	obs, trips, err := readPaths(ctx, conn, n, paths)
+	if err != nil {
+		return nil, trips, sdk.Diagnostics{sdk.FromError("Cannot read checkouts", err)}
+	}
+	for j, o := range obs {
+		i := idx[j]
+		switch {
+		case o.err != "":
+			results[i].Diagnostics = sdk.Diagnostics{sdk.Errorf(nil, "Cannot read checkout",
+				"%s: cannot read %s on node %s: %s", items[i].Address, paths[j], n.Name, o.err)}
+		case o.absent:
+			results[i].NewState = cty.NullVal(checkoutSchema.Block.ImpliedType())
+		default:
+			results[i].NewState = withDigest(items[i].Prior, cty.StringVal(o.digest))
+		}
+	}
+	return results, trips, nil
+}
+
+// Plan implements sdk.Resource.
+func (c *Checkout) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+	resp := sdk.DefaultPlan(checkoutSchema, req)
+	if req.Proposed.IsNull() || !req.Proposed.IsKnown() {
+		return resp
+	}
+	creating := req.Prior.IsNull() || len(resp.RequiresReplace) > 0
+	if !creating {
+		// Every configurable attribute forces replacement, so the only
+		// in-place update is drift: what is on the node differs from what
+		// was staged. Plan the recorded digest back (or unknown when there
+		// is no record) and apply re-stages the tree.
+		want := decodePrivate(req.PriorPrivate).TreeDigest
+		got := req.Prior.GetAttr(attrDigest)
+		switch {
+		case want == "":
+			resp.Planned = withDigest(req.Prior, cty.UnknownVal(cty.String))
+		case !got.IsKnown() || got.IsNull() || got.AsString() != want:
+			resp.Planned = withDigest(req.Prior, cty.StringVal(want))
+		}
+		return resp
+	}
+	p, ok := knownString(req.Proposed, attrPath)
+	if !ok || checkPath(p) != nil {
+		return resp // unknown until apply (checked again there) or invalid (Validate says so)
+	}
+	if !req.Prior.IsNull() && str(req.Prior, attrPath) == p {
+		return resp // replacing our own tree in place
+	}
+	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && str(req.Replaces, attrPath) == p {
+		return resp // the engine replaces our own tree: it is deleted first
+	}
+	conn, err := c.pool.Get(ctx, req.Node)
+	if err != nil {
+		resp.Diagnostics = append(resp.Diagnostics, sdk.FromError("Cannot reach node "+req.Node.Name, err))
+		return resp
+	}
+	res, err := conn.Run(ctx, node.Cmd{Argv: shArgv(checkScript, p)})
+	var ee *node.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode == 3:
+		resp.Diagnostics = append(resp.Diagnostics, sdk.Errorf(sdk.AttrPath(attrPath), "Path already exists",
+			"%s: %v: %s already exists on node %s (a %s) and sparkform did not create it; refusing to create over it. "+
+				"Move it away or remove it yourself, or choose another path.",
+			req.Address, ErrPathExists, p, req.Node.Name, strings.TrimSpace(string(res.Stdout))))
+	case err != nil:
+		resp.Diagnostics = append(resp.Diagnostics, sdk.Errorf(sdk.AttrPath(attrPath), "Cannot check path",
+			"%s: checking %s on node %s: %s", req.Address, p, req.Node.Name, runErrText(err)))
+	}
+	return resp
+}
+
+// lineWriter calls fn for every complete line written to it.
+type lineWriter struct {
+	buf bytes.Buffer
+	fn  func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf.Next(i + 1))
+		w.fn(strings.TrimSuffix(line, "\n"))
+	}
+}
+
+// run runs argv as the connecting user; when the script says the parent is
+// not writable (exit 77) and the node allows become, it runs it again
+// through sudo -n.
+func run(ctx context.Context, conn node.Conn, n sdk.Node, argv []string, stdout *lineWriter) error {
+	cmd := node.Cmd{Argv: argv}
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	_, err := conn.Run(ctx, cmd)
+	var ee *node.ExitError
+	if errors.As(err, &ee) && ee.ExitCode == exitNotWritable {
+		if !n.Become {
+			return fmt.Errorf("%w: %s; set become = true on node %s to stage there through sudo -n, or choose a path the user can write",
+				ErrNotWritable, strings.TrimSpace(ee.Stderr), n.Name)
+		}
+		cmd.Become = true
+		_, err = conn.Run(ctx, cmd)
+	}
+	return err
+}
+
+// Apply implements sdk.Resource.
+func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	fail := func(summary string, err error) sdk.ApplyResponse {
+		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private,
+			Diagnostics: sdk.Diagnostics{sdk.FromError(req.Address+": "+summary, err)}}
+	}
+	conn, err := c.pool.Get(ctx, req.Node)
+	if err != nil {
+		return fail("cannot reach node "+req.Node.Name, err)
+	}
+	if req.Planned.IsNull() {
+		return c.destroy(ctx, conn, req)
+	}
+	repo, commit, subdir, p := str(req.Planned, attrRepo), str(req.Planned, attrCommit), str(req.Planned, attrSubdir), str(req.Planned, attrPath)
+	for _, err := range []error{checkRepo(repo), checkCommit(commit), checkPath(p)} {
+		if err != nil {
+			return fail("invalid configuration", err)
+		}
+	}
+	if subdir != "" {
+		if err := checkSubdir(subdir); err != nil {
+			return fail("invalid configuration", err)
+		}
+	}
+	mode := "update"
+	if req.Prior.IsNull() {
+		mode = "create"
+	}
+	start := time.Now()
+	var digest string
+	out := &lineWriter{fn: func(line string) {
+		switch {
+		case strings.HasPrefix(line, "progress: "):
+			msg := strings.ReplaceAll(strings.TrimPrefix(line, "progress: "), repo, redact(repo))
+			progress(sdk.Progress{Message: msg, Elapsed: time.Since(start)})
+		case strings.HasPrefix(line, "digest: "):
+			digest = strings.TrimPrefix(line, "digest: ")
+		}
+	}}
+	err = run(ctx, conn, req.Node, shArgv(stageScript, mode, repo, commit, subdir, p), out)
+	if err == nil && digest == "" {
+		err = fmt.Errorf("staging script printed no digest")
+	}
+	if err != nil {
+		err = stageError(err, req.Node.Name, repo, commit, subdir, p)
+		if errors.Is(err, ErrPathExists) {
+			return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private,
+				Diagnostics: sdk.Diagnostics{sdk.FromError(req.Address+": refusing to create over existing files", err)}}
+		}
+		resp := c.truth(ctx, conn, req, req.Planned)
+		resp.Diagnostics = append(sdk.Diagnostics{sdk.FromError(req.Address+": staging failed", err)}, resp.Diagnostics...)
+		return resp
+	}
+	d := "sha256:" + digest
+	return sdk.ApplyResponse{NewState: withDigest(req.Planned, cty.StringVal(d)), Private: private{TreeDigest: d}.encode()}
+}
+
+// redact hides the password of a repo URL (https://user:token@host/...)
+// in messages; the node still gets the URL as written.
+func redact(repo string) string {
+	u, err := url.Parse(repo)
+	if err != nil || u.User == nil {
+		return repo
+	}
+	if _, ok := u.User.Password(); !ok {
+		return repo
+	}
+	u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	return u.String()
+}
+
+// stageError turns a stage.sh failure into an error naming what is wrong
+// (with the repo's password, if any, hidden).
+func stageError(err error, nodeName, repo, commit, subdir, p string) error {
+	shown := redact(repo)
+	var ee *node.ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	msg := strings.ReplaceAll(strings.TrimSpace(ee.Stderr), repo, shown)
+	switch ee.ExitCode {
+	case exitRepo:
+		return fmt.Errorf("%w: node %s cannot fetch repo %s: %s", ErrRepoUnreachable, nodeName, shown, msg)
+	case exitCommit:
+		return fmt.Errorf("%w: commit %s is not in repo %s (neither by id nor on any branch or tag); check the id, or push the commit",
+			ErrCommitNotFound, commit, shown)
+	case exitSubdir:
+		return fmt.Errorf("%w: subdir %q is not a directory at commit %s of repo %s", ErrSubdirMissing, subdir, commit, shown)
+	case exitExists:
+		return fmt.Errorf("%w: %s already exists on node %s and sparkform did not create it; refusing to create over it. "+
+			"Move it away or remove it yourself, or choose another path", ErrPathExists, p, nodeName)
+	}
+	return fmt.Errorf("staging %s at %s into %s on node %s: exit status %d: %s", shown, commit, p, nodeName, ee.ExitCode, msg)
+}
+
+// truth reads what is really at the path of v after a failed apply, so
+// state stays true. v supplies the config attributes of a present tree.
+func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, v cty.Value) sdk.ApplyResponse {
+	resp := sdk.ApplyResponse{NewState: req.Prior, Private: req.Private}
+	obs, _, err := readPaths(ctx, conn, req.Node, []string{str(v, attrPath)})
+	if err != nil {
+		resp.Diagnostics = sdk.Diagnostics{sdk.FromError("state may be stale", err)}
+		return resp
+	}
+	switch o := obs[0]; {
+	case o.err != "":
+		resp.Diagnostics = sdk.Diagnostics{sdk.Errorf(nil, "state may be stale", "cannot read %s: %s", str(v, attrPath), o.err)}
+	case o.absent:
+		resp.NewState, resp.Private = cty.NullVal(checkoutSchema.Block.ImpliedType()), nil
+	case req.Prior.IsNull():
+		// Created, but the apply failed after the move: no trusted record
+		// of the commit's digest, so the next plan re-stages.
+		resp.NewState, resp.Private = withDigest(v, cty.StringVal(o.digest)), nil
+	default:
+		resp.NewState = withDigest(req.Prior, cty.StringVal(o.digest))
+	}
+	return resp
+}
+
+func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyRequest) sdk.ApplyResponse {
+	p := str(req.Prior, attrPath)
+	if p == "" || checkPath(p) != nil {
+		return sdk.ApplyResponse{NewState: req.Planned} // nothing we could have created
+	}
+	if err := run(ctx, conn, req.Node, shArgv(removeScript, p), nil); err != nil {
+		resp := c.truth(ctx, conn, req, req.Prior)
+		resp.Diagnostics = append(sdk.Diagnostics{sdk.Errorf(nil, req.Address+": cannot remove checkout",
+			"removing %s on node %s: %s", p, req.Node.Name, runErrText(err))}, resp.Diagnostics...)
+		return resp
+	}
+	return sdk.ApplyResponse{NewState: req.Planned}
+}
+
+// Import implements sdk.Resource. The id is "PATH,REPO,COMMIT[,SUBDIR]".
+// The tree at PATH is adopted as is; the commit is staged in a temporary
+// tree only to learn its digest, so a tree that differs from the commit
+// shows as drift in the next plan.
+func (c *Checkout) Import(ctx context.Context, req sdk.ImportRequest) sdk.ImportResponse {
+	bad := func(err error) sdk.ImportResponse {
+		return sdk.ImportResponse{Diagnostics: sdk.Diagnostics{sdk.Errorf(nil, "Cannot import gitkit_checkout", "%s", err)}}
+	}
+	f := strings.Split(req.ID, ",")
+	if len(f) != 3 && len(f) != 4 {
+		return bad(fmt.Errorf("import id %q must be PATH,REPO,COMMIT or PATH,REPO,COMMIT,SUBDIR", req.ID))
+	}
+	p, repo, commit := f[0], f[1], f[2]
+	subdir, subdirVal := "", cty.NullVal(cty.String)
+	checks := []error{checkPath(p), checkRepo(repo), checkCommit(commit)}
+	if len(f) == 4 {
+		subdir, subdirVal = f[3], cty.StringVal(f[3])
+		checks = append(checks, checkSubdir(subdir))
+	}
+	for _, err := range checks {
+		if err != nil {
+			return bad(err)
+		}
+	}
+	conn, err := c.pool.Get(ctx, req.Node)
+	if err != nil {
+		return bad(err)
+	}
+	obs, _, err := readPaths(ctx, conn, req.Node, []string{p})
+	if err != nil {
+		return bad(err)
+	}
+	switch o := obs[0]; {
+	case o.err != "":
+		return bad(fmt.Errorf("cannot read %s on node %s: %s", p, req.Node.Name, o.err))
+	case o.absent:
+		return bad(fmt.Errorf("nothing at %s on node %s to import", p, req.Node.Name))
+	}
+	var digest string
+	out := &lineWriter{fn: func(line string) {
+		if strings.HasPrefix(line, "digest: ") {
+			digest = strings.TrimPrefix(line, "digest: ")
+		}
+	}}
+	if err := run(ctx, conn, req.Node, shArgv(stageScript, "probe", repo, commit, subdir, p), out); err != nil {
+		return bad(stageError(err, req.Node.Name, repo, commit, subdir, p))
+	}
+	state := cty.ObjectVal(map[string]cty.Value{
+		attrRepo: cty.StringVal(repo), attrCommit: cty.StringVal(commit), attrSubdir: subdirVal,
+		attrPath: cty.StringVal(p), attrDigest: cty.StringVal(obs[0].digest),
+	})
+	return sdk.ImportResponse{State: state, Private: private{TreeDigest: "sha256:" + digest}.encode()}
+}

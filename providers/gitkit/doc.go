@@ -1,0 +1,41 @@
+// Package gitkit is the sparkform provider for runtime kits: one folder of
+// a git repository at a pinned commit, staged on a node.
+//
+// # gitkit_checkout
+//
+// Config: repo (URL or path the node can reach), commit (a full 40-hex
+// commit id; anything else fails Validate), subdir (optional folder of the
+// repo; omitted means the whole tree without .git), path (absolute).
+// Computed: tree_digest, "sha256:HEX" of a canonical listing of what is at
+// path (relative paths, kinds, exec bits, symlink targets, content hashes),
+// computed on the node.
+//
+// Apply clones into a temporary sibling of path (".BASE.sparkform-tmp-XXXXXX",
+// same filesystem), checks out the commit, renames subdir into place and
+// removes the temporary tree on every exit: an unreachable repo, an unknown
+// commit or a missing subdir is a clear error and leaves nothing behind.
+// Changing repo, commit, subdir or path replaces the checkout.
+//
+// Where the commit is recorded: in state (the value) and in private data
+// (the digest the staged commit had), never in a marker inside the user's
+// tree, which the kit's consumers would see and which could be edited or
+// deleted. Read reports the stored repo/commit/subdir/path and the digest
+// of what is really at path now; Plan compares it with the recorded digest,
+// so an edited file is drift and plans an update that re-stages the tree
+// (swapped in with renames). A path that is gone reads as null.
+//
+// Ownership: a create refuses a path that already exists (checked on the
+// node at plan time, and again at apply), so sparkform never deletes files
+// it did not put there. Destroy renames path aside and removes it.
+//
+// Privileges: git and file work run as the connecting user (the seed stages
+// into the user's home). Only when the parent of path is not writable by
+// that user and the node has become = true is the work rerun through
+// `sudo -n`; the files are then owned by root. Likewise Read reads a batch
+// again through sudo only when some tree is unreadable and become is on.
+//
+// Cost: Read of N checkouts on one node is one remote command (two when
+// the sudo retry above is needed); Apply is
+// one remote command (plus one to report the truth after a failure); Plan
+// of a create is one remote command.
+package gitkit

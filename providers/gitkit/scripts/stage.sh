@@ -1,0 +1,132 @@
+# stage.sh MODE REPO COMMIT SUBDIR PATH
+#
+# MODE create: PATH must not exist. update: PATH (ours) is swapped for the
+# new tree. probe: stage in the temporary tree only, print its digest, and
+# leave PATH alone (import).
+#
+# Everything happens in a temporary sibling of PATH (same filesystem, so
+# the final move is a rename) that is removed on every exit. Lines on
+# stdout starting "progress: " are progress events; "digest: HEX" is the
+# result. Exit codes: 10 repo unreachable, 11 commit not in repo, 12 subdir
+# missing, 13 PATH exists (create), 77 parent not writable (retry with sudo).
+mode=$1 repo=$2 commit=$3 subdir=$4 path=$5
+
+GIT_TERMINAL_PROMPT=0
+export GIT_TERMINAL_PROMPT
+: "${GIT_SSH_COMMAND:=ssh -o BatchMode=yes}"
+export GIT_SSH_COMMAND
+
+parent=$(dirname "$path")
+base=$(basename "$path")
+if [ ! -d "$parent" ]; then
+	mkdir -p "$parent" || exit 77
+fi
+if [ ! -w "$parent" ] || [ ! -x "$parent" ]; then
+	echo "gitkit: $parent is not writable by $(id -un)" >&2
+	exit 77
+fi
+# Leftovers of an apply that was killed before its own cleanup ran.
+rm -rf "$parent/.$base.sparkform-tmp-"*
+
+exists() { [ -e "$1" ] || [ -L "$1" ]; }
+if [ "$mode" = create ] && exists "$path"; then
+	echo "gitkit: $path already exists" >&2
+	exit 13
+fi
+
+tmp=$(mktemp -d "$parent/.$base.sparkform-tmp-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+src=$tmp/src
+
+# A repo on this machine owned by another user (a shared mirror) trips
+# git's "dubious ownership" check. The config names this repo as the
+# source, so trust exactly it, for the fetch only: a global config that
+# includes the user's own and adds safe.directory (git drops -c for the
+# local upload-pack it starts, but keeps GIT_CONFIG_GLOBAL).
+case $repo in
+file://*) local_repo=${repo#file://} ;;
+/* | ./* | ../*) local_repo=$repo ;;
+*:*) local_repo= ;;
+*) local_repo=$repo ;;
+esac
+fetchcfg=${GIT_CONFIG_GLOBAL:-}
+if [ -n "$local_repo" ] && real=$(cd "$local_repo" 2>/dev/null && pwd -P); then
+	fetchcfg=$tmp/fetch.gitconfig
+	esc() { printf '%s' "$1" | sed 's/[\\"]/\\&/g'; }
+	{
+		if [ -n "${GIT_CONFIG_GLOBAL:-}" ]; then
+			printf '[include]\n\tpath = "%s"\n' "$(esc "$GIT_CONFIG_GLOBAL")"
+		elif [ -n "${HOME:-}" ]; then
+			printf '[include]\n\tpath = "%s"\n' "$(esc "${XDG_CONFIG_HOME:-$HOME/.config}/git/config")" "$(esc "$HOME/.gitconfig")"
+		fi
+		printf '[safe]\n\tdirectory = "%s"\n' "$(esc "$real")"
+	} >"$fetchcfg" || exit 1
+fi
+fetch() {
+	if [ -n "$fetchcfg" ]; then
+		GIT_CONFIG_GLOBAL=$fetchcfg git -C "$src" fetch -q -- "$repo" "$@"
+	else
+		git -C "$src" fetch -q -- "$repo" "$@"
+	fi
+}
+
+echo "progress: cloning $repo"
+git init -q "$src" >/dev/null || exit 1
+# A shallow fetch of exactly the commit is cheapest; servers that refuse
+# to serve a commit by id get a full fetch of branches and tags instead.
+if ! fetch --depth 1 "$commit" 2>"$tmp/err"; then
+	if ! fetch '+refs/heads/*:refs/remotes/origin/*' '+refs/tags/*:refs/tags/*' 2>"$tmp/err"; then
+		cat "$tmp/err" >&2
+		exit 10
+	fi
+fi
+
+echo "progress: checking out $commit"
+if ! git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null; then
+	exit 11
+fi
+git -C "$src" -c core.autocrlf=false -c core.symlinks=true -c advice.detachedHead=false \
+	checkout -q "$commit" || exit 1
+
+if [ -n "$subdir" ]; then
+	echo "progress: staging $subdir"
+	staged=$src/$subdir
+	if [ -L "$staged" ] || [ ! -d "$staged" ]; then
+		exit 12
+	fi
+else
+	echo "progress: staging the whole tree"
+	rm -rf "$src/.git" || exit 1
+	staged=$src
+fi
+
+case $mode in
+probe)
+	echo "digest: $(tree_digest "$staged")"
+	exit 0
+	;;
+create)
+	if exists "$path"; then
+		echo "gitkit: $path already exists" >&2
+		exit 13
+	fi
+	mv "$staged" "$path" || exit 1
+	;;
+update)
+	if exists "$path"; then
+		mv "$path" "$tmp/old" || exit 1
+	fi
+	if ! mv "$staged" "$path"; then
+		if exists "$tmp/old"; then mv "$tmp/old" "$path"; fi
+		exit 1
+	fi
+	;;
+*)
+	echo "gitkit: unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+echo "digest: $(tree_digest "$path")"

@@ -1,0 +1,123 @@
+package gitkit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// busyboxEnv returns a PATH whose first folder holds every busybox applet,
+// so the scripts run with busybox tools as on a minimal node.
+func busyboxEnv(t *testing.T) (busybox, path string) {
+	t.Helper()
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("busybox (busybox-static) is required: %v", err)
+		}
+		t.Skipf("busybox not installed: %v", err)
+	}
+	out, err := exec.Command(bb, "--list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, applet := range strings.Fields(string(out)) {
+		if err := os.Symlink(bb, filepath.Join(dir, applet)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// git is not an applet: it comes from the system folders after dir.
+	return bb, dir + ":" + os.Getenv("PATH")
+}
+
+func runScript(t *testing.T, shell []string, env []string, script string, args ...string) string {
+	t.Helper()
+	argv := append(append([]string{}, shell...), shArgv(script, args...)[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", shell, err, out)
+	}
+	return string(out)
+}
+
+// TestScriptsBusyboxCompatible runs the read and stage scripts under
+// busybox ash with busybox tools and under the system sh with the system
+// tools: both work, and both see the same digest for the same tree.
+func TestScriptsBusyboxCompatible(t *testing.T) {
+	bb, bbPath := busyboxEnv(t)
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	for name, mode := range map[string]os.FileMode{"a/run.sh": 0o755, "a/b/data": 0o644, "empty": 0o600} {
+		p := filepath.Join(tree, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(name+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("a/run.sh", filepath.Join(tree, "run")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(tree, "hollow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	shells := []struct {
+		name  string
+		shell []string
+		env   []string
+	}{
+		{"system", []string{"sh"}, nil},
+		{"busybox", []string{bb, "sh"}, []string{"PATH=" + bbPath}},
+	}
+	var digests []string
+	for _, sh := range shells {
+		out := runScript(t, sh.shell, sh.env, readScript, tree, filepath.Join(dir, "nothing"), filepath.Join(tree, "run"))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "dir ") || len(lines[0]) != 4+64 ||
+			lines[1] != "absent" || lines[2] != "other symlink" {
+			t.Fatalf("%s: read.sh printed %q", sh.name, out)
+		}
+		digests = append(digests, lines[0])
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("system and busybox digests differ: %q", digests)
+	}
+
+	// stage.sh under busybox: a whole-tree checkout of a one-commit repo.
+	repo := filepath.Join(dir, "repo")
+	gitEnv := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	for _, argv := range [][]string{{"init", "-q", repo}, {"-C", repo, "add", "-A"}, {"-C", repo, "commit", "-q", "-m", "x"}} {
+		if argv[0] == "-C" && argv[2] == "add" {
+			if err := os.CopyFS(repo, os.DirFS(tree)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command("git", argv...)
+		cmd.Env = append(os.Environ(), gitEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", argv, err, out)
+		}
+	}
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(dir, "kit")
+	out := runScript(t, shells[1].shell, shells[1].env, stageScript, "create", repo, strings.TrimSpace(string(head)), "", dest)
+	if !strings.Contains(out, "progress: cloning "+repo) || !strings.Contains(out, "digest: ") {
+		t.Fatalf("stage.sh under busybox printed %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "a/run.sh")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,44 @@
+package hubstage
+
+import "errors"
+
+// Sentinel errors. Every refusal wraps one of these (errors.Is) and names
+// the file it is about in its message.
+var (
+	// ErrBadConfig is an attribute value the provider cannot use.
+	ErrBadConfig = errors.New("invalid configuration")
+	// ErrNoHub is a hub_dir that does not exist on the node.
+	ErrNoHub = errors.New("hub_dir not found")
+	// ErrNoRepo is a repo folder (models--ORG--NAME) missing from the hub.
+	ErrNoRepo = errors.New("repository not in the hub")
+	// ErrNoRef is a revision with no refs/<revision> file.
+	ErrNoRef = errors.New("ref not found")
+	// ErrBadRef is a ref file that does not hold a 40-hex commit.
+	ErrBadRef = errors.New("ref does not hold a commit")
+	// ErrNoSnapshot is a commit with no snapshots/<commit> folder.
+	ErrNoSnapshot = errors.New("snapshot not found")
+	// ErrNotRegular is a snapshot entry that resolves to something other
+	// than a regular file (a fifo, a device, a socket).
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrEscapesHub is an entry whose real path lies outside hub_dir.
+	ErrEscapesHub = errors.New("link escapes hub_dir")
+	// ErrLinkLoop is a symlink (file or folder) that never resolves.
+	ErrLinkLoop = errors.New("symlink loop")
+	// ErrDangling is a symlink to nothing (an interrupted download).
+	ErrDangling = errors.New("dangling symlink")
+	// ErrIncomplete is an entry that resolves to a *.incomplete blob.
+	ErrIncomplete = errors.New("incomplete download")
+	// ErrBadName is a file name the manifest cannot carry (tab, newline).
+	ErrBadName = errors.New("unrepresentable file name")
+	// ErrBadTarget is a container path that is not clean, absolute, under
+	// target and unique.
+	ErrBadTarget = errors.New("bad target path")
+	// ErrEmpty is a selection (after include/exclude) with no files.
+	ErrEmpty = errors.New("no files selected")
+	// ErrWalk is a walk that failed or returned output it cannot parse.
+	ErrWalk = errors.New("snapshot walk failed")
+	// ErrChanged is a hub that changed between plan and apply.
+	ErrChanged = errors.New("snapshot changed since plan")
+	// ErrForeignManifest is a manifest_path file this resource did not write.
+	ErrForeignManifest = errors.New("manifest_path holds a file this resource did not write")
+)

@@ -1,0 +1,57 @@
+// Package kmod is the sparkform provider for kernel state on a node:
+// kmod_module (a loaded module and its parameters) and kmod_cgroup (a
+// cgroup v2 group and its limits). Both are temporary by design (nothing is
+// written to /etc/modprobe.d, modules-load.d or any boot config: a reboot
+// resets them and the next plan shows the drift) and exactly reversible.
+//
+// # kmod_module
+//
+// Read observes /sys/module/NAME (loaded, refcnt, holders, every readable
+// parameter) for all instances on a node in ONE remote command. Parameters
+// the config does not name are never drift; values compare as the kernel
+// means them (a bool reads Y/N and accepts 1/0/y/n/Y/N/on/off, integers
+// compare by value), so modeset = "1" against an observed Y is no change.
+//
+// Apply records `prior` (loaded or not, every readable parameter) before the
+// first change, then: if the module is loaded with other values, unloads
+// only that module (rmmod, never modprobe -r, which would also unload its
+// unused dependencies), loads it with `modprobe NAME k=v ...` as an argv,
+// reads it back and fails when the kernel did not take the values. A module
+// in use is never unloaded: the error names its holders and refcount and the
+// node is left as it was. If a load fails after the unload, the previous
+// values are loaded back (best effort) and the state reports what is really
+// there.
+//
+// Destroy puts prior back: a plain reload (modprobe applies the node's own
+// modprobe.d options), then a reload with explicit values for the
+// parameters that still differ from prior, then a verify; or an unload when
+// the module was not loaded before. When the restore cannot happen the
+// instance stays in state with its prior and a later destroy retries.
+//
+// Changing a parameter always reloads the module (also for writable
+// parameters), so a module in use cannot change its parameters.
+//
+// # kmod_cgroup
+//
+// A cgroup v2 group under the cgroup root. Apply creates it (and any missing
+// ancestors, recorded), enables the needed controllers (memory, cpu, pids)
+// in the ancestors' cgroup.subtree_control (recording exactly which ones it
+// enabled), writes the limits and reads them back. Read reports drift when a
+// limit file changed. Destroy removes the group if it is empty (else an
+// error lists the pids inside), removes the ancestors it created and
+// disables only the controllers it enabled. A node without cgroup v2 gets an
+// error saying so.
+//
+// # Test hooks
+//
+// The provider finds the kernel through Config; New reads it from the
+// provider process's environment, defaulting to the real thing:
+//
+//	SPARKFORM_KMOD_SYSFS_ROOT   default /sys            (modules under ROOT/module)
+//	SPARKFORM_KMOD_CGROUP_ROOT  default /sys/fs/cgroup
+//	SPARKFORM_KMOD_MODPROBE     default modprobe        (found on the node's PATH)
+//	SPARKFORM_KMOD_RMMOD        default rmmod
+//
+// Tests point them at a simulated kernel (internal/kernelsim) to run fast;
+// production never sets them.
+package kmod

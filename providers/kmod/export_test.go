@@ -1,0 +1,7 @@
+package kmod
+
+// Exported for the external tests only.
+var (
+	MemKernel  = memKernel
+	ParamEqual = paramEqual
+)

@@ -1,0 +1,45 @@
+package kmod_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// testNode is one node the tests run on.
+type testNode struct {
+	name string
+	get  func(t *testing.T) sdk.Node
+}
+
+// nodes lists the nodes every table test runs on: the local node, and an
+// sshd node of the real test bed reached with become (sudo -n).
+func nodes() []testNode {
+	return []testNode{
+		{"local", func(*testing.T) sdk.Node { return sdk.Node{Name: "local", Transport: "local", Become: true} }},
+		{"sshd", func(t *testing.T) sdk.Node {
+			b := testbed.StartT(t, 1)
+			n := b.Nodes[0].SDK()
+			n.Become = true
+			// The SSH transport is written in parallel with this provider:
+			// until the pool can dial SSH, say so instead of failing.
+			c, err := node.NewPool().Get(context.Background(), n)
+			if err != nil && strings.Contains(err.Error(), "not available yet") {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("SSH transport missing: %v", err)
+				}
+				t.Skipf("skipping: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			return n
+		}},
+	}
+}

@@ -1,0 +1,110 @@
+package kmod
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// Config says where the provider finds the kernel on a node. The zero
+// value means the real one (see the package doc's test hooks).
+type Config struct {
+	// SysfsRoot is the sysfs mount (modules under SysfsRoot/module).
+	SysfsRoot string
+	// CgroupRoot is the cgroup v2 mount.
+	CgroupRoot string
+	// Modprobe and Rmmod are the tools, found on the node's PATH unless
+	// absolute.
+	Modprobe string
+	Rmmod    string
+}
+
+// Environment variables read by New (test hooks).
+const (
+	EnvSysfsRoot  = "SPARKFORM_KMOD_SYSFS_ROOT"
+	EnvCgroupRoot = "SPARKFORM_KMOD_CGROUP_ROOT"
+	EnvModprobe   = "SPARKFORM_KMOD_MODPROBE"
+	EnvRmmod      = "SPARKFORM_KMOD_RMMOD"
+)
+
+// ConfigFromEnv reads Config from the process environment.
+func ConfigFromEnv() Config {
+	return Config{
+		SysfsRoot:  os.Getenv(EnvSysfsRoot),
+		CgroupRoot: os.Getenv(EnvCgroupRoot),
+		Modprobe:   os.Getenv(EnvModprobe),
+		Rmmod:      os.Getenv(EnvRmmod),
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.SysfsRoot == "" {
+		c.SysfsRoot = "/sys"
+	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = "/sys/fs/cgroup"
+	}
+	if c.Modprobe == "" {
+		c.Modprobe = "modprobe"
+	}
+	if c.Rmmod == "" {
+		c.Rmmod = "rmmod"
+	}
+	return c
+}
+
+func (c Config) moduleDir() string { return path.Join(c.SysfsRoot, "module") }
+
+// New returns the kmod provider configured from the environment.
+func New() sdk.Provider { return NewWithConfig(ConfigFromEnv()) }
+
+// NewWithConfig returns the kmod provider with an explicit Config.
+func NewWithConfig(cfg Config) sdk.Provider {
+	k := &kernel{cfg: cfg.withDefaults(), pool: node.NewPool()}
+	return &sdk.Router{
+		Name: "kmod",
+		Resources: map[string]sdk.Resource{
+			"kmod_module": &moduleResource{k: k},
+			"kmod_cgroup": &cgroupResource{k: k},
+		},
+	}
+}
+
+// kernel is what both resources share: the config and one connection per
+// node.
+type kernel struct {
+	cfg  Config
+	pool *node.Pool
+}
+
+// run runs argv on the node (through sudo -n when the node says become)
+// and returns stdout; a failure carries the command's stderr.
+func (k *kernel) run(ctx context.Context, conn node.Conn, n sdk.Node, argv ...string) (string, error) {
+	res, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: n.Become})
+	if err != nil {
+		return string(res.Stdout), err
+	}
+	return string(res.Stdout), nil
+}
+
+// sh runs a fixed POSIX sh script whose only inputs are its arguments.
+func (k *kernel) sh(ctx context.Context, conn node.Conn, n sdk.Node, script string, args ...string) (string, error) {
+	return k.run(ctx, conn, n, append([]string{"sh", "-c", script, "sh"}, args...)...)
+}
+
+// toolErr turns a failed kmod tool into a short error with its own words.
+func toolErr(err error) string {
+	if ee, ok := err.(*node.ExitError); ok {
+		msg := strings.TrimSpace(ee.Stderr)
+		if msg == "" {
+			msg = fmt.Sprintf("exit status %d", ee.ExitCode)
+		}
+		return node.QuoteArgv(ee.Argv) + ": " + msg
+	}
+	return err.Error()
+}

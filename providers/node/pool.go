@@ -1,0 +1,124 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// Pool keeps one shared connection per distinct sdk.Node (by Node.Key()).
+// Concurrent Gets for one node share a single dial; a connection found
+// broken is redialled on the next Get.
+type Pool struct {
+	mu     sync.Mutex
+	conns  map[string]*poolEntry
+	closed bool
+	dials  atomic.Int64
+}
+
+type poolEntry struct {
+	ready chan struct{} // closed when conn/err are set
+	conn  Conn
+	err   error
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool { return &Pool{conns: map[string]*poolEntry{}} }
+
+// Dials is how many connections the pool has tried to open (for tests and
+// diagnostics: one per node unless connections broke).
+func (p *Pool) Dials() int64 { return p.dials.Load() }
+
+// Open dials a fresh, unshared connection for n by its transport: "ssh"
+// or "" -> SSH, "local" -> Local.
+func Open(ctx context.Context, n sdk.Node) (Conn, error) {
+	switch n.Transport {
+	case "local":
+		return NewLocal(n.Name), nil
+	case "ssh", "":
+		return DialSSH(ctx, n)
+	}
+	return nil, fmt.Errorf("node %s: %w %q: use \"ssh\" (the default) or \"local\"", n.Name, ErrTransport, n.Transport)
+}
+
+// Get returns the shared connection for n, dialling it on first use.
+// Callers must not Close it; Pool.Close does.
+func (p *Pool) Get(ctx context.Context, n sdk.Node) (Conn, error) {
+	if n.Transport == "" {
+		n.Transport = "ssh" // same connection as an explicit "ssh"
+	}
+	key := n.Key()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("node %s: pool: %w", n.Name, ErrClosed)
+		}
+		e, ok := p.conns[key]
+		if !ok {
+			e = &poolEntry{ready: make(chan struct{})}
+			p.conns[key] = e
+			p.dials.Add(1)
+			// The dial outlives a caller that gives up: others may wait on it.
+			go p.dial(context.WithoutCancel(ctx), key, n, e)
+		}
+		p.mu.Unlock()
+
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if e.err != nil {
+			return nil, e.err
+		}
+		if a, ok := e.conn.(interface{ alive() bool }); !ok || a.alive() {
+			return e.conn, nil
+		}
+		// Broken: drop it (once) and dial again.
+		p.mu.Lock()
+		if p.conns[key] == e {
+			delete(p.conns, key)
+			e.conn.Close()
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *Pool) dial(ctx context.Context, key string, n sdk.Node, e *poolEntry) {
+	conn, err := Open(ctx, n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err != nil:
+		e.err = err
+		delete(p.conns, key) // the next Get tries again
+	case p.closed:
+		conn.Close()
+		e.err = fmt.Errorf("node %s: pool: %w", n.Name, ErrClosed)
+	default:
+		e.conn = conn
+	}
+	close(e.ready)
+}
+
+// Close closes every connection; later Gets fail.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for k, e := range p.conns {
+		select {
+		case <-e.ready:
+			if e.conn != nil {
+				e.conn.Close()
+			}
+		default: // still dialling: dial closes it when done
+		}
+		delete(p.conns, k)
+	}
+	return nil
+}

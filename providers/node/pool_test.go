@@ -1,0 +1,195 @@
+package node_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// echoServer answers each line it reads with "echo: LINE".
+func echoServer(t *testing.T, l net.Listener) {
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					io.WriteString(c, "echo: "+line)
+				}
+			}()
+		}
+	}()
+}
+
+func TestDial(t *testing.T) {
+	b := bed(t)
+	sock := filepath.Join(b.Nodes[0].Root, "echo.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777) // the ssh user connects to it
+	echoServer(t, ul)
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoServer(t, tl)
+
+	for _, tr := range transports(t) {
+		for _, target := range []struct{ network, addr string }{{"unix", sock}, {"tcp", tl.Addr().String()}} {
+			t.Run(tr.name+"/"+target.network, func(t *testing.T) {
+				c, err := tr.conn.Dial(ctxT(t), target.network, target.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for _, msg := range []string{"one", "two"} {
+					io.WriteString(c, msg+"\n")
+					got, err := r.ReadString('\n')
+					if err != nil || got != "echo: "+msg+"\n" {
+						t.Fatalf("got %q, %v", got, err)
+					}
+				}
+			})
+		}
+		t.Run(tr.name+"/refused", func(t *testing.T) {
+			if _, err := tr.conn.Dial(ctxT(t), "unix", filepath.Join(tr.dir, "nobody.sock")); err == nil {
+				t.Fatal("dial to a missing socket succeeded")
+			}
+		})
+	}
+}
+
+func TestPoolSharesOneConnection(t *testing.T) {
+	b := bed(t)
+	p := node.NewPool()
+	defer p.Close()
+	const callers = 20
+	conns := make([]node.Conn, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := b.Nodes[0].SDK()
+			if i%2 == 1 {
+				n.Transport = "" // the default is the same ssh connection
+			}
+			conns[i], errs[i] = p.Get(ctxT(t), n)
+		}()
+	}
+	wg.Wait()
+	for i := range conns {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if conns[i] != conns[0] {
+			t.Fatalf("Get %d returned a different connection", i)
+		}
+	}
+	if d := p.Dials(); d != 1 {
+		t.Fatalf("%d concurrent Gets dialled %d times, want 1", callers, d)
+	}
+	// The shared connection carries concurrent commands (more than the
+	// per-connection session cap).
+	var runs sync.WaitGroup
+	for i := 0; i < 24; i++ {
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			if _, err := conns[i%callers].Run(ctxT(t), node.Cmd{Argv: []string{"sleep", "0.05"}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	runs.Wait()
+
+	other, err := p.Get(ctxT(t), b.Nodes[1].SDK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == conns[0] || p.Dials() != 2 {
+		t.Fatalf("a second node must get its own connection (dials %d)", p.Dials())
+	}
+}
+
+func TestPoolRedialsBrokenConnection(t *testing.T) {
+	b := bed(t)
+	p := node.NewPool()
+	defer p.Close()
+	c1, err := p.Get(ctxT(t), b.Nodes[0].SDK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Close() // as if the network dropped it
+	if _, err := c1.Run(ctxT(t), node.Cmd{Argv: []string{"true"}}); err == nil {
+		t.Fatal("Run on a closed connection succeeded")
+	}
+	var c2 node.Conn
+	for i := 0; ; i++ { // the close is noticed asynchronously
+		if c2, err = p.Get(ctxT(t), b.Nodes[0].SDK()); err != nil {
+			t.Fatal(err)
+		}
+		if c2 != c1 || i == 1000 {
+			break
+		}
+	}
+	if c2 == c1 || p.Dials() != 2 {
+		t.Fatalf("broken connection not redialled (dials %d)", p.Dials())
+	}
+	if _, err := c2.Run(ctxT(t), node.Cmd{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPoolTransports(t *testing.T) {
+	b := bed(t)
+	p := node.NewPool()
+	c, err := p.Get(ctxT(t), sdk.Node{Name: "here", Transport: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*node.Local); !ok {
+		t.Fatalf("local transport gave %T", c)
+	}
+	_, err = p.Get(ctxT(t), sdk.Node{Name: "x", Transport: "telnet", Host: "h"})
+	if !errors.Is(err, node.ErrTransport) || !strings.Contains(err.Error(), `"telnet"`) {
+		t.Fatalf("want ErrTransport naming the transport, got %v", err)
+	}
+	// A failed dial is reported to its callers and retried on the next Get.
+	bad := b.Nodes[0].SDK()
+	bad.KnownHosts = filepath.Join(t.TempDir(), "none")
+	for i := 0; i < 2; i++ {
+		if _, err := p.Get(ctxT(t), bad); !errors.Is(err, node.ErrHostKeyUnknown) {
+			t.Fatalf("Get %d: want ErrHostKeyUnknown, got %v", i, err)
+		}
+	}
+	if p.Dials() != 4 {
+		t.Fatalf("dials = %d, want 4 (local, telnet, two failed ssh)", p.Dials())
+	}
+	p.Close()
+	if _, err := p.Get(ctxT(t), b.Nodes[0].SDK()); !errors.Is(err, node.ErrClosed) {
+		t.Fatalf("Get after Close: want ErrClosed, got %v", err)
+	}
+}

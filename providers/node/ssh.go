@@ -1,0 +1,494 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+const (
+	// DefaultTimeout bounds connecting when Node.Timeout is zero.
+	DefaultTimeout = 15 * time.Second
+	// keepaliveInterval is how often an idle connection is probed.
+	keepaliveInterval = 15 * time.Second
+	// maxSessions caps concurrent Runs on one connection: OpenSSH allows
+	// 10 sessions per connection by default and sftp holds one.
+	maxSessions = 8
+)
+
+// SSH is a connection to one node over SSH. Commands run one session
+// each; file operations share one sftp client started on first use.
+type SSH struct {
+	node   sdk.Node
+	client *ssh.Client
+	trips  atomic.Int64
+	slots  chan struct{}
+	done   chan struct{} // closed when the connection is gone
+
+	mu   sync.Mutex
+	sftp *sftp.Client
+}
+
+var _ Conn = (*SSH)(nil)
+
+// DialSSH connects to n. The host key is always checked against
+// n.KnownHosts (default ~/.ssh/known_hosts); login uses n.IdentityFile,
+// else the ssh-agent at SSH_AUTH_SOCK and ~/.ssh/id_ed25519, ~/.ssh/id_rsa.
+func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
+	if n.Host == "" {
+		return nil, fmt.Errorf("node %s: host is empty: set host, or transport = \"local\" for this machine", n.Name)
+	}
+	if n.Port == 0 {
+		n.Port = 22
+	}
+	if n.Port < 0 || n.Port > 65535 {
+		return nil, fmt.Errorf("node %s: port %d is out of range 1-65535", n.Name, n.Port)
+	}
+	if n.User == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("node %s: user is empty and the current user is unknown (%v): set user", n.Name, err)
+		}
+		n.User = u.Username
+	}
+	if n.Timeout <= 0 {
+		n.Timeout = DefaultTimeout
+	}
+	addr := net.JoinHostPort(n.Host, strconv.Itoa(n.Port))
+
+	hostKey, algos, err := hostKeyPolicy(n, addr)
+	if err != nil {
+		return nil, err
+	}
+	auth, cleanup, err := authMethods(n)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	cfg := &ssh.ClientConfig{
+		User:              n.User,
+		Auth:              auth,
+		HostKeyCallback:   hostKey,
+		HostKeyAlgorithms: algos,
+		Timeout:           n.Timeout,
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, n.Timeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	tcp, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: connect to %s: %w", n.Name, addr, err)
+	}
+	// The handshake is bounded by the timeout and by ctx.
+	_ = tcp.SetDeadline(time.Now().Add(n.Timeout))
+	stop := context.AfterFunc(dctx, func() { _ = tcp.SetDeadline(time.Unix(1, 0)) })
+	cc, chans, reqs, err := ssh.NewClientConn(tcp, addr, cfg)
+	if !stop() && err == nil {
+		cc.Close()
+		err = dctx.Err()
+	}
+	if err != nil {
+		tcp.Close()
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			return nil, hk
+		}
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", n.Name, n.User, addr, authDesc(n), err)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("node %s: ssh %s: %w", n.Name, addr, ctx.Err())
+		}
+		return nil, fmt.Errorf("node %s: ssh %s: %w", n.Name, addr, err)
+	}
+	_ = tcp.SetDeadline(time.Time{})
+
+	s := &SSH{
+		node:   n,
+		client: ssh.NewClient(cc, chans, reqs),
+		slots:  make(chan struct{}, maxSessions),
+		done:   make(chan struct{}),
+	}
+	go func() { _ = s.client.Wait(); close(s.done) }()
+	go s.keepalive()
+	return s, nil
+}
+
+// keepalive probes the server; a probe unanswered within the node's
+// timeout closes the connection, so the Pool redials on the next Get.
+func (s *SSH) keepalive() {
+	t := time.NewTicker(keepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil)
+			errc <- err
+		}()
+		select {
+		case err := <-errc:
+			if err != nil {
+				s.client.Close()
+				return
+			}
+		case <-time.After(s.node.Timeout):
+			s.client.Close()
+			return
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// expandHome turns a leading ~/ into the home directory.
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, p[1:])
+		}
+	}
+	return p
+}
+
+// knownHostsFile is n.KnownHosts or ~/.ssh/known_hosts.
+func knownHostsFile(n sdk.Node) string {
+	if n.KnownHosts != "" {
+		return expandHome(n.KnownHosts)
+	}
+	return expandHome("~/.ssh/known_hosts")
+}
+
+// hostKeyPolicy returns the known_hosts check for n and the host key
+// algorithms to ask for: only those of keys known_hosts has for addr, so
+// a server that also has another key type is not mistaken for a changed
+// key.
+func hostKeyPolicy(n sdk.Node, addr string) (ssh.HostKeyCallback, []string, error) {
+	file := knownHostsFile(n)
+	var db ssh.HostKeyCallback
+	missing := false
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		missing = true
+	} else {
+		var err error
+		if db, err = knownhosts.New(file); err != nil {
+			return nil, nil, fmt.Errorf("node %s: known_hosts %s: %w", n.Name, file, err)
+		}
+	}
+	var algos []string
+	if db != nil {
+		var ke *knownhosts.KeyError
+		probe := &net.TCPAddr{IP: net.IPv4zero, Port: n.Port}
+		if err := db(addr, probe, probeKey); errors.As(err, &ke) {
+			seen := map[string]bool{}
+			for _, w := range ke.Want {
+				for _, a := range algorithmsFor(w.Key.Type()) {
+					if !seen[a] {
+						seen[a] = true
+						algos = append(algos, a)
+					}
+				}
+			}
+		}
+	}
+	cb := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		hkErr := &HostKeyError{Node: n.Name, Host: n.Host, Port: n.Port, Key: key, KnownHosts: file, Missing: missing}
+		if db == nil {
+			return hkErr
+		}
+		err := db(hostname, remote, key)
+		if err == nil {
+			return nil
+		}
+		var ke *knownhosts.KeyError
+		var re *knownhosts.RevokedError
+		switch {
+		case errors.As(err, &ke):
+			hkErr.Want = ke.Want
+			return hkErr
+		case errors.As(err, &re):
+			hkErr.Revoked = true
+			return hkErr
+		}
+		return err
+	}
+	return cb, algos, nil
+}
+
+// probeKey is a key no host has; checking it lists the known keys.
+var probeKey = func() ssh.PublicKey {
+	k, err := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+func algorithmsFor(keyType string) []string {
+	if keyType == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{keyType}
+}
+
+// authDesc says which keys were offered, for messages.
+func authDesc(n sdk.Node) string {
+	if n.IdentityFile != "" {
+		return "identity_file " + expandHome(n.IdentityFile)
+	}
+	parts := []string{}
+	if os.Getenv("SSH_AUTH_SOCK") != "" {
+		parts = append(parts, "ssh-agent keys")
+	}
+	parts = append(parts, "~/.ssh/id_ed25519", "~/.ssh/id_rsa")
+	return strings.Join(parts, ", ")
+}
+
+// authMethods builds the public-key auth for n. cleanup closes the agent
+// connection once the handshake is over.
+func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
+	noop := func() {}
+	var agentSigners []ssh.Signer
+	cleanup := noop
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
+		if c, err := net.Dial("unix", sock); err == nil {
+			if ss, err := agent.NewClient(c).Signers(); err == nil {
+				agentSigners = ss
+			}
+			cleanup = func() { c.Close() }
+		}
+	}
+	if n.IdentityFile != "" {
+		file := expandHome(n.IdentityFile)
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			cleanup()
+			return nil, noop, fmt.Errorf("node %s: identity_file: %w", n.Name, err)
+		}
+		signer, err := ssh.ParsePrivateKey(pem)
+		var pm *ssh.PassphraseMissingError
+		if errors.As(err, &pm) {
+			// An encrypted key is usable through the agent holding it.
+			for _, s := range agentSigners {
+				if pm.PublicKey != nil && bytes.Equal(s.PublicKey().Marshal(), pm.PublicKey.Marshal()) {
+					return []ssh.AuthMethod{ssh.PublicKeys(s)}, cleanup, nil
+				}
+			}
+			cleanup()
+			return nil, noop, fmt.Errorf("node %s: identity_file %s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and run with SSH_AUTH_SOCK set", n.Name, file, file)
+		}
+		if err != nil {
+			cleanup()
+			return nil, noop, fmt.Errorf("node %s: identity_file %s is not a private key: %w", n.Name, file, err)
+		}
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, cleanup, nil
+	}
+	signers := agentSigners
+	for _, f := range []string{"~/.ssh/id_ed25519", "~/.ssh/id_rsa"} {
+		pem, err := os.ReadFile(expandHome(f))
+		if err != nil {
+			continue
+		}
+		if s, err := ssh.ParsePrivateKey(pem); err == nil {
+			signers = append(signers, s)
+		}
+	}
+	if len(signers) == 0 {
+		cleanup()
+		return nil, noop, fmt.Errorf("node %s: %w: set identity_file, load a key into ssh-agent (SSH_AUTH_SOCK), or create ~/.ssh/id_ed25519", n.Name, ErrNoAuth)
+	}
+	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, cleanup, nil
+}
+
+// Name implements Conn.
+func (s *SSH) Name() string { return s.node.Name }
+
+// RoundTrips implements Conn.
+func (s *SSH) RoundTrips() int64 { return s.trips.Load() }
+
+// Close implements Conn.
+func (s *SSH) Close() error {
+	s.mu.Lock()
+	if s.sftp != nil {
+		s.sftp.Close()
+		s.sftp = nil
+	}
+	s.mu.Unlock()
+	err := s.client.Close()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// alive reports whether the connection is still up.
+func (s *SSH) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkCmd rejects commands that cannot be run as given.
+func checkCmd(node string, c Cmd) error {
+	if len(c.Argv) == 0 {
+		return fmt.Errorf("node %s: %w: empty argv", node, ErrBadCmd)
+	}
+	for k := range c.Env {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("node %s: %w: environment name %q is not valid: use letters, digits and _, not starting with a digit", node, ErrBadCmd, k)
+		}
+	}
+	if len(c.Env) > 0 && strings.Contains(c.Argv[0], "=") {
+		return fmt.Errorf("node %s: %w: program name %q contains '=', which env would take as a variable", node, ErrBadCmd, c.Argv[0])
+	}
+	return nil
+}
+
+// CommandLine is the remote shell line for c; every word in it is Quote'd:
+//
+//	cd DIR && exec [sudo -n --] [env K=V ...] ARGV...
+//
+// env comes after sudo because sudo resets the environment.
+func CommandLine(c Cmd, sudo bool) string {
+	var b strings.Builder
+	if c.Dir != "" {
+		b.WriteString("cd " + Quote(c.Dir) + " && ")
+	}
+	b.WriteString("exec ")
+	if sudo {
+		b.WriteString("sudo -n -- ")
+	}
+	if len(c.Env) > 0 {
+		keys := make([]string, 0, len(c.Env))
+		for k := range c.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteString("env ")
+		for _, k := range keys {
+			b.WriteString(Quote(k+"="+c.Env[k]) + " ")
+		}
+	}
+	b.WriteString(QuoteArgv(c.Argv))
+	return b.String()
+}
+
+// Run implements Conn: one session per command.
+func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
+	if err := checkCmd(s.node.Name, c); err != nil {
+		return Result{}, err
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	defer func() { <-s.slots }()
+
+	s.trips.Add(1)
+	sess, err := s.client.NewSession()
+	if err != nil {
+		return Result{}, s.connErr("start command", err)
+	}
+	defer sess.Close()
+	var stdout, stderr bytes.Buffer
+	if c.Stdout != nil {
+		sess.Stdout = c.Stdout
+	} else {
+		sess.Stdout = &stdout
+	}
+	sess.Stderr = &stderr
+	sess.Stdin = c.Stdin
+	sudo := c.Become && s.node.User != "root"
+	if err := sess.Start(CommandLine(c, sudo)); err != nil {
+		return Result{}, s.connErr("start command", err)
+	}
+	waitc := make(chan error, 1)
+	go func() { waitc <- sess.Wait() }()
+	select {
+	case err = <-waitc:
+	case <-ctx.Done():
+		// Signal the command (exec'd by the shell, so it gets it
+		// directly), then drop the session; do not wait on a Stdin
+		// reader that may never return. The output buffers may still be
+		// written to, so none is returned.
+		_ = sess.Signal(ssh.SIGTERM)
+		sess.Close()
+		return Result{}, ctx.Err()
+	}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var ee *ssh.ExitError
+	var em *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &ee):
+		msg := stderr.String()
+		if ee.Signal() != "" {
+			msg += "(killed by signal " + ee.Signal() + ")"
+		}
+		xe := &ExitError{Argv: c.Argv, ExitCode: ee.ExitStatus(), Stderr: msg}
+		if c.Become {
+			return res, becomeError(s.node.Name, s.node.User, xe)
+		}
+		return res, xe
+	case errors.As(err, &em):
+		return res, fmt.Errorf("node %s: %s: the command ended without an exit status (connection lost?): %s", s.node.Name, QuoteArgv(c.Argv), stderr.String())
+	}
+	return res, s.connErr(QuoteArgv(c.Argv), err)
+}
+
+func (s *SSH) connErr(what string, err error) error {
+	if !s.alive() {
+		return fmt.Errorf("node %s: %s: connection lost: %w", s.node.Name, what, err)
+	}
+	return fmt.Errorf("node %s: %s: %w", s.node.Name, what, err)
+}
+
+// Dial implements Conn: the stream is opened by the node's sshd
+// (direct-tcpip or direct-streamlocal for "unix").
+func (s *SSH) Dial(ctx context.Context, network, addr string) (io.ReadWriteCloser, error) {
+	s.trips.Add(1)
+	c, err := s.client.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, s.connErr("dial "+network+" "+addr, err)
+	}
+	return c, nil
+}

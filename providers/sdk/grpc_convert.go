@@ -1,0 +1,325 @@
+package sdk
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"github.com/zclconf/go-cty/cty/msgpack"
+
+	"github.com/sparkform/sparkform/providers/sdk/proto"
+)
+
+// Conversions between the sdk types and their wire form. Both adapters use
+// them, so the two sides cannot disagree on an encoding.
+
+// encodeValue marshals v as msgpack of type ty. cty.NilVal (a request field
+// the caller left unset) travels as empty bytes, which decodeValue reads as
+// null. Marks (e.g. sensitive) do not cross the wire: sensitivity is a
+// schema property the engine applies itself, as Terraform does.
+func encodeValue(v cty.Value, ty cty.Type) ([]byte, error) {
+	if v == cty.NilVal {
+		return nil, nil
+	}
+	b, err := marshal(v, ty)
+	if err != nil && v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+		b, err = marshal(v, ty)
+	}
+	return b, err
+}
+
+// marshal is msgpack.Marshal made safe for values that do not conform to
+// ty (it panics on a missing attribute). Checking conformance up front
+// would cost a tenth of a plan RPC; a provider bug is the rare case.
+func marshal(v cty.Value, ty cty.Type) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b = nil
+			if errs := v.Type().TestConformance(ty); len(errs) > 0 {
+				err = fmt.Errorf("value of type %s does not conform to %s: %v", v.Type().FriendlyName(), ty.FriendlyName(), errs[0])
+			} else {
+				err = fmt.Errorf("cannot encode value as %s: %v", ty.FriendlyName(), r)
+			}
+		}
+	}()
+	return msgpack.Marshal(v, ty)
+}
+
+// decodeValue is the inverse of encodeValue.
+func decodeValue(b []byte, ty cty.Type) (cty.Value, error) {
+	if len(b) == 0 {
+		return cty.NullVal(ty), nil
+	}
+	return msgpack.Unmarshal(b, ty)
+}
+
+func nodeToProto(n Node) *proto.Node {
+	return &proto.Node{
+		Name:         n.Name,
+		Transport:    n.Transport,
+		Host:         n.Host,
+		Port:         int64(n.Port),
+		User:         n.User,
+		IdentityFile: n.IdentityFile,
+		KnownHosts:   n.KnownHosts,
+		Become:       n.Become,
+		TimeoutNs:    int64(n.Timeout),
+	}
+}
+
+func nodeFromProto(p *proto.Node) Node {
+	if p == nil {
+		return Node{}
+	}
+	return Node{
+		Name:         p.Name,
+		Transport:    p.Transport,
+		Host:         p.Host,
+		Port:         int(p.Port),
+		User:         p.User,
+		IdentityFile: p.IdentityFile,
+		KnownHosts:   p.KnownHosts,
+		Become:       p.Become,
+		Timeout:      time.Duration(p.TimeoutNs),
+	}
+}
+
+func pathToProto(p cty.Path) *proto.AttributePath {
+	if len(p) == 0 {
+		return nil
+	}
+	out := &proto.AttributePath{Steps: make([]*proto.AttributePath_Step, 0, len(p))}
+	for _, step := range p {
+		var s proto.AttributePath_Step
+		switch st := step.(type) {
+		case cty.GetAttrStep:
+			s.Selector = &proto.AttributePath_Step_AttributeName{AttributeName: st.Name}
+		case cty.IndexStep:
+			key, _ := st.Key.Unmark()
+			switch {
+			case !key.IsKnown() || key.IsNull():
+				return out // a path into an unknown key can go no further
+			case key.Type() == cty.String:
+				s.Selector = &proto.AttributePath_Step_ElementKeyString{ElementKeyString: key.AsString()}
+			case key.Type() == cty.Number && key.AsBigFloat().IsInt():
+				i, acc := key.AsBigFloat().Int64()
+				if acc != big.Exact {
+					return out
+				}
+				s.Selector = &proto.AttributePath_Step_ElementKeyInt{ElementKeyInt: i}
+			default:
+				b, err := ctyjson.SimpleJSONValue{Value: key}.MarshalJSON()
+				if err != nil {
+					return out
+				}
+				s.Selector = &proto.AttributePath_Step_ElementKeyJson{ElementKeyJson: b}
+			}
+		default:
+			return out
+		}
+		out.Steps = append(out.Steps, &s)
+	}
+	return out
+}
+
+func pathFromProto(p *proto.AttributePath) cty.Path {
+	if p == nil || len(p.Steps) == 0 {
+		return nil
+	}
+	out := make(cty.Path, 0, len(p.Steps))
+	for _, s := range p.Steps {
+		switch sel := s.Selector.(type) {
+		case *proto.AttributePath_Step_AttributeName:
+			out = append(out, cty.GetAttrStep{Name: sel.AttributeName})
+		case *proto.AttributePath_Step_ElementKeyString:
+			out = append(out, cty.IndexStep{Key: cty.StringVal(sel.ElementKeyString)})
+		case *proto.AttributePath_Step_ElementKeyInt:
+			out = append(out, cty.IndexStep{Key: cty.NumberIntVal(sel.ElementKeyInt)})
+		case *proto.AttributePath_Step_ElementKeyJson:
+			var v ctyjson.SimpleJSONValue
+			if err := v.UnmarshalJSON(sel.ElementKeyJson); err != nil {
+				return out
+			}
+			out = append(out, cty.IndexStep{Key: v.Value})
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+func pathsToProto(ps []cty.Path) []*proto.AttributePath {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*proto.AttributePath, len(ps))
+	for i, p := range ps {
+		out[i] = pathToProto(p)
+		if out[i] == nil {
+			out[i] = &proto.AttributePath{}
+		}
+	}
+	return out
+}
+
+func pathsFromProto(ps []*proto.AttributePath) []cty.Path {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]cty.Path, len(ps))
+	for i, p := range ps {
+		out[i] = pathFromProto(p)
+	}
+	return out
+}
+
+func diagsToProto(ds Diagnostics) []*proto.Diagnostic {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]*proto.Diagnostic, len(ds))
+	for i, d := range ds {
+		sev := proto.Diagnostic_ERROR
+		if d.Severity == Warning {
+			sev = proto.Diagnostic_WARNING
+		}
+		out[i] = &proto.Diagnostic{Severity: sev, Summary: d.Summary, Detail: d.Detail, Attribute: pathToProto(d.Path)}
+	}
+	return out
+}
+
+func diagsFromProto(ps []*proto.Diagnostic) Diagnostics {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make(Diagnostics, len(ps))
+	for i, p := range ps {
+		sev := Error // an unknown severity is treated as the safer one
+		if p.Severity == proto.Diagnostic_WARNING {
+			sev = Warning
+		}
+		out[i] = Diagnostic{Severity: sev, Summary: p.Summary, Detail: p.Detail, Path: pathFromProto(p.Attribute)}
+	}
+	return out
+}
+
+func schemaToProto(s *Schema) (*proto.Schema, error) {
+	if s == nil {
+		return nil, nil
+	}
+	out := &proto.Schema{ResourceTypes: make(map[string]*proto.ResourceSchema, len(s.ResourceTypes))}
+	for name, rs := range s.ResourceTypes {
+		if rs == nil {
+			return nil, fmt.Errorf("resource type %q has a nil schema", name)
+		}
+		b, err := blockToProto(rs.Block)
+		if err != nil {
+			return nil, fmt.Errorf("resource type %q: %w", name, err)
+		}
+		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b}
+	}
+	return out, nil
+}
+
+func blockToProto(b *Block) (*proto.Block, error) {
+	if b == nil {
+		return &proto.Block{}, nil
+	}
+	out := &proto.Block{
+		Attributes: make(map[string]*proto.Attribute, len(b.Attributes)),
+		BlockTypes: make(map[string]*proto.NestedBlock, len(b.BlockTypes)),
+	}
+	for name, a := range b.Attributes {
+		if a == nil || a.Type == cty.NilType {
+			return nil, fmt.Errorf("attribute %q has no type", name)
+		}
+		ty, err := ctyjson.MarshalType(a.Type)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", name, err)
+		}
+		out.Attributes[name] = &proto.Attribute{
+			Type: ty, Description: a.Description,
+			Required: a.Required, Optional: a.Optional, Computed: a.Computed,
+			ForceNew: a.ForceNew, Sensitive: a.Sensitive,
+		}
+	}
+	for name, nb := range b.BlockTypes {
+		if nb == nil {
+			return nil, fmt.Errorf("block type %q is nil", name)
+		}
+		inner, err := blockToProto(&nb.Block)
+		if err != nil {
+			return nil, fmt.Errorf("block %q: %w", name, err)
+		}
+		out.BlockTypes[name] = &proto.NestedBlock{
+			Nesting: proto.NestedBlock_NestingMode(nb.Nesting), Block: inner,
+			MinItems: int64(nb.MinItems), MaxItems: int64(nb.MaxItems),
+			ForceNew: nb.ForceNew, Description: nb.Description,
+		}
+	}
+	return out, nil
+}
+
+func schemaFromProto(p *proto.Schema) (*Schema, error) {
+	out := &Schema{ResourceTypes: map[string]*ResourceSchema{}}
+	if p == nil {
+		return out, nil
+	}
+	for name, rs := range p.ResourceTypes {
+		b, err := blockFromProto(rs.GetBlock())
+		if err != nil {
+			return nil, fmt.Errorf("resource type %q: %w", name, err)
+		}
+		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b}
+	}
+	return out, nil
+}
+
+func blockFromProto(p *proto.Block) (*Block, error) {
+	out := &Block{Attributes: map[string]*Attribute{}, BlockTypes: map[string]*NestedBlock{}}
+	if p == nil {
+		return out, nil
+	}
+	for name, a := range p.Attributes {
+		ty, err := ctyjson.UnmarshalType(a.Type)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: bad type %q: %w", name, a.Type, err)
+		}
+		out.Attributes[name] = &Attribute{
+			Type: ty, Description: a.Description,
+			Required: a.Required, Optional: a.Optional, Computed: a.Computed,
+			ForceNew: a.ForceNew, Sensitive: a.Sensitive,
+		}
+	}
+	for name, nb := range p.BlockTypes {
+		switch nb.Nesting {
+		case proto.NestedBlock_SINGLE, proto.NestedBlock_LIST, proto.NestedBlock_SET:
+		default:
+			return nil, fmt.Errorf("block %q: unknown nesting mode %v", name, nb.Nesting)
+		}
+		inner, err := blockFromProto(nb.Block)
+		if err != nil {
+			return nil, fmt.Errorf("block %q: %w", name, err)
+		}
+		out.BlockTypes[name] = &NestedBlock{
+			Nesting: NestingMode(nb.Nesting), Block: *inner,
+			MinItems: int(nb.MinItems), MaxItems: int(nb.MaxItems),
+			ForceNew: nb.ForceNew, Description: nb.Description,
+		}
+	}
+	return out, nil
+}
+
+// impliedTypes maps every resource type of s to its value type, computed
+// once: ImpliedType builds a fresh type on each call and the adapters need
+// it on every request.
+func impliedTypes(s *Schema) map[string]cty.Type {
+	m := make(map[string]cty.Type, len(s.ResourceTypes))
+	for name, rs := range s.ResourceTypes {
+		m[name] = rs.Block.ImpliedType()
+	}
+	return m
+}

@@ -1,0 +1,88 @@
+package sdk
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/sparkform/sparkform/providers/sdk/proto"
+)
+
+// PluginName is the name under which a provider plugin dispenses its
+// Provider (go-plugin's plugin map key).
+const PluginName = "provider"
+
+// MaxMessageSize bounds one gRPC message each way. gRPC's default of 4 MiB
+// is too small for a batched ReadResources of thousands of instances.
+const MaxMessageSize = 256 << 20
+
+// Handshake is the go-plugin handshake between the engine and a provider
+// plugin. The magic cookie is not a secret: it only tells a user who runs a
+// plugin by hand that it is not meant to be run that way.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "SPARKFORM_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "c5a3e1f0d9b7sparkform-provider-v1",
+}
+
+// GRPCProviderPlugin is the go-plugin plugin.GRPCPlugin for a sparkform
+// provider. On the plugin side Impl is the provider served; on the engine
+// side Impl is unused and GRPCClient returns a *GRPCClient.
+type GRPCProviderPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl Provider
+}
+
+var _ plugin.GRPCPlugin = (*GRPCProviderPlugin)(nil)
+
+// GRPCServer implements plugin.GRPCPlugin: it registers the server adapter.
+func (p *GRPCProviderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	proto.RegisterProviderServer(s, NewGRPCServer(p.Impl))
+	return nil
+}
+
+// GRPCClient implements plugin.GRPCPlugin: it returns a *GRPCClient, which
+// implements Provider.
+func (p *GRPCProviderPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
+	return NewGRPCClient(c), nil
+}
+
+// NewGRPCServerWithLimits returns a gRPC server with sparkform's message
+// size limits added to opts; Serve and sdktest use it.
+func NewGRPCServerWithLimits(opts []grpc.ServerOption) *grpc.Server {
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))
+	return grpc.NewServer(opts...)
+}
+
+// Serve serves p as a provider plugin over go-plugin (gRPC only) and
+// returns when the engine closes the connection. A plugin's main calls it
+// and nothing else; the process must not write to stdout before it.
+func Serve(p Provider) {
+	go exitWithParent(p, os.Getppid())
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         plugin.PluginSet{PluginName: &GRPCProviderPlugin{Impl: p}},
+		GRPCServer:      NewGRPCServerWithLimits,
+	})
+}
+
+// exitWithParent ends the plugin when the engine that started it is gone
+// (killed with SIGKILL, it cannot tell its plugins): go-plugin would keep
+// an orphan serving nobody, holding its SSH connections. In-flight work is
+// asked to stop first; its results have no one to go to.
+func exitWithParent(p Provider, ppid int) {
+	for {
+		time.Sleep(500 * time.Millisecond)
+		if os.Getppid() == ppid {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = p.Stop(ctx)
+		cancel()
+		time.Sleep(500 * time.Millisecond) // let stopped calls unwind
+		os.Exit(2)
+	}
+}

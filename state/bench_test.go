@@ -1,0 +1,195 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Run with -benchtime=10000x for the 10,000-instance figures:
+//
+//	go test -run '^$' -bench . -benchtime=10000x ./state/
+//
+// Each PutResource returns only when durable, so serial cost is one fsync'd
+// commit per put; with 10 goroutines group commit shares each fsync.
+func BenchmarkPutResource(b *testing.B) {
+	for _, workers := range []int{1, 10} {
+		b.Run(fmt.Sprintf("goroutines=%d", workers), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "state.db")
+			s, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs := make([]*Resource, b.N)
+			for i := range recs {
+				recs[i] = testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, i), "input")
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+						if err := s.PutResource(recs[i]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			commits := s.commits.Load()
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size()), "file-bytes")
+			b.ReportMetric(float64(dataSize(b, path)), "used-bytes")
+			b.ReportMetric(float64(b.N)/float64(commits), "puts/commit")
+		})
+	}
+}
+
+// prefill writes n instances in one transaction (setup only).
+func prefill(tb testing.TB, s *Store, n int) {
+	batch := make([]*op, n)
+	for i := range batch {
+		fn, err := putResourceOp(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, i), "input"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		batch[i] = &op{fn: fn, done: make(chan error, 1)}
+	}
+	s.runBatch(batch)
+	for _, o := range batch {
+		if err := <-o.done; err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdateAtSize: one durable update in a state of N instances. Flat
+// in N: a write touches O(log N) pages, never the whole state.
+func BenchmarkUpdateAtSize(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			prefill(b, s, n)
+			i := 0
+			for b.Loop() {
+				if err := s.PutResource(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, i%n), "changed")); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkReadAll: Resources() of 10,000 instances, through a writer and
+// through a read-only store (what `show` does).
+func BenchmarkReadAll(b *testing.B) {
+	const n = 10000
+	path := filepath.Join(b.TempDir(), "state.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	prefill(b, s, n)
+	fi, _ := os.Stat(path)
+	used := dataSize(b, path)
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, st := range map[string]*Store{"writer": s, "readonly": r} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				got, err := st.Resources()
+				if err != nil || len(got) != n {
+					b.Fatalf("%d resources, %v", len(got), err)
+				}
+			}
+			b.ReportMetric(float64(fi.Size()), "file-bytes")
+			b.ReportMetric(float64(used), "used-bytes")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/instance")
+		})
+	}
+}
+
+// BenchmarkReadDuringWrites: a read-only Snapshot of 1,000 instances while
+// 10 goroutines commit back to back (the worst case for a reader: the
+// writer's flock is almost always held). Reports the worst read.
+func BenchmarkReadDuringWrites(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "state.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	prefill(b, s, 1000)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 10; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := s.PutResource(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, (w*97+i)%1000), fmt.Sprint(i))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var worst time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := r.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
+}
+
+// dataSize is the bbolt high-water mark (file size minus preallocation).
+func dataSize(tb testing.TB, path string) int64 {
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	if err := r.view(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}

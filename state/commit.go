@@ -1,0 +1,386 @@
+package state
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var randRead = rand.Read
+
+// maxBatch bounds one group commit so a huge queue cannot build one
+// transaction of unbounded size.
+const maxBatch = 1000
+
+// maxLinger bounds how long a batch waits for writers that were in the
+// previous batch to come back (a fraction of one fsync'd commit, ~3 ms here).
+const maxLinger = 500 * time.Microsecond
+
+// op is one queued write. fn runs inside the batch's transaction.
+type op struct {
+	fn   opFunc
+	done chan error
+}
+
+// commitCtx is shared by the ops of one batch.
+type commitCtx struct {
+	serial uint64
+	now    time.Time
+}
+
+func (c *commitCtx) next() uint64 { c.serial++; return c.serial }
+
+// opError marks an error raised by one op (not by the transaction), so the
+// batch can be retried without it.
+type opError struct {
+	i   int
+	err error
+}
+
+func (e *opError) Error() string { return e.err.Error() }
+
+// submit queues fn and waits until its batch is durable (committed and
+// fsync'd by bbolt) or failed.
+func (s *Store) submit(fn opFunc) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	o := &op{fn: fn, done: make(chan error, 1)}
+	s.qmu.RLock()
+	if s.closed {
+		s.qmu.RUnlock()
+		return ErrClosed
+	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	s.queue <- o
+	s.qmu.RUnlock()
+	return <-o.done
+}
+
+// commitLoop is the group commit: while one batch is being fsync'd, new ops
+// queue up, and the next batch takes all of them in one transaction.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for first := range s.queue {
+		batch := []*op{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-s.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		// Writers released by the previous commit re-submit within
+		// microseconds; without this wait they would miss the batch that
+		// starts at once and two half-size batches would alternate.
+		if want := int(s.lastWaiting.Load()); len(batch) < want {
+			timer := time.NewTimer(maxLinger)
+		gather:
+			for len(batch) < min(want, maxBatch) {
+				select {
+				case o, ok := <-s.queue:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, o)
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
+		}
+		s.runBatch(batch)
+	}
+}
+
+func (s *Store) runBatch(batch []*op) {
+	for len(batch) > 0 {
+		err := s.commit(batch)
+		// Everyone blocked in submit now (this batch and the queue) is the
+		// concurrency the next batch can expect.
+		s.lastWaiting.Store(s.waiting.Load())
+		var oe *opError
+		if !errors.As(err, &oe) {
+			for _, o := range batch {
+				o.done <- err
+			}
+			return
+		}
+		// One op failed and rolled the batch back: report it and commit the
+		// others again without it.
+		batch[oe.i].done <- oe.err
+		batch = append(batch[:oe.i:oe.i], batch[oe.i+1:]...)
+	}
+}
+
+func (s *Store) commit(batch []*op) error {
+	if !s.lock.valid() {
+		return fmt.Errorf("%w: %s", ErrLockLost, s.path)
+	}
+	db, err := s.acquireDB()
+	if err != nil {
+		return err
+	}
+	defer s.releaseDB()
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		c := &commitCtx{serial: binary.BigEndian.Uint64(meta.Get(keySerial)), now: time.Now().UTC()}
+		start := c.serial
+		for i, o := range batch {
+			if err := o.fn(tx, c); err != nil {
+				return &opError{i: i, err: err}
+			}
+		}
+		if c.serial != start {
+			return meta.Put(keySerial, u64(c.serial))
+		}
+		return nil
+	})
+	if err == nil {
+		s.commits.Add(1)
+	}
+	return err
+}
+
+// PutResource stores r (creating or replacing its address), records the
+// prior value in history and bumps the serial. It returns once durable.
+// The store sets UpdatedAt and an empty Status to StatusReady; r itself is
+// not modified.
+func (s *Store) PutResource(r *Resource) error {
+	fn, err := putResourceOp(r)
+	if err != nil {
+		return err
+	}
+	return s.submit(fn)
+}
+
+type opFunc = func(*bolt.Tx, *commitCtx) error
+
+func putResourceOp(r *Resource) (opFunc, error) {
+	if err := checkResource(r); err != nil {
+		return nil, err
+	}
+	rec := *r
+	rec.UpdatedAt = time.Now().UTC()
+	if rec.Status == "" {
+		rec.Status = StatusReady
+	}
+	data, err := json.Marshal(&rec) // outside the commit: callers encode in parallel
+	if err != nil {
+		return nil, fmt.Errorf("%w: resource %s: %v", ErrInvalid, r.Address, err)
+	}
+	key := []byte(r.Address)
+	return func(tx *bolt.Tx, c *commitCtx) error {
+		b := tx.Bucket(bucketResources)
+		prior := b.Get(key)
+		action := HistoryUpdate
+		if prior == nil {
+			action = HistoryCreate
+		}
+		if err := putHistory(tx, r.Address, c.next(), c.now, action, "", prior); err != nil {
+			return err
+		}
+		return b.Put(key, data)
+	}, nil
+}
+
+// Complete stores the result of the provider call journaled for addr and
+// clears its intent in one durable commit (the apply path: one fsync'd
+// write per instance instead of two). result != nil replaces addr's record
+// (result.Address must be addr); nil removes addr, and an addr already gone
+// is not an error.
+func (s *Store) Complete(addr string, result *Resource) error {
+	if err := checkAddress(addr); err != nil {
+		return err
+	}
+	key := []byte(addr)
+	var write opFunc
+	if result != nil {
+		if result.Address != addr {
+			return fmt.Errorf("%w: Complete(%s) got a record for %s", ErrInvalid, addr, result.Address)
+		}
+		fn, err := putResourceOp(result)
+		if err != nil {
+			return err
+		}
+		write = fn
+	} else {
+		del := deleteResourceOp(addr)
+		write = func(tx *bolt.Tx, c *commitCtx) error {
+			if tx.Bucket(bucketResources).Get(key) == nil {
+				return nil
+			}
+			return del(tx, c)
+		}
+	}
+	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+		if err := write(tx, c); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketJournal).Delete(key)
+	})
+}
+
+// DeleteResource removes addr from state (history keeps the record). An
+// address not in state is an error wrapping ErrResourceNotFound.
+func (s *Store) DeleteResource(addr string) error {
+	if err := checkAddress(addr); err != nil {
+		return err
+	}
+	return s.submit(deleteResourceOp(addr))
+}
+
+func deleteResourceOp(addr string) opFunc {
+	key := []byte(addr)
+	return func(tx *bolt.Tx, c *commitCtx) error {
+		b := tx.Bucket(bucketResources)
+		prior := b.Get(key)
+		if prior == nil {
+			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
+		}
+		if err := putHistory(tx, addr, c.next(), c.now, HistoryDelete, "", prior); err != nil {
+			return err
+		}
+		return b.Delete(key)
+	}
+}
+
+// MoveResource renames an instance (`state mv`): from must exist, to must
+// not. Both addresses get a history entry at the same serial.
+func (s *Store) MoveResource(from, to string) error {
+	if err := checkAddress(from); err != nil {
+		return err
+	}
+	if err := checkAddress(to); err != nil {
+		return err
+	}
+	if from == to {
+		return fmt.Errorf("%w: cannot move %s onto itself", ErrInvalid, from)
+	}
+	fk, tk := []byte(from), []byte(to)
+	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+		b := tx.Bucket(bucketResources)
+		prior := b.Get(fk)
+		if prior == nil {
+			return fmt.Errorf("%w: %s (nothing to move)", ErrResourceNotFound, from)
+		}
+		if b.Get(tk) != nil {
+			return fmt.Errorf("%w: %s; remove it first or pick another address", ErrResourceExists, to)
+		}
+		var r Resource
+		if err := decode(prior, &r, from); err != nil {
+			return err
+		}
+		r.Address, r.UpdatedAt = to, c.now
+		data, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		serial := c.next()
+		if err := putHistory(tx, from, serial, c.now, HistoryMoveOut, to, prior); err != nil {
+			return err
+		}
+		if err := putHistory(tx, to, serial, c.now, HistoryMoveIn, from, nil); err != nil {
+			return err
+		}
+		if err := b.Put(tk, data); err != nil {
+			return err
+		}
+		return b.Delete(fk)
+	})
+}
+
+// PutIntent journals in before a provider call; it returns once durable.
+// Started and PID default to now and this process.
+func (s *Store) PutIntent(in *Intent) error {
+	if in == nil {
+		return fmt.Errorf("%w: nil intent", ErrInvalid)
+	}
+	if err := checkAddress(in.Address); err != nil {
+		return err
+	}
+	if in.Action == "" {
+		return fmt.Errorf("%w: intent for %s has no action", ErrInvalid, in.Address)
+	}
+	rec := *in
+	if rec.Started.IsZero() {
+		rec.Started = time.Now().UTC()
+	}
+	if rec.PID == 0 {
+		rec.PID = os.Getpid()
+	}
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		return fmt.Errorf("%w: intent for %s: %v", ErrInvalid, in.Address, err)
+	}
+	key := []byte(in.Address)
+	return s.submit(func(tx *bolt.Tx, _ *commitCtx) error {
+		return tx.Bucket(bucketJournal).Put(key, data)
+	})
+}
+
+// DeleteIntent clears the journal record of addr (no error when absent).
+func (s *Store) DeleteIntent(addr string) error {
+	if err := checkAddress(addr); err != nil {
+		return err
+	}
+	key := []byte(addr)
+	return s.submit(func(tx *bolt.Tx, _ *commitCtx) error {
+		return tx.Bucket(bucketJournal).Delete(key)
+	})
+}
+
+// historyRecord is the stored form of a HistoryEntry; Prior stays the raw
+// stored record (null for "did not exist").
+type historyRecord struct {
+	Serial uint64          `json:"serial"`
+	Time   time.Time       `json:"time"`
+	Action string          `json:"action"`
+	Peer   string          `json:"peer,omitempty"`
+	Prior  json.RawMessage `json:"prior"`
+}
+
+// historyPrefix: addresses hold no NUL (checkAddress), so addr+NUL never
+// prefixes another address's keys; the big-endian serial keeps them ordered.
+func historyPrefix(addr string) []byte { return append([]byte(addr), 0) }
+
+func putHistory(tx *bolt.Tx, addr string, serial uint64, now time.Time, action, peer string, prior []byte) error {
+	rec := historyRecord{Serial: serial, Time: now, Action: action, Peer: peer}
+	if prior != nil {
+		rec.Prior = json.RawMessage(prior) // Marshal copies it before the key is overwritten
+	}
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	hb := tx.Bucket(bucketHistory)
+	prefix := historyPrefix(addr)
+	if err := hb.Put(binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial), data); err != nil {
+		return err
+	}
+	// Bound the history: O(HistoryLimit) per write, independent of N.
+	var keys [][]byte
+	c := hb.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k)) // cloned: deletes below change the pages
+	}
+	for _, k := range keys[:max(len(keys)-HistoryLimit, 0)] {
+		if err := hb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

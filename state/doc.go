@@ -1,0 +1,36 @@
+// Package state is sparkform's state store: one bbolt file
+// (.sparkform/state.db, mode 0600, folder 0700) holding
+//
+//   - meta:      lineage (random id made at creation), serial, format version;
+//   - resources: one key per resource instance address -> JSON Resource record,
+//     so a write costs O(log N) and never rewrites the whole state;
+//   - journal:   Intent records written before each provider call and removed
+//     after its result is stored, so a crash leaves a visible trace;
+//   - history:   the prior record of every changed instance (or a tombstone
+//     for "did not exist"), the last HistoryLimit per address, newest first.
+//
+// Concurrency contract:
+//
+//   - One writer at a time across processes. Open takes an exclusive flock on
+//     a side file (state.db.lock) that also holds the holder record (pid,
+//     host, command, since). A second Open waits up to Options.LockTimeout and
+//     then fails with a *LockedError (errors.Is(err, ErrLocked)) naming the
+//     holder. The kernel drops the flock when the holder dies, so a crashed
+//     writer never blocks the next one; ForceUnlock clears stale records and,
+//     when forced, breaks a live lock (the old holder then gets ErrLockLost).
+//   - The bbolt file itself is opened only for the duration of one read
+//     transaction or one commit batch, never for the life of a Store. bbolt's
+//     own flock therefore covers milliseconds, and readers (OpenReadOnly,
+//     no writer lock) wait at most a commit, not a whole apply.
+//   - Writes (PutResource, DeleteResource, MoveResource, PutIntent,
+//     DeleteIntent) are group-committed: concurrent calls share one bbolt
+//     transaction and one fsync, and each call returns only once its change
+//     is durable.
+//
+// Serial counts committed changes to resources (put, delete, move): it is
+// what a saved plan is checked against. Journal writes do not bump it: they
+// record intentions, not state.
+//
+// The package stores bytes and small structs the engine gives it; it imports
+// neither the engine nor any provider.
+package state

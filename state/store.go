@@ -1,0 +1,457 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketResources = []byte("resources")
+	bucketJournal   = []byte("journal")
+	bucketHistory   = []byte("history")
+
+	keyLineage = []byte("lineage")
+	keySerial  = []byte("serial")
+	keyVersion = []byte("version")
+	keyCreated = []byte("created")
+)
+
+// How long one bbolt open waits for the file's flock. Readers hold it for
+// one read transaction, writers for one commit batch: milliseconds.
+var (
+	readerWait = 2 * time.Second
+	writerWait = 30 * time.Second
+)
+
+// Store is an open state file. A Store from Open holds the writer lock until
+// Close; one from OpenReadOnly holds nothing between calls. Methods are safe
+// for concurrent use.
+type Store struct {
+	path     string
+	readOnly bool
+	lock     *writerLock // nil when read-only
+
+	dbMu   sync.Mutex
+	db     *bolt.DB // open only while dbRefs > 0
+	dbRefs int
+
+	qmu    sync.RWMutex
+	closed bool
+	queue  chan *op
+	done   chan struct{}
+
+	commits     atomic.Uint64 // committed write transactions (group-commit evidence)
+	waiting     atomic.Int64  // writers blocked in submit
+	lastWaiting atomic.Int64  // waiting, sampled after the last commit
+}
+
+// Open opens (creating if needed) the state at path for writing. It takes
+// the writer lock, waiting up to opts.LockTimeout; on timeout the error is a
+// *LockedError naming the holder.
+func Open(path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty state path", ErrInvalid)
+	}
+	opts.LockTimeout = max(opts.LockTimeout, 0)
+	if dir := filepath.Dir(path); dir != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			// 0700: state holds private data (restore info, node details).
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("state: create %s: %w", dir, err)
+			}
+		}
+	}
+	l, err := acquireLock(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, lock: l}
+	if err := s.init(); err != nil {
+		l.release()
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			l.release()
+			return nil, fmt.Errorf("state: restrict %s to 0600: %w", path, err)
+		}
+	}
+	s.queue = make(chan *op, 1024)
+	s.done = make(chan struct{})
+	go s.commitLoop()
+	return s, nil
+}
+
+// OpenReadOnly opens the state at path for reading without the writer lock.
+// It returns ErrNoState when there is no state file yet. Each read waits at
+// most a moment for an in-flight commit, never for a whole apply.
+func OpenReadOnly(path string) (*Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s does not exist (nothing has been applied here)", ErrNoState, path)
+	} else if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	s := &Store{path: path, readOnly: true}
+	if _, err := s.Meta(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the state file.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for pending writes, then releases the writer lock.
+func (s *Store) Close() error {
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.queue != nil {
+		close(s.queue)
+	}
+	s.qmu.Unlock()
+	if s.done != nil {
+		<-s.done
+	}
+	if s.lock != nil {
+		return s.lock.release()
+	}
+	return nil
+}
+
+func (s *Store) init() error {
+	return s.update(func(tx *bolt.Tx) error {
+		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			for _, b := range [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory} {
+				if bytes.Equal(name, b) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: %s has a bucket %q: it is not a sparkform state file", ErrFormat, s.path, name)
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket(bucketMeta)
+		if m.Get(keyLineage) == nil {
+			m.Put(keyLineage, []byte(newLineage()))
+			m.Put(keySerial, u64(0))
+			m.Put(keyVersion, u64(FormatVersion))
+			m.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+			return nil
+		}
+		_, err = readMeta(tx, s.path)
+		return err
+	})
+}
+
+// Meta returns lineage, serial and format version.
+func (s *Store) Meta() (Meta, error) {
+	var m Meta
+	err := s.view(func(tx *bolt.Tx) (err error) {
+		m, err = readMeta(tx, s.path)
+		return err
+	})
+	return m, err
+}
+
+// Resources returns every stored instance, sorted by address.
+func (s *Store) Resources() ([]*Resource, error) {
+	var out []*Resource
+	err := s.view(func(tx *bolt.Tx) (err error) {
+		out, err = readResources(tx)
+		return err
+	})
+	return out, err
+}
+
+// Resource returns one instance, or an error wrapping ErrResourceNotFound.
+func (s *Store) Resource(addr string) (*Resource, error) {
+	var r *Resource
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketResources).Get([]byte(addr))
+		if v == nil {
+			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
+		}
+		r = new(Resource)
+		return decode(v, r, addr)
+	})
+	return r, err
+}
+
+// Intents returns the journal, sorted by address. A non-empty journal at
+// the start of a run means a previous run stopped mid-call.
+func (s *Store) Intents() ([]*Intent, error) {
+	var out []*Intent
+	err := s.view(func(tx *bolt.Tx) (err error) {
+		out, err = readIntents(tx)
+		return err
+	})
+	return out, err
+}
+
+// Snapshot reads meta, resources and intents in one transaction, so the
+// serial matches the resources (what a saved plan records).
+func (s *Store) Snapshot() (*Snapshot, error) {
+	var snap Snapshot
+	err := s.view(func(tx *bolt.Tx) (err error) {
+		if snap.Meta, err = readMeta(tx, s.path); err != nil {
+			return err
+		}
+		if snap.Resources, err = readResources(tx); err != nil {
+			return err
+		}
+		snap.Intents, err = readIntents(tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+// History returns the prior records of addr, newest first (at most
+// HistoryLimit). Entries stay after the address is deleted or moved.
+func (s *Store) History(addr string) ([]*HistoryEntry, error) {
+	if err := checkAddress(addr); err != nil {
+		return nil, err
+	}
+	var out []*HistoryEntry
+	err := s.view(func(tx *bolt.Tx) error {
+		prefix := historyPrefix(addr)
+		c := tx.Bucket(bucketHistory).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var rec historyRecord
+			if err := decode(v, &rec, addr); err != nil {
+				return err
+			}
+			e := &HistoryEntry{Address: addr, Serial: rec.Serial, Time: rec.Time, Action: rec.Action, Peer: rec.Peer}
+			if len(rec.Prior) > 0 && string(rec.Prior) != "null" {
+				e.Prior = new(Resource)
+				if err := decode(rec.Prior, e.Prior, addr); err != nil {
+					return err
+				}
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, err
+}
+
+func readMeta(tx *bolt.Tx, path string) (Meta, error) {
+	b := tx.Bucket(bucketMeta)
+	if b == nil || b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
+		return Meta{}, fmt.Errorf("%w: %s has no sparkform meta data", ErrFormat, path)
+	}
+	m := Meta{
+		Lineage: string(b.Get(keyLineage)),
+		Serial:  binary.BigEndian.Uint64(b.Get(keySerial)),
+		Version: int(binary.BigEndian.Uint64(b.Get(keyVersion))),
+	}
+	if m.Version > FormatVersion {
+		return m, fmt.Errorf("%w: %s has format version %d; this sparkform reads up to %d: upgrade sparkform",
+			ErrFormat, path, m.Version, FormatVersion)
+	}
+	for _, name := range [][]byte{bucketResources, bucketJournal, bucketHistory} {
+		if tx.Bucket(name) == nil {
+			return m, fmt.Errorf("%w: %s lacks the %s bucket", ErrFormat, path, name)
+		}
+	}
+	return m, nil
+}
+
+func readResources(tx *bolt.Tx) ([]*Resource, error) {
+	b := tx.Bucket(bucketResources)
+	out := make([]*Resource, 0, b.Stats().KeyN)
+	err := b.ForEach(func(k, v []byte) error {
+		r := new(Resource)
+		if err := decode(v, r, string(k)); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func readIntents(tx *bolt.Tx) ([]*Intent, error) {
+	var out []*Intent
+	err := tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
+		in := new(Intent)
+		if err := decode(v, in, string(k)); err != nil {
+			return err
+		}
+		out = append(out, in)
+		return nil
+	})
+	return out, err
+}
+
+// decode unmarshals a stored record. encoding/json copies what it keeps, so
+// decoding straight from bbolt's mmap is safe after the transaction ends.
+func decode(data []byte, v any, addr string) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: record for %s is corrupt: %v", ErrFormat, addr, err)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction on a briefly opened database.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.qmu.RLock()
+	closed := s.closed
+	s.qmu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	db, err := s.acquireDB()
+	if err != nil {
+		return err
+	}
+	defer s.releaseDB()
+	return db.View(fn)
+}
+
+// update runs fn in a write transaction outside the commit queue (init only).
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	db, err := s.acquireDB()
+	if err != nil {
+		return err
+	}
+	defer s.releaseDB()
+	return db.Update(fn)
+}
+
+// acquireDB opens the bbolt file (or shares the handle already open in this
+// process). The handle is closed again when the last user releases it, so
+// the file's flock is held only while a transaction runs.
+func (s *Store) acquireDB() (*bolt.DB, error) {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.db != nil {
+		s.dbRefs++
+		return s.db, nil
+	}
+	if s.lock != nil && !s.lock.valid() {
+		return nil, fmt.Errorf("%w: %s", ErrLockLost, s.path)
+	}
+	wait := writerWait
+	if s.readOnly {
+		wait = readerWait
+	}
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
+		ReadOnly:     s.readOnly,
+		OpenFile:     lockedOpen(!s.readOnly, wait),
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
+			return nil, fmt.Errorf("%w: %s is not a readable bbolt state file: %v", ErrFormat, s.path, err)
+		}
+		if errors.Is(err, ErrBusy) || errors.Is(err, ErrNoState) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("state: open %s: %w", s.path, err)
+	}
+	s.db, s.dbRefs = db, 1
+	return db, nil
+}
+
+func (s *Store) releaseDB() {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	s.dbRefs--
+	if s.dbRefs == 0 {
+		s.db.Close()
+		s.db = nil
+	}
+}
+
+// lockedOpen is bbolt's OpenFile hook. It takes the file's flock itself,
+// polling every fraction of a millisecond, before bbolt's own attempt:
+// bbolt polls every 50 ms, which would make a reader miss the short gaps
+// between a busy writer's commits. bbolt's flock on the same descriptor
+// then succeeds at once.
+func lockedOpen(exclusive bool, wait time.Duration) func(string, int, os.FileMode) (*os.File, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	return func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, mode)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w: %s does not exist", ErrNoState, name)
+			}
+			return nil, err
+		}
+		start, delay := time.Now(), 100*time.Microsecond
+		for {
+			err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				f.Close()
+				return nil, err
+			}
+			if time.Since(start) > wait {
+				f.Close()
+				return nil, fmt.Errorf("%w: %s stayed locked for %s (a commit or a reader that hangs?); try again",
+					ErrBusy, name, wait)
+			}
+			time.Sleep(delay)
+			delay = min(2*delay, 2*time.Millisecond)
+		}
+		if !exclusive {
+			// A writer creating the file holds it open before its flock:
+			// an empty file is a state that does not exist yet.
+			if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+				f.Close()
+				return nil, fmt.Errorf("%w: %s is being created", ErrNoState, name)
+			}
+		}
+		return f, nil
+	}
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func newLineage() string {
+	var b [16]byte
+	if _, err := randRead(b[:]); err != nil {
+		panic("state: no randomness for lineage: " + err.Error())
+	}
+	b[6] = b[6]&0x0f | 0x40 // UUID v4 shape, for familiarity
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

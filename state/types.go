@@ -1,0 +1,137 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// FormatVersion is the layout version this build writes and reads.
+const FormatVersion = 1
+
+// HistoryLimit is how many prior records are kept per address.
+const HistoryLimit = 20
+
+// Status of a stored instance.
+type Status string
+
+const (
+	StatusReady   Status = "ready"
+	StatusTainted Status = "tainted" // created but not known good: replaced on next apply
+)
+
+// Resource is one resource instance as stored. Node, Value and Private are
+// opaque to the store: the engine decides their encoding.
+type Resource struct {
+	Address       string          `json:"address"` // e.g. gitkit_checkout.kit["a"]
+	Type          string          `json:"type"`
+	Provider      string          `json:"provider"`
+	Node          json.RawMessage `json:"node,omitempty"`
+	SchemaVersion int64           `json:"schema_version"`
+	Value         json.RawMessage `json:"value,omitempty"`
+	Private       []byte          `json:"private,omitempty"`
+	Dependencies  []string        `json:"dependencies,omitempty"` // config-level addresses
+	Status        Status          `json:"status"`
+	UpdatedAt     time.Time       `json:"updated_at"` // set by the store on write
+}
+
+// Intent is a journal record: "about to run Action on Address".
+type Intent struct {
+	Address  string    `json:"address"`
+	Action   string    `json:"action"`             // engine-defined: create, update, delete, replace...
+	Resource *Resource `json:"resource,omitempty"` // the planned record, if any
+	Started  time.Time `json:"started"`            // set by the store when zero
+	PID      int       `json:"pid"`                // set by the store when zero
+}
+
+// HistoryEntry is the record an address had before one committed change.
+type HistoryEntry struct {
+	Address string    `json:"address"`
+	Serial  uint64    `json:"serial"` // the serial of the change that replaced Prior
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"`          // HistoryCreate, HistoryUpdate, HistoryDelete, HistoryMoveIn, HistoryMoveOut
+	Peer    string    `json:"peer,omitempty"`  // the other address of a move
+	Prior   *Resource `json:"prior,omitempty"` // nil: the address did not exist before
+}
+
+// History actions: what the change at Serial did to the address.
+const (
+	HistoryCreate  = "create"   // Prior is nil
+	HistoryUpdate  = "update"   // Prior is the replaced record
+	HistoryDelete  = "delete"   // Prior is the deleted record
+	HistoryMoveOut = "move-out" // moved to Peer; Prior is the record that left
+	HistoryMoveIn  = "move-in"  // moved in from Peer; Prior is nil
+)
+
+// Meta describes the state file.
+type Meta struct {
+	Lineage string `json:"lineage"` // random id made at creation, never changes
+	Serial  uint64 `json:"serial"`  // bumped on every committed resource change
+	Version int    `json:"version"` // FormatVersion of the file
+}
+
+// Snapshot is one consistent read of the whole state (one read transaction).
+type Snapshot struct {
+	Meta      Meta
+	Resources []*Resource // sorted by address
+	Intents   []*Intent   // sorted by address
+}
+
+// Options for Open.
+type Options struct {
+	// LockTimeout is how long Open waits for the writer lock; 0 tries once.
+	LockTimeout time.Duration
+	// Command is recorded in the holder record, e.g. "sparkform apply".
+	Command string
+}
+
+// Holder is the side record naming the writer-lock holder.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Command string    `json:"command,omitempty"`
+	Since   time.Time `json:"since"`
+	// Stale is true when the holder was on this host and its process is gone
+	// (computed when read, not stored).
+	Stale bool `json:"-"`
+}
+
+func (h *Holder) String() string {
+	return fmt.Sprintf("pid %d on %s (%q) since %s", h.PID, h.Host, h.Command, h.Since.Format(time.RFC3339))
+}
+
+// UnlockOptions for ForceUnlock.
+type UnlockOptions struct {
+	// Force breaks the lock even when its holder is alive on this host.
+	Force bool
+}
+
+func checkAddress(addr string) error {
+	switch {
+	case addr == "":
+		return fmt.Errorf("%w: empty resource address", ErrInvalid)
+	case strings.IndexByte(addr, 0) >= 0 || !utf8.ValidString(addr):
+		return fmt.Errorf("%w: resource address %q must be valid UTF-8 without NUL bytes", ErrInvalid, addr)
+	}
+	return nil
+}
+
+func checkResource(r *Resource) error {
+	if r == nil {
+		return fmt.Errorf("%w: nil resource", ErrInvalid)
+	}
+	if err := checkAddress(r.Address); err != nil {
+		return err
+	}
+	if r.Type == "" {
+		return fmt.Errorf("%w: resource %s has no type", ErrInvalid, r.Address)
+	}
+	switch r.Status {
+	case "", StatusReady, StatusTainted:
+	default:
+		return fmt.Errorf("%w: resource %s has status %q; want %q or %q", ErrInvalid, r.Address, r.Status, StatusReady, StatusTainted)
+	}
+	return nil
+}
