@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/sparkform/sparkform/providers/builtin"
+	"github.com/sparkform/sparkform/providers/docker"
 	"github.com/sparkform/sparkform/providers/gitkit"
+	"github.com/sparkform/sparkform/providers/hubstage"
+	"github.com/sparkform/sparkform/providers/kmod"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -14,6 +17,9 @@ import (
 var builtins = map[string]func() sdk.Provider{
 	"sparkform": builtin.New,
 	"gitkit":    gitkit.New,
+	"kmod":      kmod.New,
+	"docker":    docker.New,
+	"hubstage":  hubstage.New,
 }
 
 // servePlugin serves one built-in provider over the plugin protocol.
