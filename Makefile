@@ -1,0 +1,44 @@
+# sparkform — see README.md.
+GO      ?= go
+BIN     := bin/sparkform
+PKGS    := ./...
+
+.PHONY: all build test demo bench proto docs fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sparkform
+
+# The tests drive real sshd nodes, git, bbolt, the Docker Engine and a qemu
+# kernel; they need root (CI runs as root). See .ci/run for the packages.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+
+# The main job on a built-in local example: plan, apply, show, destroy.
+demo: build
+	./examples/quickstart/run.sh $(CURDIR)/$(BIN)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
+	./bench/run.sh
+
+# Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" $(GO) generate ./providers/sdk/proto
+
+# Regenerate the resource reference pages from the provider schemas.
+docs:
+	$(GO) run ./internal/docgen
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin
