@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/docker"
@@ -28,19 +26,7 @@ func servePlugin(name string) error {
 	if !ok {
 		return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
 	}
-	go exitWithParent()
 	sdk.Serve(mk())
 	return nil
 }
 
-// exitWithParent ends a plugin whose sparkform process is gone (killed
-// with -9, say): nobody can receive its results, and an orphan would keep
-// an SSH connection and its memory for nothing.
-func exitWithParent() {
-	parent := os.Getppid()
-	for range time.Tick(500 * time.Millisecond) {
-		if os.Getppid() != parent {
-			os.Exit(3)
-		}
-	}
-}

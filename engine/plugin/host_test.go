@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -416,4 +418,51 @@ func BenchmarkPluginRead1000(b *testing.B) {
 			b.Fatal(r.Diagnostics.Err())
 		}
 	}
+}
+
+// A plugin whose engine is killed with SIGKILL (no chance to Close) exits
+// on its own instead of lingering as an orphan.
+func TestPluginExitsWhenEngineIsKilled(t *testing.T) {
+	// A stand-in engine: a shell that starts the plugin, prints its pid,
+	// and waits; the plugin's handshake line shares the shell's stdout.
+	cmd := exec.Command("sh", "-c", `"$0" internal-plugin sparkform & echo "pid=$!"; wait`, selfExe)
+	cmd.Env = append(os.Environ(), sdk.Handshake.MagicCookieKey+"="+sdk.Handshake.MagicCookieValue)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid, serving := 0, false
+	sc := bufio.NewScanner(out)
+	for (pid == 0 || !serving) && sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "pid="); ok {
+			pid, _ = strconv.Atoi(p)
+		}
+		serving = serving || strings.Contains(line, "|grpc")
+	}
+	if pid == 0 || !serving {
+		_ = cmd.Process.Kill()
+		t.Fatalf("plugin did not start (pid %d, serving %v): %v", pid, serving, sc.Err())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for deadline := time.Now().Add(15 * time.Second); alive(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("plugin pid %d still runs 15s after its engine was killed", pid)
+		}
+	}
+}
+
+// alive reports whether pid runs (a zombie nobody reaped has exited).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
