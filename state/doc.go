@@ -21,11 +21,16 @@
 //   - The bbolt file itself is opened only for the duration of one read
 //     transaction or one commit batch, never for the life of a Store. bbolt's
 //     own flock therefore covers milliseconds, and readers (OpenReadOnly,
-//     no writer lock) wait at most a commit, not a whole apply.
+//     no writer lock) wait for a commit, never for a whole apply; a read
+//     that cannot get in within 2 s fails with ErrBusy.
 //   - Writes (PutResource, DeleteResource, MoveResource, PutIntent,
-//     DeleteIntent) are group-committed: concurrent calls share one bbolt
-//     transaction and one fsync, and each call returns only once its change
-//     is durable.
+//     DeleteIntent, Complete) are group-committed: concurrent calls share one
+//     bbolt transaction and one fsync, and each call returns only once its
+//     change is durable. If one write in a batch fails, only that call gets
+//     the error; the others are committed without it.
+//
+// The apply path is PutIntent before the provider call, then Complete
+// (result stored and intent cleared in one commit) after it.
 //
 // Serial counts committed changes to resources (put, delete, move): it is
 // what a saved plan is checked against. Journal writes do not bump it: they

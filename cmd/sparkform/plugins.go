@@ -29,4 +29,3 @@ func servePlugin(name string) error {
 	sdk.Serve(mk())
 	return nil
 }
-

@@ -28,6 +28,15 @@
 // node at plan time, and again at apply), so sparkform never deletes files
 // it did not put there. Destroy renames path aside and removes it.
 //
+// Import id: "PATH,REPO,COMMIT[,SUBDIR]". The tree at PATH is adopted as
+// it is; the commit is staged in a temporary sibling only to learn its
+// digest, so a tree that differs from the commit plans as drift.
+//
+// A local repo (a path or file:// URL) owned by another user would trip
+// git's "dubious ownership" check; the repo named in config is trusted for
+// the fetch, and only it (safe.directory in a fetch-only global config that
+// includes the user's own).
+//
 // Privileges: git and file work run as the connecting user (the seed stages
 // into the user's home). Only when the parent of path is not writable by
 // that user and the node has become = true is the work rerun through
