@@ -386,7 +386,10 @@ func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *insta
 	}
 	h.PreApply(req.Address, pa)
 	start := time.Now()
-	resp := prov.ApplyResourceChange(ctx, req, func(p sdk.Progress) {
+	// An operation in flight is never cut off by the caller's cancellation
+	// (Ctrl-C): it finishes, or stops early through Provider.Stop, and
+	// reports the state really left on the node, which is then saved.
+	resp := prov.ApplyResourceChange(context.WithoutCancel(ctx), req, func(p sdk.Progress) {
 		if p.Elapsed == 0 {
 			p.Elapsed = time.Since(start)
 		}
@@ -399,30 +402,26 @@ func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *insta
 // store writes the instance's result (a null value removes the record)
 // and clears its journal intent.
 func (ap *applier) store(inst *instance) error {
-	var err error
-	if inst.Value == cty.NilVal || inst.Value.IsNull() {
-		err = ap.e.Store.DeleteResource(inst.Addr)
-		if isNotFound(err) {
-			err = nil
-		}
-	} else {
-		var rec *state.Resource
-		rec, err = inst.record()
-		if err == nil {
-			err = ap.e.Store.PutResource(rec)
+	gone := inst.Value == cty.NilVal || inst.Value.IsNull()
+	var rec *state.Resource
+	if !gone {
+		var err error
+		if rec, err = inst.record(); err != nil {
+			return err
 		}
 	}
-	if err != nil {
+	// One durable commit stores the result and clears the intent.
+	if err := ap.e.Store.Complete(inst.Addr, rec); err != nil {
 		return err
 	}
 	ap.mu.Lock()
-	if inst.Value == cty.NilVal || inst.Value.IsNull() {
+	if gone {
 		delete(ap.insts, inst.Addr)
 	} else {
 		ap.insts[inst.Addr] = inst
 	}
 	ap.mu.Unlock()
-	return ap.e.Store.DeleteIntent(inst.Addr)
+	return nil
 }
 
 func (ap *applier) instance(addr string) (*instance, bool) {

@@ -22,6 +22,9 @@ type Store interface {
 	PutIntent(in *state.Intent) error
 	DeleteIntent(addr string) error
 	Intents() ([]*state.Intent, error)
+	// Complete stores an apply's result (nil: the object is gone) and
+	// clears its intent in one durable write.
+	Complete(addr string, result *state.Resource) error
 }
 
 const (

@@ -332,6 +332,9 @@ func (c *Checkout) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if !req.Prior.IsNull() && str(req.Prior, attrPath) == p {
 		return resp // replacing our own tree in place
 	}
+	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && req.Replaces.IsKnown() && str(req.Replaces, attrPath) == p {
+		return resp // the create half of a replace: the tree there is ours and goes first
+	}
 	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && str(req.Replaces, attrPath) == p {
 		return resp // the engine replaces our own tree: it is deleted first
 	}
@@ -443,7 +446,14 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private,
 				Diagnostics: sdk.Diagnostics{sdk.FromError(req.Address+": refusing to create over existing files", err)}}
 		}
-		resp := c.truth(ctx, conn, req, req.Planned)
+		tctx := ctx
+		if ctx.Err() != nil {
+			// Stopped (Ctrl-C): still report what is really on the node.
+			var cancel context.CancelFunc
+			tctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+		}
+		resp := c.truth(tctx, conn, req, req.Planned)
 		resp.Diagnostics = append(sdk.Diagnostics{sdk.FromError(req.Address+": staging failed", err)}, resp.Diagnostics...)
 		return resp
 	}

@@ -14,7 +14,12 @@ import (
 	"sort"
 	"strconv"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
+
+// localKillGrace is how long a cancelled local command may take to clean up.
+const localKillGrace = 10 * time.Second
 
 // Local is the node sparkform runs on. Commands run directly (argv, no
 // shell); Become prefixes `sudo -n` unless already root.
@@ -55,6 +60,12 @@ func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
+	// Cancellation is SIGTERM to the command's whole process group (as the
+	// SSH transport does remotely), so scripts' cleanup traps run; SIGKILL
+	// follows only if it has not exited after a grace period.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = localKillGrace
 	if len(c.Env) > 0 {
 		env := os.Environ()
 		keys := make([]string, 0, len(c.Env))
