@@ -335,9 +335,6 @@ func (c *Checkout) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && req.Replaces.IsKnown() && str(req.Replaces, attrPath) == p {
 		return resp // the create half of a replace: the tree there is ours and goes first
 	}
-	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && str(req.Replaces, attrPath) == p {
-		return resp // the engine replaces our own tree: it is deleted first
-	}
 	conn, err := c.pool.Get(ctx, req.Node)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, sdk.FromError("Cannot reach node "+req.Node.Name, err))

@@ -179,6 +179,24 @@ func TestLifecycle(t *testing.T) {
 					t.Errorf("commit change: RequiresReplace = %#v", pr.RequiresReplace)
 				}
 
+				// The create half of that replace (the engine sends the old
+				// object as Replaces): the tree at path is ours, no refusal.
+				newCfg := config(tc.repo, fx.c2, tc.subdir, path)
+				cr := p.PlanResourceChange(context.Background(), sdk.PlanRequest{
+					TypeName: gitkit.TypeCheckout, Address: in.addr, Node: n.node, Prior: nullObj(), Config: newCfg,
+					Proposed: sdk.ProposedNew(block(t, p), nullObj(), newCfg), Replaces: in.state,
+				})
+				if cr.Diagnostics.HasErrors() {
+					t.Errorf("create half of a replace refused: %v", cr.Diagnostics.Err())
+				}
+				cr = p.PlanResourceChange(context.Background(), sdk.PlanRequest{
+					TypeName: gitkit.TypeCheckout, Address: in.addr, Node: n.node, Prior: nullObj(), Config: newCfg,
+					Proposed: sdk.ProposedNew(block(t, p), nullObj(), newCfg), Replaces: nullObj(),
+				})
+				if !cr.Diagnostics.HasErrors() {
+					t.Errorf("create over our tree without Replaces was not refused")
+				}
+
 				// Destroy.
 				resp, _ = in.apply(cty.NullVal(objType), sdk.PlanResponse{Planned: cty.NullVal(objType), PlannedPrivate: in.priv})
 				if resp.Diagnostics.HasErrors() || !in.state.IsNull() {

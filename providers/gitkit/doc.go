@@ -26,7 +26,8 @@
 //
 // Ownership: a create refuses a path that already exists (checked on the
 // node at plan time, and again at apply), so sparkform never deletes files
-// it did not put there. Destroy renames path aside and removes it.
+// it did not put there. The create half of a replace at the same path
+// (PlanRequest.Replaces) is not refused: that tree is ours and goes first. Destroy renames path aside and removes it.
 //
 // Import id: "PATH,REPO,COMMIT[,SUBDIR]". The tree at PATH is adopted as
 // it is; the commit is staged in a temporary sibling only to learn its
