@@ -336,13 +336,17 @@ func (ap *applier) destroyStep(ctx context.Context, v string) hcl.Diagnostics {
 	if err != nil {
 		return hcl.Diagnostics{errDiag("Cannot start provider "+c.Provider, err.Error())}
 	}
-	inst := &instance{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node,
+	node := c.Node
+	if c.PriorNode.Transport != "" {
+		node = c.PriorNode // the old object lives where state says it is
+	}
+	inst := &instance{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: node,
 		Value: c.Before, Private: c.PriorPrivate, Dependencies: c.Dependencies, SchemaVersion: c.SchemaVersion}
 	if in, ok := ap.instance(addr); ok {
 		inst.Tainted = in.Tainted
 	}
 	resp, err := ap.callApply(ctx, prov, inst, "delete", sdk.ApplyRequest{
-		TypeName: c.Type, Address: addr, Node: c.Node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
+		TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
 		Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/graph"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -127,6 +128,15 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		return nil, append(diags, errDiag("Cannot read the state journal", err.Error()))
 	}
 	recovered := e.recoverIntents(intents, insts, p)
+	// Reach each node the way the configuration says now (a new address,
+	// key or known_hosts file), not the way state last recorded it.
+	for _, in := range insts {
+		// Only when it is the same machine: a node whose address changed
+		// is planned as a move, and the old object is deleted where it is.
+		if n, ok := e.configNodes(ctx, opts.Variables)[in.Node.Name]; ok && nodeIdentity(n) == nodeIdentity(in.Node) {
+			in.Node = n
+		}
+	}
 
 	var drift []*plans.Drift
 	prior := insts
@@ -175,11 +185,8 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		return p, diags
 	case plans.DestroyMode:
 		filter.expand(nil)
-		for addr, in := range prior {
-			if filter != nil && !filter.instance(addr) && !filter.whole[in.Resource] {
-				continue
-			}
-			p.Changes = append(p.Changes, deleteChange(in, ""))
+		for addr := range destroySet(prior, filter) {
+			p.Changes = append(p.Changes, deleteChange(prior[addr], ""))
 		}
 		diags = append(diags, e.checkPreventDestroy(p)...)
 		for name, before := range e.priorOutputs() {
@@ -245,9 +252,43 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 
 const deposedSuffix = "#deposed"
 
+// destroySet is what a destroy plan deletes: every instance, or with
+// -target the targets and, transitively, whatever state records as
+// depending on them, so nothing is left pointing at a deleted object.
+func destroySet(prior map[string]*instance, filter *targetFilter) map[string]bool {
+	set := map[string]bool{}
+	for addr, in := range prior {
+		if filter == nil || filter.instance(addr) || filter.whole[in.Resource] {
+			set[addr] = true
+		}
+	}
+	if filter == nil {
+		return set
+	}
+	for grew := true; grew; {
+		grew = false
+		gone := map[string]bool{}
+		for addr := range set {
+			gone[prior[addr].Resource] = true
+		}
+		for addr, in := range prior {
+			if set[addr] {
+				continue
+			}
+			for _, d := range in.Dependencies {
+				if gone[d] {
+					set[addr], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	return set
+}
+
 func deleteChange(in *instance, reason string) *plans.ResourceChange {
 	return &plans.ResourceChange{
-		Addr: in.Addr, Resource: in.Resource, Type: in.Type, Provider: in.Provider, Node: in.Node,
+		Addr: in.Addr, Resource: in.Resource, Type: in.Type, Provider: in.Provider, Node: in.Node, PriorNode: in.Node,
 		Action: plans.Delete, Reason: reason, Before: in.Value, After: cty.NullVal(in.Value.Type()),
 		PriorPrivate: in.Private, Dependencies: in.Dependencies, SchemaVersion: in.SchemaVersion,
 	}
@@ -424,6 +465,9 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
 		SensitiveAttrs:      sensitiveAttrs(schema.Block),
 	}
+	if prior != nil {
+		ch.PriorNode = prior.Node
+	}
 	replaceAction := plans.DeleteThenCreate
 	if r.Lifecycle.CreateBeforeDestroy {
 		replaceAction = plans.CreateThenDelete
@@ -437,7 +481,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		ch.Action, ch.Reason = replaceAction, "replacement requested with -replace"
 	case len(replacePaths) > 0:
 		ch.Action = replaceAction
-	case prior.Node.Key() != ri.Node.Key():
+	case nodeIdentity(prior.Node) != nodeIdentity(ri.Node):
 		ch.Action, ch.Reason = replaceAction, fmt.Sprintf("it moves from %s to %s", nodeLabel(prior.Node), nodeLabel(ri.Node))
 	case sdk.ValuesEqual(priorVal, planned):
 		ch.Action = plans.NoOp
@@ -484,8 +528,13 @@ func applyIgnoreChanges(cfg, prior cty.Value, all bool, paths []hcl.Traversal, b
 	ignore := map[string]bool{}
 	for _, t := range paths {
 		if len(t) > 0 {
-			if root, ok := t[0].(hcl.TraverseRoot); ok {
-				ignore[root.Name] = true
+			// config parses items with hcl.RelTraversalForExpr, so the
+			// name is a TraverseAttr; a TraverseRoot is accepted too.
+			switch step := t[0].(type) {
+			case hcl.TraverseAttr:
+				ignore[step.Name] = true
+			case hcl.TraverseRoot:
+				ignore[step.Name] = true
 			}
 		}
 	}
@@ -607,4 +656,86 @@ func (e *Engine) priorOutputs() map[string]cty.Value {
 		}
 	}
 	return out
+}
+
+// nodeIdentity is what makes two node values the same machine: a changed
+// user, key or known_hosts file is a new way in, not a move.
+func nodeIdentity(n sdk.Node) string {
+	if n.Transport == "local" {
+		return "local"
+	}
+	return fmt.Sprintf("%s://%s:%d", n.Transport, n.Host, n.Port)
+}
+
+// configNodes evaluates the node blocks that depend on no resource, by
+// node instance name. It is best effort: what cannot be evaluated (or a
+// configuration with errors) is simply absent.
+func (e *Engine) configNodes(ctx context.Context, vars map[string]cty.Value) map[string]sdk.Node {
+	e.nodesOnce.Do(func() {
+		e.nodesCache = map[string]sdk.Node{}
+		if e.Module == nil || len(e.Module.Nodes) == 0 {
+			return
+		}
+		cg := &configGraph{g: graph.New(), refs: map[string][]*addrs.Reference{}}
+		add := func(v string, travs []hcl.Traversal) {
+			cg.g.Add(v)
+			refs, _ := addrs.References(travs)
+			cg.refs[v] = refs
+		}
+		for name, l := range e.Module.Locals {
+			add(localVertex(name), config.ExprReferences(l.Expr))
+		}
+		for name, n := range e.Module.Nodes {
+			travs := config.ExprReferences(nonNil(n.ForEach, n.Count)...)
+			if attrs, d := n.Config.JustAttributes(); !d.HasErrors() {
+				for _, a := range attrs {
+					travs = append(travs, a.Expr.Variables()...)
+				}
+			}
+			add(nodeVertex(name), travs)
+		}
+		for v, refs := range cg.refs {
+			for _, ref := range refs {
+				if dep, ok := refVertex(ref); ok {
+					cg.g.Connect(v, dep) // resources become vertices with no body: blocked below
+				}
+			}
+		}
+		order, err := cg.g.TopoOrder()
+		if err != nil {
+			return
+		}
+		ev := newEvaluator(e.Module, cg, vars)
+		blocked := map[string]bool{}
+		for _, v := range order {
+			for _, d := range cg.g.DependsOn(v) {
+				if blocked[d] {
+					blocked[v] = true
+				}
+			}
+			if blocked[v] {
+				continue
+			}
+			var d hcl.Diagnostics
+			switch {
+			case strings.HasPrefix(v, "local."):
+				d = ev.evalLocal(strings.TrimPrefix(v, "local."))
+			case strings.HasPrefix(v, "node."):
+				d = ev.evalNode(strings.TrimPrefix(v, "node."))
+			default:
+				blocked[v] = true
+			}
+			if d.HasErrors() {
+				blocked[v] = true
+			}
+		}
+		for _, b := range ev.nodes {
+			for _, v := range b.vals {
+				if n, err := nodeFromValue(v); err == nil && n.Name != "" {
+					e.nodesCache[n.Name] = n
+				}
+			}
+		}
+	})
+	return e.nodesCache
 }

@@ -48,7 +48,7 @@ func decodeValue(b fileValue) (cty.Value, error) {
 
 type fileChange struct {
 	Addr, Resource, Type, Provider string
-	Node                           sdk.Node
+	Node, PriorNode                sdk.Node
 	Action                         Action
 	Reason                         string
 	Before, After                  fileValue
@@ -141,7 +141,7 @@ func Write(w io.Writer, p *Plan) error {
 	}
 	for _, c := range p.Changes {
 		fc := fileChange{
-			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node,
+			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node, PriorNode: c.PriorNode,
 			Action: c.Action, Reason: c.Reason, Before: enc(c.Before), After: enc(c.After),
 			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
 			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
@@ -205,7 +205,7 @@ func Read(r io.Reader) (*Plan, error) {
 	}
 	for _, fc := range fp.Changes {
 		c := &ResourceChange{
-			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: fc.Node,
+			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: fc.Node, PriorNode: fc.PriorNode,
 			Action: fc.Action, Reason: fc.Reason, Before: dec(fc.Before), After: dec(fc.After),
 			PriorPrivate: fc.PriorPrivate, PlannedPrivate: fc.PlannedPrivate,
 			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs,

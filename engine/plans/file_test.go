@@ -24,7 +24,8 @@ func TestRoundTrip(t *testing.T) {
 		Changes: []*ResourceChange{{
 			Addr: `gitkit_checkout.kit["a"]`, Resource: "gitkit_checkout.kit", Type: "gitkit_checkout",
 			Provider: "gitkit", Node: sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.1", Port: 22},
-			Action: DeleteThenCreate, Before: cty.NullVal(cty.DynamicPseudoType), After: after,
+			PriorNode: sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.2", Port: 22},
+			Action:    DeleteThenCreate, Before: cty.NullVal(cty.DynamicPseudoType), After: after,
 			RequiresReplace: []cty.Path{cty.GetAttrPath("commit"), cty.GetAttrPath("m").Index(cty.StringVal("k"))},
 			PlannedPrivate:  []byte("x"),
 		}},
@@ -48,7 +49,7 @@ func TestRoundTrip(t *testing.T) {
 	if len(c.RequiresReplace) != 2 || !c.RequiresReplace[1].Equals(cty.GetAttrPath("m").Index(cty.StringVal("k"))) {
 		t.Errorf("requires replace = %#v", c.RequiresReplace)
 	}
-	if c.Node.Host != "127.0.0.1" || got.Serial != 7 || string(c.PlannedPrivate) != "x" {
+	if c.Node.Host != "127.0.0.1" || c.PriorNode.Host != "127.0.0.2" || got.Serial != 7 || string(c.PlannedPrivate) != "x" {
 		t.Errorf("plan = %+v", got)
 	}
 	if !got.Variables["n"].RawEquals(cty.NumberIntVal(2)) {

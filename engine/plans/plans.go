@@ -57,7 +57,10 @@ type ResourceChange struct {
 	Type     string
 	Provider string
 	Node     sdk.Node
-	Action   Action
+	// PriorNode is where the existing object lives (differs from Node
+	// when a replacement moves it to another node).
+	PriorNode sdk.Node
+	Action    Action
 	// Reason explains an action the config alone does not ("tainted",
 	// "replace requested", "no longer in configuration", ...).
 	Reason          string
