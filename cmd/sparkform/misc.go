@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,6 +138,13 @@ breaking a live lock lets two applies change the same nodes at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := state.ForceUnlock(m.StatePath(), state.UnlockOptions{Force: force})
+			if errors.Is(err, state.ErrNotLocked) {
+				fmt.Fprintln(m.stdout, "The state is not locked: nothing to do.")
+				return nil
+			}
+			if errors.Is(err, state.ErrHolderAlive) {
+				return fmt.Errorf("%w\n\nThe holder is still running on this host; wait for it, or stop it. Use -force only if you are sure it does not change these nodes", err)
+			}
 			if err != nil {
 				return err
 			}
