@@ -22,7 +22,7 @@ demo: build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
-	./bench/run.sh
+	SPARKFORM_BIN=$(CURDIR)/$(BIN) ./bench/run.sh
 
 # Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).
 proto:

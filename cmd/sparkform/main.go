@@ -14,18 +14,22 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run is main without the process: script tests call it in-process.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) >= 2 && args[0] == "internal-plugin" {
+		stop := startProfiles("plugin-" + args[1])
+		defer stop()
 		if err := servePlugin(args[1]); err != nil {
 			fmt.Fprintln(stderr, "sparkform internal-plugin:", err)
 			return 1
 		}
 		return 0
 	}
+	defer startProfiles("")()
 	root := newRootCommand(stdin, stdout, stderr)
 	root.SetArgs(normalizeArgs(args))
 	err := root.Execute()
