@@ -78,6 +78,15 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	}
 	wd := e.walk(ctx, g, ev, ap.applyResource, func(name string, v cty.Value) { res.Outputs[name] = v }, ap.destroyStep)
 	diags = append(diags, wd...)
+	if p.Mode == plans.NormalMode {
+		// Outputs the walk did not reach (outside -target, or after a
+		// failure) keep their stored value rather than vanish.
+		for name, v := range e.priorOutputs() {
+			if _, ok := res.Outputs[name]; !ok && e.Module.Outputs[name] != nil {
+				res.Outputs[name] = v
+			}
+		}
+	}
 	if ctx.Err() != nil {
 		diags = append(diags, errDiag("Apply interrupted", "Work in flight was stopped; everything that finished is saved in state. Run plan to see what is left."))
 	}
@@ -199,6 +208,14 @@ func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
 			}
 		}
 		switch c.Action {
+		case plans.Delete:
+			// What used the object (per state) is created or updated
+			// first, so it has moved off before the object goes.
+			for _, u := range users {
+				if g.Has(u) && u != c.Resource {
+					g.Connect(v, u)
+				}
+			}
 		case plans.DeleteThenCreate:
 			if g.Has(c.Resource) {
 				g.Connect(c.Resource, v)

@@ -132,6 +132,11 @@ func sdkDiags(ds sdk.Diagnostics, addr string, body hcl.Body, rng *hcl.Range) hc
 type limiter chan struct{}
 
 func (l limiter) do(ctx context.Context, fn func()) error {
+	// Checked first: select picks at random when a slot is free too, and
+	// nothing new may start once the user has interrupted.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case l <- struct{}{}:
 	case <-ctx.Done():

@@ -145,7 +145,10 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		if opts.SkipRefresh { // still refresh what a crash left uncertain
 			toRead = map[string]*instance{}
 			for a := range recovered {
-				toRead[a] = insts[a]
+				// An intent with no record anywhere has nothing to read.
+				if in, ok := insts[a]; ok {
+					toRead[a] = in
+				}
 			}
 		}
 		refreshed, dr, _, rd := e.refresh(ctx, toRead)

@@ -122,10 +122,11 @@ func newIntent(in *instance, action string) (*state.Intent, error) {
 	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
 }
 
-// resourceOfInstance strips the instance key: `a.b["k"]` -> `a.b`.
+// resourceOfInstance strips the instance key and a deposed suffix:
+// `a.b["k"]` -> `a.b`, `a.b#deposed` -> `a.b`.
 func resourceOfInstance(addr string) string {
 	for i := 0; i < len(addr); i++ {
-		if addr[i] == '[' {
+		if addr[i] == '[' || addr[i] == '#' {
 			return addr[:i]
 		}
 	}
