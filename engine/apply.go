@@ -51,7 +51,7 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 		return res, diags
 	}
 
-	ap := &applier{e: e, plan: p, changes: changes, insts: insts, res: res}
+	ap := &applier{e: e, plan: p, changes: changes, insts: insts, res: res, lim: make(limiter, e.parallelism())}
 	var g *graph.Graph
 	var ev *evaluator
 	var cg *configGraph
@@ -66,8 +66,11 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 		diags = append(diags, d...)
 		filter.expand(cg)
 		ap.filter = filter
-		g = cg.subgraph(filter.vertex)
 		ev = newEvaluator(e.Module, cg, p.Variables)
+		if d := e.expandStatic(cg, ev); d.HasErrors() {
+			return res, append(diags, d...)
+		}
+		g = cg.walkGraph(e.Module, filter.vertex, filter.instance)
 		ap.ev, ap.cg = ev, cg
 	} else {
 		g = graph.New()
@@ -134,6 +137,8 @@ type applier struct {
 	filter  *targetFilter
 	ev      *evaluator
 	cg      *configGraph
+
+	lim limiter
 
 	mu  sync.Mutex
 	res *ApplyResult
@@ -217,11 +222,15 @@ func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
 				}
 			}
 		case plans.DeleteThenCreate:
-			if g.Has(c.Resource) {
+			if iv := instanceVertexName(c.Addr); g.Has(iv) {
+				g.Connect(iv, v)
+			} else if g.Has(c.Resource) {
 				g.Connect(c.Resource, v)
 			}
 		case plans.CreateThenDelete:
-			if g.Has(c.Resource) {
+			if iv := instanceVertexName(c.Addr); g.Has(iv) {
+				g.Connect(v, iv)
+			} else if g.Has(c.Resource) {
 				g.Connect(v, c.Resource)
 			}
 			for _, u := range users {
@@ -237,6 +246,12 @@ func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
 // that the plan changes, and publishes every instance's value for the
 // blocks that reference it.
 func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostics {
+	if iv, ok := ap.cg.instances[key]; ok {
+		return ap.applyVertex(ctx, iv)
+	}
+	if _, ok := ap.cg.expansions[key]; ok {
+		return nil // its instances are vertices of their own
+	}
 	e := ap.e
 	r := e.Module.Resources[key]
 	schema := ap.cg.schemas[r.Addr.Type]
@@ -268,8 +283,7 @@ func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostic
 		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
 	}
 	var mu sync.Mutex
-	lim := make(limiter, e.parallelism())
-	if err := forEachParallel(ctx, lim, len(work), func(i int) {
+	if err := forEachParallel(ctx, ap.lim, len(work), func(i int) {
 		ri := work[i]
 		val, d := ap.applyInstance(ctx, prov, key, schema, ri, ap.changes[ri.Addr])
 		if val != cty.NilVal {
@@ -282,6 +296,45 @@ func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostic
 		diags = append(diags, errDiag("Apply interrupted", err.Error()))
 	}
 	return diags
+}
+
+// applyVertex creates or updates one instance vertex when the plan says so
+// and publishes its value.
+func (ap *applier) applyVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
+	e := ap.e
+	r := e.Module.Resources[iv.Block]
+	schema := ap.cg.schemas[r.Addr.Type]
+	b := ap.ev.res[iv.Block]
+	c := ap.changes[iv.Addr]
+	switch {
+	case c == nil || !ap.filter.instance(iv.Addr):
+		if in, ok := ap.instance(iv.Addr); ok {
+			b.set(iv.Key, in.Value)
+		} else {
+			b.set(iv.Key, cty.UnknownVal(schema.Block.ImpliedType()))
+		}
+		return nil
+	case c.Action == plans.NoOp || c.Action == plans.Delete:
+		b.set(iv.Key, c.Before)
+		return nil
+	}
+	ri, diags := ap.ev.evalInstance(iv)
+	if diags.HasErrors() {
+		return diags
+	}
+	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
+	if err != nil {
+		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
+	}
+	var val cty.Value
+	var d hcl.Diagnostics
+	if err := ap.lim.do(ctx, func() { val, d = ap.applyInstance(ctx, prov, iv.Block, schema, ri, c) }); err != nil {
+		return append(diags, errDiag("Apply interrupted", err.Error()))
+	}
+	if val != cty.NilVal {
+		b.set(iv.Key, val)
+	}
+	return append(diags, d...)
 }
 
 func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, schema *sdk.ResourceSchema, ri *resourceInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {

@@ -914,3 +914,34 @@ func TestReplaceWhoseDeleteFails(t *testing.T) {
 		t.Errorf("journal not clean: %v", in)
 	}
 }
+
+// TestFailureIsolatedPerInstance: a failure on one instance stops only the
+// instances that take it (by key or whole); the same stack for the other
+// key goes on and is stored.
+func TestFailureIsolatedPerInstance(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("pernode", "fail=create")
+	_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
+	if !hasErrorContaining(diags, `sftest_thing.kit["n1"]`) {
+		t.Fatalf("diagnostics do not name the failed instance: %s", diagString(diags))
+	}
+	want := []string{`sftest_thing.kit["n2"]`, `sftest_thing.user["n2"]`}
+	if got := b.addrs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state = %v; want %v (n2's stack applied, n1's user and the whole-set user skipped)", got, want)
+	}
+	for _, o := range b.tp.ops() {
+		if strings.Contains(o, `user["n1"]`) || strings.HasSuffix(o, "sftest_thing.all") {
+			t.Errorf("%q ran although what it takes failed", o)
+		}
+	}
+	r = b.cfg("pernode")
+	p := r.plan(PlanOptions{})
+	wantPlan := map[string]plans.Action{`sftest_thing.kit["n1"]`: plans.Create, `sftest_thing.user["n1"]`: plans.Create, "sftest_thing.all": plans.Create}
+	if got := actions(p); !reflect.DeepEqual(got, wantPlan) {
+		t.Fatalf("plan after the failure = %v; want %v", got, wantPlan)
+	}
+	r.apply(p)
+	if p := r.plan(PlanOptions{}); p.HasChanges() {
+		t.Errorf("not converged: %v", actions(p))
+	}
+}

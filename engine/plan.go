@@ -215,8 +215,11 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		replace[r] = true
 	}
 	priorOutputs := e.priorOutputs()
-	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}}
-	g := cg.subgraph(filter.vertex)
+	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}, lim: make(limiter, e.parallelism())}
+	if d := e.expandStatic(cg, ev); d.HasErrors() {
+		return nil, append(diags, d...)
+	}
+	g := cg.walkGraph(e.Module, filter.vertex, filter.instance)
 	wd := e.walk(ctx, g, ev, func(ctx context.Context, key string) hcl.Diagnostics { return pl.planResource(ctx, key) }, func(name string, val cty.Value) {
 		if o := e.Module.Outputs[name]; o != nil {
 			before, ok := priorOutputs[name]
@@ -394,12 +397,51 @@ type planner struct {
 	replace map[string]bool
 	filter  *targetFilter
 
+	lim     limiter
+
 	mu      sync.Mutex
 	changes []*plans.ResourceChange
 	seen    map[string]bool
 }
 
+// planVertex plans one instance vertex.
+func (pl *planner) planVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
+	e := pl.e
+	r := e.Module.Resources[iv.Block]
+	ri, diags := pl.ev.evalInstance(iv)
+	if diags.HasErrors() {
+		return diags
+	}
+	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
+	if err != nil {
+		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
+	}
+	var ch *plans.ResourceChange
+	var val cty.Value
+	var d hcl.Diagnostics
+	if err := pl.lim.do(ctx, func() { ch, val, d = pl.planInstance(ctx, prov, iv.Block, pl.cg.schemas[r.Addr.Type], ri) }); err != nil {
+		return append(diags, errDiag("Planning interrupted", err.Error()))
+	}
+	diags = append(diags, d...)
+	if ch != nil {
+		pl.mu.Lock()
+		pl.changes = append(pl.changes, ch)
+		pl.seen[ri.Addr] = true
+		pl.mu.Unlock()
+	}
+	if val != cty.NilVal {
+		pl.ev.res[iv.Block].set(iv.Key, val)
+	}
+	return diags
+}
+
 func (pl *planner) planResource(ctx context.Context, key string) hcl.Diagnostics {
+	if iv, ok := pl.cg.instances[key]; ok {
+		return pl.planVertex(ctx, iv)
+	}
+	if _, ok := pl.cg.expansions[key]; ok {
+		return nil // its instances are vertices of their own
+	}
 	e := pl.e
 	r := e.Module.Resources[key]
 	schema := pl.cg.schemas[r.Addr.Type]
@@ -412,8 +454,7 @@ func (pl *planner) planResource(ctx context.Context, key string) hcl.Diagnostics
 		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
 	}
 	var mu sync.Mutex
-	lim := make(limiter, e.parallelism())
-	if err := forEachParallel(ctx, lim, len(insts), func(i int) {
+	if err := forEachParallel(ctx, pl.lim, len(insts), func(i int) {
 		ri := insts[i]
 		ch, val, d := pl.planInstance(ctx, prov, key, schema, ri)
 		mu.Lock()

@@ -33,6 +33,15 @@ type configGraph struct {
 	// (directly, through locals and nodes, or by depends_on).
 	resourceDeps map[string][]string
 	schemas      map[string]*sdk.ResourceSchema
+	// precise[B][A]: every reference from resource B to resource A indexes
+	// A by B's own each.key or count.index, so B[k] needs only A[k].
+	precise map[string]map[string]bool
+	// expansions holds the instance keys of every resource block whose
+	// for_each/count depends on no resource (known before the walk); those
+	// blocks are walked instance by instance.
+	expansions map[string]*config.Expansion
+	// instances maps an instance vertex to its block and key.
+	instances map[string]*instanceVertex
 }
 
 // buildConfigGraph parses the references of every block and connects them.
@@ -40,7 +49,8 @@ type configGraph struct {
 // resource bodies), so it starts the providers the configuration uses.
 func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
 	m := e.Module
-	cg := &configGraph{g: graph.New(), refs: map[string][]*addrs.Reference{}, resourceDeps: map[string][]string{}, schemas: map[string]*sdk.ResourceSchema{}}
+	cg := &configGraph{g: graph.New(), refs: map[string][]*addrs.Reference{}, resourceDeps: map[string][]string{},
+		schemas: map[string]*sdk.ResourceSchema{}, precise: map[string]map[string]bool{}}
 	var diags hcl.Diagnostics
 
 	// Fetch schemas for every type in parallel: providers start lazily and
@@ -130,8 +140,9 @@ func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagno
 		}
 		return nil, diags
 	}
-	for key := range m.Resources {
+	for key, r := range m.Resources {
 		cg.resourceDeps[key] = cg.resourceClosure(key)
+		cg.precise[key] = sameKeyReferences(r)
 	}
 	return cg, diags
 }
@@ -291,6 +302,9 @@ type evaluator struct {
 	locals map[string]cty.Value
 	nodes  map[string]*blockValues
 	res    map[string]*blockValues
+
+	baseMu sync.Mutex
+	bases  map[string]*hcl.EvalContext
 }
 
 func newEvaluator(mod *config.Module, cg *configGraph, vars map[string]cty.Value) *evaluator {
@@ -416,7 +430,6 @@ type resourceInstance struct {
 // configuration value of each.
 func (ev *evaluator) expandResource(ctx context.Context, key string, keep func(addr string) bool) ([]*resourceInstance, *blockValues, hcl.Diagnostics) {
 	r := ev.mod.Resources[key]
-	schema := ev.cg.schemas[r.Addr.Type]
 	base := ev.scope(key)
 	exp, diags := config.Expand(r.ForEach, r.Count, base)
 	if diags.HasErrors() {
@@ -429,27 +442,34 @@ func (ev *evaluator) expandResource(ctx context.Context, key string, keep func(a
 		if keep != nil && !keep(addr) {
 			continue
 		}
-		ictx := instanceScope(base, exp, k)
-		nv, d := r.NodeExpr.Value(ictx)
+		ri, d := ev.decodeInstance(r, addr, k, instanceScope(base, exp, k))
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
+		if ri != nil {
+			out = append(out, ri)
 		}
-		node, err := nodeFromValue(nv)
-		if err != nil {
-			rng := r.NodeExpr.Range()
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node",
-				Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
-			continue
-		}
-		cfg, d := config.DecodeResource(r.Config, schema.Block, ictx)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
-		}
-		out = append(out, &resourceInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, schema.Block)})
 	}
 	return out, b, diags
+}
+
+// decodeInstance evaluates one instance's node and configuration in ictx.
+func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.InstanceKey, ictx *hcl.EvalContext) (*resourceInstance, hcl.Diagnostics) {
+	schema := ev.cg.schemas[r.Addr.Type]
+	nv, diags := r.NodeExpr.Value(ictx)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	node, err := nodeFromValue(nv)
+	if err != nil {
+		rng := r.NodeExpr.Range()
+		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node",
+			Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
+	}
+	cfg, d := config.DecodeResource(r.Config, schema.Block, ictx)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	return &resourceInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, schema.Block)}, diags
 }
 
 // conform makes v an object with exactly the block's attributes (computed
