@@ -53,5 +53,8 @@
 //	SPARKFORM_KMOD_RMMOD        default rmmod
 //
 // Tests point them at a simulated kernel (internal/kernelsim) to run fast;
-// production never sets them.
+// production never sets them. "{node}" in the first, third or fourth is
+// replaced by the node's key (Config.For, NodeKey), so one provider process
+// drives a separate simulated kernel per node: the two-node e2e test sets
+// SPARKFORM_KMOD_SYSFS_ROOT=/tmp/sim/{node}/sys.
 package kmod

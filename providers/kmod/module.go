@@ -126,9 +126,9 @@ done
 
 // observe reads many modules in one remote command.
 func (k *kernel) observe(ctx context.Context, conn node.Conn, n sdk.Node, names []string) (map[string]*observation, error) {
-	out, err := k.sh(ctx, conn, n, readScript, append([]string{k.cfg.moduleDir()}, names...)...)
+	out, err := k.sh(ctx, conn, n, readScript, append([]string{k.cfg.For(n).moduleDir()}, names...)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s on %s: %s", k.cfg.moduleDir(), n.Name, toolErr(err))
+		return nil, fmt.Errorf("reading %s on %s: %s", k.cfg.For(n).moduleDir(), n.Name, toolErr(err))
 	}
 	obs := map[string]*observation{}
 	var cur *observation
@@ -155,7 +155,7 @@ func (k *kernel) observe(ctx context.Context, conn node.Conn, n sdk.Node, names 
 	}
 	for _, name := range names {
 		if obs[name] == nil {
-			return nil, fmt.Errorf("reading %s on %s: no answer for module %s (output: %q)", k.cfg.moduleDir(), n.Name, name, out)
+			return nil, fmt.Errorf("reading %s on %s: no answer for module %s (output: %q)", k.cfg.For(n).moduleDir(), n.Name, name, out)
 		}
 	}
 	return obs, nil
@@ -349,14 +349,14 @@ func (r *moduleResource) unload(ctx context.Context, conn node.Conn, n sdk.Node,
 		return inUseErr(n.Name, name, o, what)
 	}
 	progress(sdk.Progress{Message: "rmmod " + name})
-	if _, err := r.k.run(ctx, conn, n, r.k.cfg.Rmmod, name); err != nil {
+	if _, err := r.k.run(ctx, conn, n, r.k.cfg.For(n).Rmmod, name); err != nil {
 		return fmt.Errorf("cannot %s %s on %s: %s", what, name, n.Name, toolErr(err))
 	}
 	return nil
 }
 
 func (r *moduleResource) load(ctx context.Context, conn node.Conn, n sdk.Node, name string, params map[string]string, progress func(sdk.Progress)) error {
-	argv := []string{r.k.cfg.Modprobe, name}
+	argv := []string{r.k.cfg.For(n).Modprobe, name}
 	for _, key := range sortedKeys(params) {
 		argv = append(argv, key+"="+params[key])
 	}

@@ -32,6 +32,35 @@ const (
 	EnvRmmod      = "SPARKFORM_KMOD_RMMOD"
 )
 
+// NodePlaceholder in SysfsRoot, Modprobe or Rmmod is replaced, per request,
+// by the node's key (see NodeKey), so that one provider process can drive
+// several simulated kernels on one machine: e.g.
+// SPARKFORM_KMOD_SYSFS_ROOT=/tmp/sim/{node}/sys. Only tests use it.
+const NodePlaceholder = "{node}"
+
+// NodeKey is what NodePlaceholder becomes for a node: its instance key
+// (`node.spark["spark-01"]` -> "spark-01", `node.n[1]` -> "1"), or its name
+// when it has none (`node.local` -> "local"); a "/" becomes "_".
+func NodeKey(n sdk.Node) string {
+	name := strings.TrimPrefix(n.Name, "node.")
+	if i := strings.IndexByte(name, '['); i >= 0 && strings.HasSuffix(name, "]") {
+		name = strings.Trim(name[i+1:len(name)-1], `"`)
+	}
+	return strings.ReplaceAll(name, "/", "_")
+}
+
+// For returns the config for one node: NodePlaceholder filled in.
+func (c Config) For(n sdk.Node) Config {
+	if !strings.Contains(c.SysfsRoot+c.Modprobe+c.Rmmod, NodePlaceholder) {
+		return c
+	}
+	key := NodeKey(n)
+	c.SysfsRoot = strings.ReplaceAll(c.SysfsRoot, NodePlaceholder, key)
+	c.Modprobe = strings.ReplaceAll(c.Modprobe, NodePlaceholder, key)
+	c.Rmmod = strings.ReplaceAll(c.Rmmod, NodePlaceholder, key)
+	return c
+}
+
 // ConfigFromEnv reads Config from the process environment.
 func ConfigFromEnv() Config {
 	return Config{

@@ -1,0 +1,31 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// sparkformBin is the real binary, built once: the tests run it as a user
+// does, and it starts its providers as plugin processes of itself.
+var sparkformBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sparkform-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sparkformBin = filepath.Join(dir, "sparkform")
+	out, err := exec.Command("go", "build", "-o", sparkformBin, "../cmd/sparkform").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building sparkform: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

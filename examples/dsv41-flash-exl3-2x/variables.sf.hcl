@@ -1,0 +1,58 @@
+# Inputs of the seed recipe dsv41-flash-exl3-2x. The defaults are the seed's
+# values; the end-to-end test (e2e/) overrides only hosts, paths and the
+# image (plus the kit's repo and commit, which must exist in its local repo).
+
+variable "nodes" {
+  description = "The two Sparks on the 8nodes-switch RoCE fabric (first two free ranks), keyed by name: SSH host and port, TP rank, the home folder holding the kit and the cache, and the serving port."
+  type = map(object({
+    host       = string
+    rank       = number
+    port       = optional(number, 22)
+    home       = optional(string, "/home/kilork")
+    serve_port = optional(number, 8000)
+  }))
+  default = {
+    spark-01 = { host = "192.168.100.11", rank = 0 }
+    spark-02 = { host = "192.168.100.12", rank = 1 }
+  }
+}
+
+variable "user" {
+  description = "The SSH user on every node (sudo -n for the kernel module and the Docker socket)."
+  default     = "kilork"
+}
+
+variable "identity_file" {
+  description = "Private key for SSH; null uses the ssh-agent and ~/.ssh/id_ed25519, id_rsa."
+  default     = null
+}
+
+variable "known_hosts" {
+  description = "known_hosts file the node keys are checked against; null means ~/.ssh/known_hosts."
+  default     = null
+}
+
+variable "image" {
+  description = "The serving image (rc2, pinned at the kit's release commit)."
+  default     = "ghcr.io/coolbho3k/deepseek-v4.1-flash-exl3-3bpw-2x-dgx-spark:20260917-rc2"
+}
+
+variable "hub_dir" {
+  description = "The Hugging Face hub cache on the shared NAS, as every node mounts it."
+  default     = "/mnt/nas/ai/huggingface/hub"
+}
+
+variable "kit_repo" {
+  description = "Repository of the runtime kit (serve.py, conservative.yaml, overlay .so, AOT gemm)."
+  default     = "https://github.com/coolbho3k/DeepSeek-v4.1-Flash-2x-DGX-Spark.git"
+}
+
+variable "kit_commit" {
+  description = "The kit's pinned release commit (full 40-hex id)."
+  default     = "878e0eecd893fadc69ad2d58b2df0fabb0fae2ee"
+}
+
+variable "gpu_device" {
+  description = "The display device the runtime opens: \"/dev/dri/card0\", or \"HOST:CONTAINER[:PERMS]\"."
+  default     = "/dev/dri/card0"
+}
