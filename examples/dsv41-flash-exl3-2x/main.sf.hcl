@@ -148,14 +148,6 @@ resource "hubstage_manifest" "draft" {
   depends_on = [kmod_module.nvidia_drm]
 }
 
-# The staged kit per node. Its folders exist only once the kit is staged,
-# so the mount sources are tied to tree_digest (unknown until the kit is
-# applied): the docker provider's plan-time "mount source exists" check
-# then waits for apply instead of failing the first plan.
-locals {
-  kit = { for k, c in gitkit_checkout.runtime : k => "${c.path}${substr(c.tree_digest, 0, 0)}" }
-}
-
 resource "docker_image" "ds41" {
   for_each = var.nodes
   node     = node.spark[each.key]
@@ -198,12 +190,12 @@ resource "docker_container" "ds41" {
   }
   # Runtime kit overlays: serving/ shadows the image's /opt/ds41-serving.
   mount {
-    source    = "${local.kit[each.key]}/serving"
+    source    = "${gitkit_checkout.runtime[each.key].path}/serving"
     target    = "/opt/ds41-serving"
     read_only = true
   }
   mount {
-    source    = "${local.kit[each.key]}/aot/mxfp8_gemm_cutlass_sm120"
+    source    = "${gitkit_checkout.runtime[each.key].path}/aot/mxfp8_gemm_cutlass_sm120"
     target    = "/usr/local/lib/python3.12/dist-packages/flashinfer/data/aot/mxfp8_gemm_cutlass_sm120"
     read_only = true
   }

@@ -47,12 +47,6 @@ resource "hubstage_manifest" "model" {
   target   = "/model"
 }
 
-locals {
-  # Tied to tree_digest so the container's mount source is checked at
-  # apply, once the kit is staged (see examples/dsv41-flash-exl3-2x).
-  kit = "${gitkit_checkout.kit.path}${substr(gitkit_checkout.kit.tree_digest, 0, 0)}"
-}
-
 # The serving container, with the seed's kind of limits (scaled down).
 resource "docker_container" "serve" {
   count        = var.docker ? 1 : 0
@@ -67,7 +61,7 @@ resource "docker_container" "serve" {
   stop_timeout = 2
 
   mount {
-    source    = "${local.kit}/serving"
+    source    = "${gitkit_checkout.kit.path}/serving"
     target    = "/opt/kit/serving"
     read_only = true
   }

@@ -260,7 +260,6 @@ while IFS= read -r line; do
          if [ -h "$p" ]; then echo "symlink $p"; elif [ -d "$p" ]; then echo "directory $p";
          elif [ -e "$p" ]; then echo "special $p"; else echo "missing $p"; fi
        fi ;;
-    E) [ -e "$p" ] || echo "missing $p" ;;
   esac
 done
 `
@@ -283,13 +282,9 @@ func (r *containerResource) checkOnNode(ctx context.Context, req sdk.PlanRequest
 			in.WriteString("F " + f.Source + "\n")
 		}
 	}
-	if bindsChange && known(attr(req.Config, "mount")) {
-		for _, m := range spc.Mounts {
-			if !m.Create {
-				in.WriteString("E " + m.Source + "\n")
-			}
-		}
-	}
+	// Mount sources are not checked here: they are often made by another
+	// resource in the same apply (a kit's serving/ folder). Docker refuses
+	// a missing one when the container is created, with its path.
 	if in.Len() > 0 {
 		conn, err := d.conn(ctx)
 		if err != nil {
@@ -311,8 +306,7 @@ func (r *containerResource) checkOnNode(ctx context.Context, req sdk.PlanRequest
 				shown = append(shown[:10:10], fmt.Sprintf("... and %d more", len(bad)-10))
 			}
 			diags = append(diags, sdk.Errorf(sdk.AttrPath("bind_files"), "Bind sources are not usable on "+req.Node.Name,
-				"%v: every bind_files source must be a regular file (not a symlink: give its resolved path), and every mount source must exist "+
-					"(or set create_host_path = true):\n  %s", ErrNotRegularFile, strings.Join(shown, "\n  ")))
+				"%v: every bind_files source must be a regular file (not a symlink: give its resolved path):\n  %s", ErrNotRegularFile, strings.Join(shown, "\n  ")))
 		}
 	}
 	if req.Prior.IsNull() && spc.Name != "" {
@@ -491,6 +485,9 @@ func (r *containerResource) create(ctx context.Context, d *dockerClient, address
 	progress(sdk.Progress{Message: fmt.Sprintf("creating %s (%d binds)", spc.Name, len(hc.Mounts)+len(hc.Binds))})
 	res, err := d.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: spc.Name, Config: cfg, HostConfig: hc})
 	if err != nil {
+		if strings.Contains(err.Error(), "bind source path does not exist") {
+			return "", fmt.Errorf("%w (a mount source must exist when the container is created: make it, let the resource that makes it come first, or set create_host_path = true)", err)
+		}
 		return "", err
 	}
 	for _, w := range res.Warnings {

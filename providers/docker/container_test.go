@@ -285,10 +285,6 @@ func TestContainerPlanRefusals(t *testing.T) {
 				{"directory bind source", func(a map[string]cty.Value) {
 					a["bind_files"] = bindList(append(binds, bindFile{Source: hub, Target: "/model/dir"}))
 				}, []string{"directory " + hub}},
-				{"missing mount source", func(a map[string]cty.Value) {
-					a["mount"] = cty.SetVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal(dir + "/nope"),
-						"target": cty.StringVal("/hub"), "read_only": cty.True, "create_host_path": cty.NullVal(cty.Bool)})})
-				}, []string{"missing " + dir + "/nope", "create_host_path"}},
 				{"same-named container not ours", func(a map[string]cty.Value) {
 					a["name"] = cty.StringVal(foreign)
 				}, []string{"not created by sparkform", "sparkform import"}},
@@ -389,5 +385,43 @@ func TestSSHNodeWithoutSocketAccess(t *testing.T) {
 	all := strings.Join(msgs, "\n")
 	if !strings.Contains(all, "docker group") || !strings.Contains(all, "become") {
 		t.Fatalf("diagnostics %q do not say to join the docker group or use become", all)
+	}
+}
+
+// TestContainerMissingMountSourceAtApply: a mount source that does not
+// exist yet passes plan (another resource may make it first) and fails the
+// create with its path and what to do; nothing is left behind.
+func TestContainerMissingMountSourceAtApply(t *testing.T) {
+	api := engine(t)
+	ensureGuardImage(t, api)
+	n := sdk.Node{Name: "local", Transport: "local"}
+	p := New()
+	rs := sdktest.Schema(t, p, ctype)
+	dir := t.TempDir()
+	hub, binds := fakeHub(t, dir)
+	name := "sparkform-test-nomount"
+	cleanupContainer(t, api, name)
+	attrs := seedAttrs(name, 1, hub, filepath.Join(dir, "cache"), binds)
+	attrs["mount"] = cty.SetVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal(dir + "/made-later"),
+		"target": cty.StringVal("/kit"), "read_only": cty.True, "create_host_path": cty.NullVal(cty.Bool)})})
+	config := sdktest.Object(t, rs.Block, attrs)
+	null := cty.NullVal(rs.Block.ImpliedType())
+	plan := sdktest.Plan(t, p, ctype, n, null, nil, config)
+	if plan.Diagnostics.HasErrors() {
+		t.Fatalf("plan refused a mount source that is made later: %v", plan.Diagnostics.Err())
+	}
+	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: ctype, Address: ctype + ".test", Node: n,
+		Prior: null, Planned: plan.Planned, Config: config}, nil)
+	err := resp.Diagnostics.Err()
+	if err == nil {
+		t.Fatal("apply created a container with a missing mount source")
+	}
+	for _, w := range []string{dir + "/made-later", "create_host_path"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("apply error %q does not say %q", err, w)
+		}
+	}
+	if !resp.NewState.IsNull() {
+		t.Errorf("state after a failed create = %#v, want null", resp.NewState)
 	}
 }
