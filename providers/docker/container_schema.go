@@ -83,7 +83,7 @@ func containerSchema() *sdk.ResourceSchema {
 						"source":           {Type: cty.String, Required: true, Description: "Absolute path on the node."},
 						"target":           {Type: cty.String, Required: true, Description: "Absolute path in the container."},
 						"read_only":        {Type: cty.Bool, Optional: true, Description: "Bind read-only (default false)."},
-						"create_host_path": {Type: cty.Bool, Optional: true, Description: "Create source as a directory when missing (default false: a missing source is an error at plan)."},
+						"create_host_path": {Type: cty.Bool, Optional: true, Description: "Create source as a directory when missing (default false: a missing source is an error when the container is created)."},
 					}},
 				},
 				"wait": {
