@@ -481,13 +481,10 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	e := pl.e
 	r := e.Module.Resources[key]
 	rng := r.DeclRange
+	// No separate ValidateResourceConfig call per instance: providers
+	// validate the config inside PlanResourceChange (sdk.Router does), which
+	// saves one RPC per instance.
 	var diags hcl.Diagnostics
-	if d := prov.ValidateResourceConfig(ctx, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: ri.Config}); len(d) > 0 {
-		diags = append(diags, sdkDiags(d, ri.Addr, r.Config, &rng)...)
-		if d.HasErrors() {
-			return nil, cty.NilVal, diags
-		}
-	}
 	ty := schema.Block.ImpliedType()
 	prior := pl.prior[ri.Addr]
 	priorVal := cty.NullVal(ty)

@@ -27,7 +27,10 @@ type Provider interface {
 	ReadResources(ctx context.Context, req ReadRequest) ReadResponse
 
 	// PlanResourceChange proposes the value apply will produce (unknown
-	// where only apply can know) and which paths force replacement.
+	// where only apply can know) and which paths force replacement. It
+	// validates Config first, as ValidateResourceConfig would (Router
+	// does this): the engine makes no separate validation call per
+	// instance.
 	PlanResourceChange(ctx context.Context, req PlanRequest) PlanResponse
 
 	// ApplyResourceChange makes the node match Planned (a null Planned is

@@ -132,7 +132,19 @@ func (r *Router) PlanResourceChange(ctx context.Context, req PlanRequest) PlanRe
 	}
 	ctx, done := r.track(ctx)
 	defer done()
-	return res.Plan(ctx, req)
+	// Plan validates first: the engine makes no separate validation call
+	// per instance, so this is where known values are checked.
+	var warnings Diagnostics
+	if !req.Config.IsNull() {
+		vd := res.Validate(ctx, req.Config)
+		if vd.HasErrors() {
+			return PlanResponse{Diagnostics: vd}
+		}
+		warnings = vd
+	}
+	resp := res.Plan(ctx, req)
+	resp.Diagnostics = append(warnings, resp.Diagnostics...)
+	return resp
 }
 
 // ApplyResourceChange implements Provider.
