@@ -258,6 +258,14 @@ func TestReplaceFlag(t *testing.T) {
 	if p := r.plan(PlanOptions{}); p.HasChanges() {
 		t.Errorf("changes after replace: %v", actions(p))
 	}
+	// A -replace that names nothing is a warning, not a silent no-op.
+	p, diags := r.planE(PlanOptions{Replace: []string{`sftest_thing.nosuch`}})
+	if diags.HasErrors() || p.HasChanges() {
+		t.Fatalf("plan with a -replace of nothing: %s %v", diagString(diags), actions(p))
+	}
+	if !strings.Contains(diagString(diags), "Nothing to replace at sftest_thing.nosuch") {
+		t.Errorf("no warning for a -replace of nothing: %q", diagString(diags))
+	}
 }
 
 // TestFailureStopsOnlyDependents: b fails to create; c (needs b) is never

@@ -251,6 +251,12 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		}
 		p.Changes = append(p.Changes, deleteChange(in, reason))
 	}
+	for _, a := range opts.Replace {
+		if c := p.Change(a); c == nil || !c.Action.IsReplace() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Nothing to replace at " + a,
+				Detail: fmt.Sprintf("-replace=%s names no existing instance this plan keeps, so it has no effect. `sparkform state list` shows the instances there are.", a)})
+		}
+	}
 	diags = append(diags, e.checkPreventDestroy(p)...)
 	p.Sort()
 	return p, diags
