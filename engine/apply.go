@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -360,6 +361,12 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	if pd.HasErrors() {
 		return cty.NilVal, diags
 	}
+	// What was reviewed is what runs: a value the plan knew may not differ now.
+	if path, ok := consistentWithPlan(c.After, planned); !ok {
+		return cty.NilVal, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plan changed since it was made",
+			Detail: fmt.Sprintf("%s: at apply time %s plans %s differently from the plan that was reviewed. Nothing was changed for this instance; run plan again to review the new values.",
+				ri.Addr, c.Provider, describePath(path)), Subject: &rng})
+	}
 	action := c.Action
 	inst := &instance{Addr: ri.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ri.Node,
 		Value: planned, Private: plannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
@@ -539,4 +546,61 @@ func replacesOf(c *plans.ResourceChange) cty.Value {
 		return c.Before
 	}
 	return cty.NilVal
+}
+
+// consistentWithPlan reports whether planned keeps every value the
+// reviewed plan knew; where the plan said "known after apply", anything
+// goes. It returns the first path that differs.
+func consistentWithPlan(reviewed, planned cty.Value) (cty.Path, bool) {
+	if reviewed == cty.NilVal || planned == cty.NilVal {
+		return nil, true
+	}
+	var bad cty.Path
+	_ = cty.Walk(reviewed, func(p cty.Path, v cty.Value) (bool, error) {
+		if bad != nil || !v.IsKnown() {
+			return false, nil
+		}
+		nv, err := p.Apply(planned)
+		if err != nil {
+			bad = p.Copy()
+			return false, nil
+		}
+		ty := v.Type()
+		if !v.IsNull() && !ty.IsSetType() && (ty.IsObjectType() || ty.IsMapType() || ty.IsListType() || ty.IsTupleType()) {
+			if !nv.IsKnown() || nv.IsNull() || (!ty.IsObjectType() && nv.LengthInt() != v.LengthInt()) {
+				bad = p.Copy()
+				return false, nil
+			}
+			return true, nil // compare the elements
+		}
+		if !nv.IsWhollyKnown() && v.IsWhollyKnown() || !sdk.ValuesEqual(v, nv) && v.IsWhollyKnown() {
+			bad = p.Copy()
+		}
+		return false, nil
+	})
+	return bad, bad == nil
+}
+
+// describePath renders a value path for messages ("env[\"X\"]").
+func describePath(p cty.Path) string {
+	if len(p) == 0 {
+		return "the whole object"
+	}
+	var b strings.Builder
+	for _, st := range p {
+		switch st := st.(type) {
+		case cty.GetAttrStep:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(st.Name)
+		case cty.IndexStep:
+			if st.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", st.Key.AsString())
+			} else if st.Key.Type() == cty.Number {
+				fmt.Fprintf(&b, "[%s]", st.Key.AsBigFloat().Text('f', -1))
+			}
+		}
+	}
+	return b.String()
 }
