@@ -8,10 +8,13 @@
 #         peak RSS (largest single process of the tree, as wait4 reports it).
 #         Medians over RUNS runs with [min-max], then the N_small -> N_large ratio.
 # Part 2: two sshd test nodes (internal/testbed) with the seed-shaped
-#         resources; no-op plan wall time over SSH (see bench/ssh.sh).
+#         resources (module on a simulated kernel, kit, two manifests of
+#         1,000 files, container); no-op plan over SSH, SSH_RUNS (default 5)
+#         runs, and the refresh counters (see bench/ssh.sh, bench/README.md).
 #
 # Usage: bench/run.sh [-n "1000 10000"] [-r 3] [-k] [-s]     (-s skips part 2,
-#        -k keeps the work dir).  Env: SPARKFORM_BIN to use a built binary.
+#        -k keeps the work dir).  Env: SPARKFORM_BIN to use a built binary,
+#        SSH_RUNS for part 2's number of no-op plans (default 5).
 set -euo pipefail
 
 NS="1000 10000"
@@ -114,5 +117,5 @@ fi
 
 if [[ $SKIP_SSH = 0 ]]; then
   echo
-  "$ROOT/bench/ssh.sh"
+  RUNS=${SSH_RUNS:-5} "$ROOT/bench/ssh.sh"
 fi

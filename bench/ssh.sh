@@ -1,34 +1,115 @@
 #!/usr/bin/env bash
-# bench/ssh.sh — no-op plan over SSH on two real sshd nodes (internal/testbed),
-# seed-shaped resources per node: a gitkit_checkout of a pinned commit's
-# subdir and two hubstage_manifest of 1,000 files each (model + drafter).
-# Prints the median [min-max] wall time of RUNS no-op plans, and the
-# refresh counters from `plan -json`.
+# bench/ssh.sh — no-op plan over SSH on two real sshd nodes (internal/testbed)
+# with the seed-shaped resources per node (issue 7):
 #
-# Not yet covered (say so in reports): kmod_module via internal/kernelsim
-# and docker_container need their own fixtures (a simulated sysfs on each
-# node, a FROM-scratch image); add them here when those fixtures exist.
+#   kmod_module       nvidia_drm modeset=1 fbdev=0, on a SIMULATED kernel per
+#                     node (internal/kernelsim; the kmod provider finds it
+#                     through SPARKFORM_KMOD_* with the {node} placeholder)
+#   gitkit_checkout   release/runtime of a local kit repo at a pinned commit
+#   hubstage_manifest model and drafter, FILES (1,000) files each, HF layout
+#   docker_image      a stand-in built FROM scratch with busybox-static
+#   docker_container  the seed's limits (memory 9g, memory_swap 9g, cpus 6,
+#                     shm 2g), env, read-only mounts (hub, kit serving/),
+#                     bind_files = the model manifest's files (1,000 binds)
+#   kmod_cgroup       only on a cgroup v2 host (the seed's 9g / no swap /
+#                     6 CPU guard); on cgroup v1 it is left out and the
+#                     output says so.
 #
-# Env: BIN (sparkform binary), RUNS (default 3), WORK (scratch dir), ROOT (repo).
+# Applies once, then times RUNS no-op plans (must exit 0 with
+# -detailed-exitcode) and prints median [min-max] wall and CPU seconds,
+# then the refresh counters of one `plan -json`. Destroys, and removes
+# everything it made (containers, image, sshd nodes, temp dirs) on any exit.
+#
+# Both nodes are sshd instances on this machine, so they share one Docker
+# Engine: container names and the image tag carry this script's pid.
+#
+# Env: BIN (sparkform binary; built when unset), RUNS (default 5),
+#      FILES (default 1000), WORK (scratch dir), ROOT (repo), KEEP=1 keeps
+#      the scratch dir (the nodes, containers and image are still removed).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
+FILES=${FILES:-1000}
+KEEP=${KEEP:-0}
 OWNWORK=0
 if [[ -z ${WORK:-} ]]; then WORK=$(mktemp -d /tmp/sparkform-bench-ssh.XXXXXX); OWNWORK=1; fi
-if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
-FILES=${FILES:-1000}
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "bench/ssh: $1 not found: $2" >&2; exit 1; }; }
+need docker "install Docker Engine (the docker_container part needs it)"
+need git "install git"
+need python3 "install python3 (it reads plan -json)"
+[[ -x /usr/bin/time ]] || { echo "bench/ssh: GNU time not found at /usr/bin/time (apt-get install time)" >&2; exit 1; }
+[[ -x /bin/busybox ]] || { echo "bench/ssh: /bin/busybox not found (apt-get install busybox-static): the stand-in image is built from it" >&2; exit 1; }
+[[ $(id -u) = 0 ]] || { echo "bench/ssh: run as root (the test bed creates a user and starts sshd)" >&2; exit 1; }
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "bench/ssh: no running Docker Engine (docker version failed)" >&2; exit 1; }
 
 S=$WORK/ssh
-rm -rf "$S"; mkdir -p "$S/cfg"
-(cd "$ROOT" && go build -o "$S/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed)
-"$S/sparkform-testbed" -n 2 -dir "$S/bed" -env-file "$S/env" >/dev/null 2>"$S/testbed.log" &
-BEDPID=$!
+TAG=sparkform-bench/ds41-standin:$$
+CNAME=sparkform-bench-$$
+BEDPID=
+APPLIED=0
 cleanup_ssh() {
-  kill "$BEDPID" 2>/dev/null || true
-  wait "$BEDPID" 2>/dev/null || true
-  if [[ $OWNWORK = 1 ]]; then rm -rf "$WORK"; fi
+  local rc=$?
+  set +e
+  if [[ $APPLIED = 1 && -f $S/cfg/main.sf.hcl ]]; then
+    (cd "$S/cfg" && "$BIN" destroy -auto-approve -no-color >"$S/destroy.log" 2>&1) ||
+      { echo "bench/ssh: destroy failed (removing by hand):" >&2; tail -5 "$S/destroy.log" >&2; }
+  fi
+  for i in 0 1; do docker rm -f "$CNAME-n$i" >/dev/null 2>&1; done
+  docker rmi -f "$TAG" >/dev/null 2>&1
+  for i in 0 1; do [[ -d /sys/fs/cgroup/$CNAME-n$i ]] && rmdir "/sys/fs/cgroup/$CNAME-n$i" 2>/dev/null; done
+  if [[ -n $BEDPID ]]; then kill "$BEDPID" 2>/dev/null; wait "$BEDPID" 2>/dev/null; fi
+  if [[ $OWNWORK = 1 ]]; then
+    if [[ $KEEP = 1 ]]; then echo "bench/ssh: work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  fi
+  return $rc
 }
 trap cleanup_ssh EXIT
+trap 'exit 130' INT TERM
+
+if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
+rm -rf "$S"; mkdir -p "$S/cfg" "$S/kernel" "$S/image"
+chmod a+rx "$WORK" "$S" "$S/kernel"
+(cd "$ROOT" && go build -o "$S/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed \
+  && go build -o "$S/kernelsim" ./internal/kernelsim/cmd/kernelsim)
+"$S/sparkform-testbed" -n 2 -dir "$S/bed" -env-file "$S/env" >/dev/null 2>"$S/testbed.log" &
+BEDPID=$!
+
+# The stand-in serving image, FROM scratch (as e2e/testdata/image): busybox
+# and an entrypoint that idles until docker stop (TERM) and exits at once.
+cp /bin/busybox "$S/image/busybox"
+cat >"$S/image/Dockerfile" <<'EOF'
+FROM scratch
+COPY busybox /bin/busybox
+ENV PATH=/bin
+ENTRYPOINT ["/bin/busybox", "sh", "-c", "trap 'exit 0' TERM; echo ready; sleep 2147483647 & wait"]
+EOF
+DOCKER_BUILDKIT=0 docker build -q -t "$TAG" "$S/image" >"$S/build.log" 2>&1 ||
+  { echo "bench/ssh: docker build of the stand-in image failed:" >&2; cat "$S/build.log" >&2; exit 1; }
+
+# One simulated kernel per node, laid out as kernelsim.Create does (shims
+# that exec the kernelsim binary with this root), booted: drm and
+# nvidia_drm loaded with modeset=N fbdev=N, as on a DGX Spark.
+mksim() { # DIR
+  local d=$1 tool
+  mkdir -p "$d"/{sys/module,proc,etc/modprobe.d,lib/modules,bin,var/uses}
+  cat >"$d/lib/modules/catalog" <<'EOF'
+# kernelsim catalogue: a SIMULATED DGX Spark kernel (bench/ssh.sh)
+drm        boot size=753664
+nvidia_drm depends=drm boot size=126976 modeset:bool:ro=N fbdev:bool:ro=N
+EOF
+  for tool in modprobe rmmod lsmod kernelsim; do
+    printf '#!/bin/sh\n# kernelsim shim: a SIMULATED %s (bench only)\nexec %q --root %q %s "$@"\n' \
+      "$tool" "$S/kernelsim" "$d" "$tool" >"$d/bin/$tool"
+    chmod 755 "$d/bin/$tool"
+  done
+  "$d/bin/kernelsim" reboot
+}
+for i in 0 1; do mksim "$S/kernel/n$i"; done
+export SPARKFORM_KMOD_SYSFS_ROOT="$S/kernel/{node}/sys"
+export SPARKFORM_KMOD_MODPROBE="$S/kernel/{node}/bin/modprobe"
+export SPARKFORM_KMOD_RMMOD="$S/kernel/{node}/bin/rmmod"
+
 for _ in $(seq 1 300); do [[ -s $S/env ]] && break; sleep 0.1; done
 if [[ ! -s $S/env ]]; then echo "bench/ssh: test bed did not start:" >&2; cat "$S/testbed.log" >&2; exit 1; fi
 # shellcheck disable=SC1090
@@ -49,7 +130,6 @@ COMMIT=$(git -C "$SRC" rev-parse HEAD)
 git clone -q --bare "$SRC" "$REPO"
 # The node user fetches it: git refuses a repository owned by someone else.
 chown -R "$SF_NODE_USER" "$REPO"
-chmod a+rx "$WORK" "$S"
 
 # A hub repo in HF layout: snapshots/REV/... are relative symlinks to blobs/.
 mkhub() { # HUB ORG NAME N
@@ -70,6 +150,27 @@ for i in 0 1; do
   nodes+="n$i={host=\"${!host}\",port=${!port},root=\"${!root}\"},"
 done
 
+# kmod_cgroup needs a cgroup v2 hierarchy at /sys/fs/cgroup (its provider
+# refuses cgroup v1 or hybrid layouts with an error saying so).
+CGROUP_NOTE="kmod_cgroup not included: this host runs cgroup v1 (/sys/fs/cgroup is $(stat -fc %T /sys/fs/cgroup)), and kmod_cgroup manages cgroup v2 groups only"
+CGROUP_HCL=
+if [[ $(stat -fc %T /sys/fs/cgroup) = cgroup2fs ]]; then
+  CGROUP_NOTE="kmod_cgroup included (cgroup v2 host): $CNAME-n0, $CNAME-n1"
+  CGROUP_HCL=$(cat <<HCL
+# The serving guard (memory.max 9g, no swap, cpu quota 6). Both nodes are
+# this host: one group per node key.
+resource "kmod_cgroup" "guard" {
+  for_each        = var.nodes
+  node            = node.n[each.key]
+  path            = "$CNAME-\${each.key}"
+  memory_max      = "9g"
+  memory_swap_max = "0"
+  cpus            = 6
+}
+HCL
+)
+fi
+
 cat >"$S/cfg/main.sf.hcl" <<HCL
 variable "nodes" {
   type = map(object({ host = string, port = number, root = string }))
@@ -81,51 +182,127 @@ node "n" {
   user          = "$SF_NODE_USER"
   identity_file = "$SF_IDENTITY_FILE"
   known_hosts   = "$SF_KNOWN_HOSTS"
+  become        = true # sudo -n: module reload and the Docker socket
+}
+resource "kmod_module" "nvidia_drm" {
+  for_each = var.nodes
+  node     = node.n[each.key]
+  name     = "nvidia_drm"
+  params   = { modeset = "1", fbdev = "0" }
 }
 resource "gitkit_checkout" "runtime" {
-  for_each = var.nodes
-  node     = node.n[each.key]
-  repo     = "$REPO"
-  commit   = "$COMMIT"
-  subdir   = "release/runtime"
-  path     = "\${each.value.root}/kit"
+  for_each   = var.nodes
+  node       = node.n[each.key]
+  repo       = "$REPO"
+  commit     = "$COMMIT"
+  subdir     = "release/runtime"
+  path       = "\${each.value.root}/kit"
+  depends_on = [kmod_module.nvidia_drm]
 }
 resource "hubstage_manifest" "model" {
-  for_each = var.nodes
-  node     = node.n[each.key]
-  hub_dir  = "\${each.value.root}/hub"
-  repo_id  = "org/model"
-  target   = "/model"
+  for_each   = var.nodes
+  node       = node.n[each.key]
+  hub_dir    = "\${each.value.root}/hub"
+  repo_id    = "org/model"
+  target     = "/model"
+  depends_on = [kmod_module.nvidia_drm]
 }
 resource "hubstage_manifest" "draft" {
-  for_each = var.nodes
-  node     = node.n[each.key]
-  hub_dir  = "\${each.value.root}/hub"
-  repo_id  = "org/drafter"
-  target   = "/draft-exl3"
+  for_each   = var.nodes
+  node       = node.n[each.key]
+  hub_dir    = "\${each.value.root}/hub"
+  repo_id    = "org/drafter"
+  target     = "/draft-exl3"
+  depends_on = [kmod_module.nvidia_drm]
 }
+resource "docker_image" "ds41" {
+  for_each     = var.nodes
+  node         = node.n[each.key]
+  name         = "$TAG"
+  pull         = "never"
+  keep_locally = true # one engine serves both nodes; the script removes it
+}
+resource "docker_container" "ds41" {
+  for_each     = var.nodes
+  node         = node.n[each.key]
+  name         = "$CNAME-\${each.key}"
+  image        = docker_image.ds41[each.key].name
+  command      = ["--served-model-name", "deepseek-v41-flash-exl3", "--node-rank", each.key]
+  env = {
+    DS41_GPU_MEMORY_UTILIZATION = "0.92"
+    DS41_MAX_MODEL_LEN          = "1048576"
+    DS41_MAX_NUM_SEQS           = "2"
+    DS41_MAX_NUM_BATCHED_TOKENS = "3072"
+    DS41_ENABLE_DSPARK          = "1"
+    DS41_DRAFT_EXL3_PATH        = "/draft-exl3"
+    VLLM_CACHE_ROOT             = "/cache/vllm"
+    HF_HUB_OFFLINE              = "1"
+    TRANSFORMERS_OFFLINE        = "1"
+    NCCL_PROTO                  = "^LL128"
+  }
+  memory       = "9g"
+  memory_swap  = "9g" # equal to memory: no swap
+  cpus         = 6
+  shm_size     = "2g"
+  stop_timeout = 2
+  mount {
+    source    = "\${each.value.root}/hub"
+    target    = "/hub"
+    read_only = true
+  }
+  mount {
+    source    = "\${gitkit_checkout.runtime[each.key].path}/serving"
+    target    = "/opt/ds41-serving"
+    read_only = true
+  }
+  bind_files = hubstage_manifest.model[each.key].files
+  wait {
+    log_line = "^ready"
+    timeout  = "60s"
+  }
+  depends_on = [kmod_module.nvidia_drm]
+}
+$CGROUP_HCL
 HCL
 export SPARKFORM_VAR_nodes="{${nodes%,}}"
 
 cd "$S/cfg"
+APPLIED=1
 if ! "$BIN" apply -auto-approve -no-color >"$S/apply.log" 2>&1; then
   echo "bench/ssh: apply failed:" >&2; tail -30 "$S/apply.log" >&2; exit 1
 fi
+# The apply really did it: each simulated nvidia_drm has the new values.
+for i in 0 1; do
+  p=$S/kernel/n$i/sys/module/nvidia_drm/parameters
+  if [[ $(cat "$p/modeset") != Y || $(cat "$p/fbdev") != N ]]; then
+    echo "bench/ssh: n$i: nvidia_drm modeset=$(cat "$p/modeset") fbdev=$(cat "$p/fbdev") after apply, want Y N" >&2; exit 1
+  fi
+  [[ $(docker inspect -f '{{.State.Running}}' "$CNAME-n$i") = true ]] ||
+    { echo "bench/ssh: container $CNAME-n$i is not running after apply" >&2; exit 1; }
+done
 : >"$S/plan.times"
 for ((r = 1; r <= RUNS; r++)); do
-  /usr/bin/time -f '%e %U %S %M' -o "$S/t" "$BIN" plan -detailed-exitcode -no-color >"$S/plan.log" 2>&1 || {
+  /usr/bin/time -f '%e %U %S' -o "$S/t" "$BIN" plan -detailed-exitcode -no-color >"$S/plan.log" 2>&1 || {
     echo "bench/ssh: the no-op plan failed or has changes:" >&2; tail -30 "$S/plan.log" >&2; exit 1; }
   awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/plan.times"
 done
-"$BIN" plan -json >"$S/plan.json" 2>/dev/null || true
+"$BIN" plan -json >"$S/plan.json" 2>"$S/plan-json.log" || true
 stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
   m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'; }
-echo "two sshd nodes, gitkit_checkout + 2 x hubstage_manifest of $FILES files per node (kmod/docker not included):"
-echo "  no-op plan wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs)"
-python3 - "$S/plan.json" <<'PY' || true
+echo "two sshd nodes, per node: kmod_module (simulated kernel) + gitkit_checkout + 2 x hubstage_manifest of $FILES files"
+echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2g); $CGROUP_NOTE"
+echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
+python3 - "$S/plan.json" <<'PY' || echo "  refresh: plan -json unreadable (see $S/plan-json.log)"
 import json, sys
-r = json.load(open(sys.argv[1])).get("refresh", {})
-print("  refresh: read_resources_calls=%s remote_round_trips=%s rpcs=%s" % (
-    r.get("read_resources_calls"), r.get("remote_round_trips"), json.dumps(r.get("rpcs"), sort_keys=True)))
+doc = json.load(open(sys.argv[1]))
+r = doc.get("refresh", {})
+print("  refresh: read_resources_calls=%s remote_round_trips=%s" % (r.get("read_resources_calls"), r.get("remote_round_trips")))
+print("  plugin RPCs per provider (both nodes):")
+for p, calls in sorted((r.get("rpcs") or {}).items()):
+    print("    %-9s %s" % (p, " ".join("%s=%s" % kv for kv in sorted(calls.items()))))
 PY
-"$BIN" destroy -auto-approve -no-color >/dev/null 2>&1 || echo "bench/ssh: destroy failed (test bed is removed anyway)" >&2
+# Per provider and node: one ReadResources call each, its round trips and
+# how long it took (SPARKFORM_LOG=debug).
+SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
+echo "  refresh per provider and node (SPARKFORM_LOG=debug):"
+grep -o '\[DEBUG\] refresh .*' "$S/plan-debug.log" | sed 's/^\[DEBUG\] refresh /    /' | sort || true
