@@ -304,12 +304,19 @@ func (r *cgroupResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 }
 
 // Plan implements sdk.Resource.
-func (r *cgroupResource) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+func (r *cgroupResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanResponse {
 	s := cgroupSchema()
 	resp := sdk.DefaultPlan(s, req)
 	if req.Proposed.IsNull() || req.Prior.IsNull() {
 		if !req.Proposed.IsNull() {
 			resp.Planned = with(resp.Planned, map[string]cty.Value{"exists": cty.True})
+			// Say at plan time, not halfway through an apply, that the
+			// node has no cgroup v2 (one remote command).
+			if conn, err := r.k.pool.Get(ctx, req.Node); err == nil {
+				if v2, _, err := r.observe(ctx, conn, req.Node, nil); err == nil && !v2 {
+					resp.Diagnostics = append(resp.Diagnostics, sdk.FromError("No cgroup v2 on "+req.Node.Name, noV2(req.Node, r.k.cfg.CgroupRoot)))
+				}
+			}
 		}
 		return resp
 	}

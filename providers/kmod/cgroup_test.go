@@ -58,9 +58,16 @@ func TestCgroupNeedsV2(t *testing.T) {
 	p := sdktest.GRPC(t, kmod.NewWithConfig(kmod.Config{CgroupRoot: t.TempDir()}))
 	n := sdk.Node{Name: "local", Transport: "local", Become: true}
 	cfg := cgCfg(t, p, map[string]cty.Value{"path": cty.StringVal("sparkform-test"), "memory_max": cty.StringVal("1g")})
-	plan := sdktest.Plan(t, p, cgType, n, cty.NilVal, nil, cfg)
+	null := cty.NullVal(cfg.Type())
+	proposed := sdk.ProposedNew(sdktest.Schema(t, p, cgType).Block, null, cfg)
+	// Plan already says so (one remote command), before any apply.
+	plan := p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: cgType, Node: n, Prior: null, Config: cfg, Proposed: proposed})
+	if err := plan.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "no cgroup v2") {
+		t.Fatalf("plan: want a clear no-cgroup-v2 error, got %v", err)
+	}
+	// And apply, should it be reached anyway.
 	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: cgType, Node: n,
-		Prior: cty.NullVal(cfg.Type()), Planned: plan.Planned, Config: cfg}, nil)
+		Prior: null, Planned: proposed, Config: cfg}, nil)
 	if err := resp.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "no cgroup v2") || !strings.Contains(err.Error(), "cgroup.controllers is missing") {
 		t.Fatalf("want a clear no-cgroup-v2 error, got %v", err)
 	}
