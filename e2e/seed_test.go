@@ -25,10 +25,10 @@ const (
 //   - exl3-cache: the seed's node-local runtime cache, created by the
 //     container mount (create_host_path, the seed's `mkdir -p`) and
 //     persistent between serves by design: destroy keeps it.
-//   - exl3-kit: the kit's parent folder, which gitkit_checkout creates
-//     (mkdir -p) and does not remove; the kit itself is removed, so only
-//     the folder itself may remain, empty.
-var leftovers = map[string]bool{"exl3-cache": true, "exl3-cache/": true, "exl3-kit": true}
+//
+// The kit's parent folder exl3-kit is not one: gitkit_checkout made it and
+// its destroy removes it again.
+var leftovers = map[string]bool{"exl3-cache": true, "exl3-cache/": true}
 
 // seedNode is one of the two test nodes.
 type seedNode struct {

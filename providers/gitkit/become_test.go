@@ -89,6 +89,25 @@ func TestBecome(t *testing.T) {
 			if got := listDir(t, locked); !reflect.DeepEqual(got, []string(nil)) {
 				t.Errorf("destroy left %q", got)
 			}
+
+			// Folders made through sudo (root's) are removed through sudo.
+			deep := filepath.Join(locked, "made", "deeper", "kit")
+			in = newInstance(t, p, root, "gitkit_checkout.kit")
+			in.converge(config(fx.url, fx.c1, "release/runtime", deep))
+			fi, err = os.Stat(filepath.Join(locked, "made"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != 0 {
+				t.Errorf("folder made through sudo owned by uid %d", uid)
+			}
+			resp, _ = in.apply(cfg, sdk.PlanResponse{Planned: nullObj(), PlannedPrivate: in.priv})
+			if resp.Diagnostics.HasErrors() || !in.state.IsNull() || len(resp.Diagnostics) > 0 {
+				t.Fatalf("destroy through sudo: %v %v", resp.Diagnostics.Err(), resp.Diagnostics)
+			}
+			if got := listDir(t, locked); !reflect.DeepEqual(got, []string(nil)) {
+				t.Errorf("destroy left %q", got)
+			}
 		})
 	}
 }

@@ -48,7 +48,7 @@ var checkoutSchema = &sdk.ResourceSchema{
 		attrSubdir: {Type: cty.String, Optional: true, ForceNew: true,
 			Description: "Folder of the repository (relative, e.g. \"release/runtime\") that becomes `path`. Omit to stage the whole tree without .git."},
 		attrPath: {Type: cty.String, Required: true, ForceNew: true,
-			Description: "Absolute path on the node where the tree is staged. It must not exist before the first apply: sparkform never creates over files it did not put there."},
+			Description: "Absolute path on the node where the tree is staged. It must not exist before the first apply: sparkform never creates over files it did not put there. Missing parent folders are created, and destroy removes them again while they are empty."},
 		attrDigest: {Type: cty.String, Computed: true,
 			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift."},
 	}},
@@ -172,6 +172,10 @@ type private struct {
 	// TreeDigest is the digest the staged commit had when applied: what
 	// the tree must look like. Read's observed digest is compared with it.
 	TreeDigest string `json:"tree_digest"`
+	// Made lists the ancestors of path that a create of this path made
+	// (mkdir -p), so destroy can remove them again while they are empty.
+	// Absent in private data written before it existed: made nothing.
+	Made []string `json:"made,omitempty"`
 }
 
 func decodePrivate(b []byte) private {
@@ -185,6 +189,31 @@ func decodePrivate(b []byte) private {
 func (p private) encode() []byte {
 	b, _ := json.Marshal(p)
 	return b
+}
+
+// mergeMade is the union of a and b, keeping the order of first sight.
+func mergeMade(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, d := range b {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// madeToRemove is the folders of made that destroy may rmdir for a
+// checkout at p: only proper ancestors of p (private data is not trusted
+// to name anything else), deepest first.
+func madeToRemove(p string, made []string) []string {
+	var out []string
+	for _, d := range made {
+		if checkPath(d) == nil && strings.HasPrefix(p, d+"/") && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
 }
 
 func withDigest(v cty.Value, digest cty.Value) cty.Value {
@@ -424,6 +453,10 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	}
 	start := time.Now()
 	var digest string
+	// The folders this apply made, merged with those an earlier apply of
+	// the same path made (an update keeps them; a replace at the same
+	// path re-makes and re-reports them after the old one's destroy).
+	made := decodePrivate(req.Private).Made
 	out := &lineWriter{fn: func(line string) {
 		switch {
 		case strings.HasPrefix(line, "progress: "):
@@ -431,6 +464,8 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			progress(sdk.Progress{Message: msg, Elapsed: time.Since(start)})
 		case strings.HasPrefix(line, "digest: "):
 			digest = strings.TrimPrefix(line, "digest: ")
+		case strings.HasPrefix(line, "made: "):
+			made = mergeMade(made, []string{strings.TrimPrefix(line, "made: ")})
 		}
 	}}
 	err = run(ctx, conn, req.Node, shArgv(stageScript, mode, repo, commit, subdir, p), out)
@@ -450,12 +485,17 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			tctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 		}
-		resp := c.truth(tctx, conn, req, req.Planned)
+		resp := c.truth(tctx, conn, req, req.Planned, made)
 		resp.Diagnostics = append(sdk.Diagnostics{sdk.FromError(req.Address+": staging failed", err)}, resp.Diagnostics...)
 		return resp
 	}
 	d := "sha256:" + digest
-	return sdk.ApplyResponse{NewState: withDigest(req.Planned, cty.StringVal(d)), Private: private{TreeDigest: d}.encode()}
+	return sdk.ApplyResponse{NewState: withDigest(req.Planned, cty.StringVal(d)), Private: private{TreeDigest: d, Made: made}.encode()}
+}
+
+// warningf builds a warning Diagnostic (sdk has only Errorf).
+func warningf(summary, detailFormat string, args ...any) sdk.Diagnostic {
+	return sdk.Diagnostic{Severity: sdk.Warning, Summary: summary, Detail: fmt.Sprintf(detailFormat, args...)}
 }
 
 // redact hides the password of a repo URL (https://user:token@host/...)
@@ -497,8 +537,9 @@ func stageError(err error, nodeName, repo, commit, subdir, p string) error {
 }
 
 // truth reads what is really at the path of v after a failed apply, so
-// state stays true. v supplies the config attributes of a present tree.
-func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, v cty.Value) sdk.ApplyResponse {
+// state stays true. v supplies the config attributes of a present tree;
+// made is the folders made for it so far (kept while the tree stays).
+func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, v cty.Value, made []string) sdk.ApplyResponse {
 	resp := sdk.ApplyResponse{NewState: req.Prior, Private: req.Private}
 	obs, _, err := readPaths(ctx, conn, req.Node, []string{str(v, attrPath)})
 	if err != nil {
@@ -512,10 +553,20 @@ func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyReque
 		resp.NewState, resp.Private = cty.NullVal(checkoutSchema.Block.ImpliedType()), nil
 	case req.Prior.IsNull():
 		// Created, but the apply failed after the move: no trusted record
-		// of the commit's digest, so the next plan re-stages.
-		resp.NewState, resp.Private = withDigest(v, cty.StringVal(o.digest)), nil
+		// of the commit's digest, so the next plan re-stages; the folders
+		// made for it are still ours to remove.
+		resp.NewState = withDigest(v, cty.StringVal(o.digest))
+		resp.Private = nil
+		if len(made) > 0 {
+			resp.Private = private{Made: made}.encode()
+		}
 	default:
 		resp.NewState = withDigest(req.Prior, cty.StringVal(o.digest))
+		if len(made) > 0 {
+			pv := decodePrivate(req.Private)
+			pv.Made = mergeMade(pv.Made, made)
+			resp.Private = pv.encode()
+		}
 	}
 	return resp
 }
@@ -525,13 +576,46 @@ func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyReq
 	if p == "" || checkPath(p) != nil {
 		return sdk.ApplyResponse{NewState: req.Planned} // nothing we could have created
 	}
-	if err := run(ctx, conn, req.Node, shArgv(removeScript, p), nil); err != nil {
-		resp := c.truth(ctx, conn, req, req.Prior)
+	made := madeToRemove(p, decodePrivate(req.Private).Made)
+	var kept string
+	var removed bool
+	out := &lineWriter{fn: func(line string) {
+		if d, ok := strings.CutPrefix(line, "kept: "); ok {
+			kept = d
+		}
+		removed = removed || line == "removed"
+	}}
+	if err := run(ctx, conn, req.Node, shArgv(removeScript, append([]string{p}, made...)...), out); err != nil {
+		resp := c.truth(ctx, conn, req, req.Prior, nil)
+		if removed && resp.NewState.IsNull() && !resp.Diagnostics.HasErrors() {
+			// The checkout is gone; only a folder made for it could not be
+			// removed. The destroy is done: say what stayed and why.
+			return sdk.ApplyResponse{NewState: req.Planned, Diagnostics: sdk.Diagnostics{warningf(
+				req.Address+": folder made for the checkout kept",
+				"removed %s on node %s, but not the folder(s) sparkform made for it (%s): %s. Remove them yourself if they are not needed.",
+				p, req.Node.Name, strings.Join(made, ", "), runErrText(err))}}
+		}
 		resp.Diagnostics = append(sdk.Diagnostics{sdk.Errorf(nil, req.Address+": cannot remove checkout",
 			"removing %s on node %s: %s", p, req.Node.Name, runErrText(err))}, resp.Diagnostics...)
 		return resp
 	}
-	return sdk.ApplyResponse{NewState: req.Planned}
+	resp := sdk.ApplyResponse{NewState: req.Planned}
+	if kept != "" {
+		var above []string
+		for _, d := range made {
+			if strings.HasPrefix(kept, d+"/") {
+				above = append(above, d)
+			}
+		}
+		detail := fmt.Sprintf("removed %s on node %s, but kept %s: sparkform created that folder for the checkout, "+
+			"but it now holds files sparkform did not put there, so it is left as it is", p, req.Node.Name, kept)
+		if len(above) > 0 {
+			detail += fmt.Sprintf(" (and with it %s, which sparkform also created)", strings.Join(above, ", "))
+		}
+		resp.Diagnostics = sdk.Diagnostics{warningf(req.Address+": kept "+kept+", which holds other files",
+			"%s. Remove it yourself once its contents are not needed.", detail)}
+	}
+	return resp
 }
 
 // Import implements sdk.Resource. The id is "PATH,REPO,COMMIT[,SUBDIR]".

@@ -202,8 +202,9 @@ func TestLifecycle(t *testing.T) {
 				if resp.Diagnostics.HasErrors() || !in.state.IsNull() {
 					t.Fatalf("destroy: state %#v, %v", in.state, resp.Diagnostics.Err())
 				}
-				if got := n.list(t, parent); len(got) != 0 {
-					t.Errorf("after destroy parent holds %q", got)
+				// The create made parent (mkdir -p): destroy removes it again.
+				if n.exists(parent) {
+					t.Errorf("after destroy the parent folder the create made is still there (holding %q)", n.list(t, parent))
 				}
 			})
 		}

@@ -29,6 +29,15 @@
 // it did not put there. The create half of a replace at the same path
 // (PlanRequest.Replaces) is not refused: that tree is ours and goes first. Destroy renames path aside and removes it.
 //
+// Parent folders: a create makes the missing ancestors of path (mkdir -p)
+// and records which (private data "made"; an update keeps the record, a
+// replace at the same path makes and records them again after the old
+// one's destroy removed them). Destroy, after removing path, removes those
+// folders deepest first with rmdir, so only while empty: one that now
+// holds other files stays, with a warning naming it. Private data without
+// the record (older state, import) means none were made. A failed create
+// removes the folders it made.
+//
 // Import id: "PATH,REPO,COMMIT[,SUBDIR]". The tree at PATH is adopted as
 // it is; the commit is staged in a temporary sibling only to learn its
 // digest, so a tree that differs from the commit plans as drift.

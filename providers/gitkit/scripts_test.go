@@ -112,12 +112,30 @@ func TestScriptsBusyboxCompatible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dest := filepath.Join(dir, "kit")
+	made1, made2 := filepath.Join(dir, "made"), filepath.Join(dir, "made", "x y")
+	dest := filepath.Join(made2, "kit")
 	out := runScript(t, shells[1].shell, shells[1].env, stageScript, "create", repo, strings.TrimSpace(string(head)), "", dest)
-	if !strings.Contains(out, "progress: cloning "+repo) || !strings.Contains(out, "digest: ") {
+	if !strings.Contains(out, "progress: cloning "+repo) || !strings.Contains(out, "digest: ") ||
+		!strings.Contains(out, "made: "+made1+"\n") || !strings.Contains(out, "made: "+made2+"\n") {
 		t.Fatalf("stage.sh under busybox printed %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(dest, "a/run.sh")); err != nil {
 		t.Fatal(err)
+	}
+
+	// remove.sh under busybox: the checkout, then the made folders while
+	// empty; one holding another file is reported and kept.
+	if err := os.WriteFile(filepath.Join(made1, "other"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = runScript(t, shells[1].shell, shells[1].env, removeScript, dest, made2, made1)
+	if out != "removed\nkept: "+made1+"\n" {
+		t.Errorf("remove.sh printed %q, want kept: %s", out, made1)
+	}
+	if _, err := os.Lstat(made2); !os.IsNotExist(err) {
+		t.Errorf("empty made folder %s: %v, want removed", made2, err)
+	}
+	if _, err := os.Stat(filepath.Join(made1, "other")); err != nil {
+		t.Errorf("other file: %v", err)
 	}
 }

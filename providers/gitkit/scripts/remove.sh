@@ -1,15 +1,41 @@
-# remove.sh PATH: rename PATH to a temporary sibling, then delete that, so
-# PATH is either whole or gone. Exit 77: parent not writable (retry with sudo).
+# remove.sh PATH [MADE...]: rename PATH to a temporary sibling, then delete
+# that, so PATH is either whole or gone. Then remove each MADE folder (the
+# ancestors of PATH a create made, deepest first) with rmdir, so only while
+# it is empty: the first one that holds something else is reported as
+# "kept: DIR" and it and the ones above it stay. "removed" says PATH is
+# gone (and was, if it was, removed whole). Exit 77: a folder to
+# change is not writable (retry with sudo); a rerun skips what is done.
 path=$1
-if [ ! -e "$path" ] && [ ! -L "$path" ]; then
-	exit 0
+shift
+writable() { [ -w "$1" ] && [ -x "$1" ]; }
+if [ -e "$path" ] || [ -L "$path" ]; then
+	parent=$(dirname "$path")
+	base=$(basename "$path")
+	if ! writable "$parent"; then
+		echo "gitkit: $parent is not writable by $(id -un)" >&2
+		exit 77
+	fi
+	tmp=$(mktemp -d "$parent/.$base.sparkform-tmp-XXXXXX") || exit 1
+	mv "$path" "$tmp/old" || { rmdir "$tmp"; exit 1; }
+	rm -rf "$tmp" || exit 1
 fi
-parent=$(dirname "$path")
-base=$(basename "$path")
-if [ ! -w "$parent" ] || [ ! -x "$parent" ]; then
-	echo "gitkit: $parent is not writable by $(id -un)" >&2
-	exit 77
-fi
-tmp=$(mktemp -d "$parent/.$base.sparkform-tmp-XXXXXX") || exit 1
-mv "$path" "$tmp/old" || { rmdir "$tmp"; exit 1; }
-rm -rf "$tmp"
+echo removed
+for d in "$@"; do
+	if [ -L "$d" ] || [ ! -d "$d" ]; then
+		continue # gone, or replaced by something that is not ours
+	fi
+	if rmdir "$d" 2>/dev/null; then
+		continue
+	fi
+	if [ -n "$(ls -A "$d" 2>/dev/null)" ]; then
+		echo "kept: $d"
+		exit 0
+	fi
+	up=$(dirname "$d")
+	if ! writable "$up"; then
+		echo "gitkit: $up is not writable by $(id -un)" >&2
+		exit 77
+	fi
+	echo "gitkit: cannot remove $d" >&2
+	exit 1
+done

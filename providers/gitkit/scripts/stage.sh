@@ -9,6 +9,8 @@
 # stdout starting "progress: " are progress events; "digest: HEX" is the
 # result. Exit codes: 10 repo unreachable, 11 commit not in repo, 12 subdir
 # missing, 13 PATH exists (create), 77 parent not writable (retry with sudo).
+# "made: DIR" names an ancestor of PATH that did not exist and that this
+# run created (mkdir -p); destroy removes those again when they are empty.
 mode=$1 repo=$2 commit=$3 subdir=$4 path=$5
 
 GIT_TERMINAL_PROMPT=0
@@ -16,29 +18,56 @@ export GIT_TERMINAL_PROMPT
 : "${GIT_SSH_COMMAND:=ssh -o BatchMode=yes}"
 export GIT_SSH_COMMAND
 
+exists() { [ -e "$1" ] || [ -L "$1" ]; }
 parent=$(dirname "$path")
 base=$(basename "$path")
-if [ ! -d "$parent" ]; then
+
+# The ancestors of PATH that do not exist yet, deepest first, one a line
+# (paths hold no newline: the provider refuses them).
+made=
+d=$parent
+while ! exists "$d"; do
+	made="$made$d
+"
+	d=$(dirname "$d")
+done
+# unmake removes the folders this run made, deepest first, while empty.
+unmake() {
+	printf '%s' "$made" | while IFS= read -r d; do
+		rmdir "$d" 2>/dev/null || break
+	done
+}
+# On any failure nothing stays: neither the temporary tree nor the folders
+# made for PATH (when PATH itself is not in place).
+tmp=
+cleanup() {
+	if [ -n "$tmp" ]; then rm -rf "$tmp"; fi
+	if ! exists "$path"; then unmake; fi
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [ -n "$made" ]; then
 	mkdir -p "$parent" || exit 77
 fi
 if [ ! -w "$parent" ] || [ ! -x "$parent" ]; then
 	echo "gitkit: $parent is not writable by $(id -un)" >&2
 	exit 77
 fi
+printf '%s' "$made" | while IFS= read -r d; do
+	echo "made: $d"
+done
 # Leftovers of an apply that was killed before its own cleanup ran.
 rm -rf "$parent/.$base.sparkform-tmp-"*
 
-exists() { [ -e "$1" ] || [ -L "$1" ]; }
 if [ "$mode" = create ] && exists "$path"; then
 	echo "gitkit: $path already exists" >&2
 	exit 13
 fi
 
 tmp=$(mktemp -d "$parent/.$base.sparkform-tmp-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
 src=$tmp/src
 
 # A repo on this machine owned by another user (a shared mirror) trips
