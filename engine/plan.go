@@ -403,7 +403,7 @@ type planner struct {
 	replace map[string]bool
 	filter  *targetFilter
 
-	lim     limiter
+	lim limiter
 
 	mu      sync.Mutex
 	changes []*plans.ResourceChange

@@ -65,10 +65,32 @@ func (s *Store) submit(fn opFunc) error {
 	return <-o.done
 }
 
+// The commit loop keeps the bbolt file open from one batch to the next
+// while writes are already queued: opening it per batch (open, flock, read
+// meta and freelist, mmap, munmap) cost about as much CPU as the commit
+// itself on a 10,000-instance apply. Readers still get in between
+// commits, as the package contract says: the handle is let go as soon as
+// the queue is empty, and after holdMax of continuous holding it is let go
+// for readerGap, longer than a reader's longest poll interval (lockedOpen:
+// 2 ms), so a reader waits about holdMax at most, never a whole apply.
+const (
+	holdMax   = 50 * time.Millisecond
+	readerGap = 3 * time.Millisecond
+)
+
 // commitLoop is the group commit: while one batch is being fsync'd, new ops
 // queue up, and the next batch takes all of them in one transaction.
 func (s *Store) commitLoop() {
 	defer close(s.done)
+	held := false // this loop holds a reference to s.db
+	var heldSince time.Time
+	release := func() {
+		if held {
+			s.releaseDB()
+			held = false
+		}
+	}
+	defer release() // runs before close(s.done): Close returns with the file closed
 	for first := range s.queue {
 		batch := []*op{first}
 	fill:
@@ -102,7 +124,20 @@ func (s *Store) commitLoop() {
 			}
 			timer.Stop()
 		}
+		if !held {
+			// On error commit's own acquire reports it to the batch.
+			if _, err := s.acquireDB(); err == nil {
+				held, heldSince = true, time.Now()
+			}
+		}
 		s.runBatch(batch)
+		switch {
+		case len(s.queue) == 0:
+			release()
+		case time.Since(heldSince) > holdMax:
+			release()
+			time.Sleep(readerGap)
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package sdk
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -23,12 +25,159 @@ func encodeValue(v cty.Value, ty cty.Type) ([]byte, error) {
 	if v == cty.NilVal {
 		return nil, nil
 	}
-	b, err := marshal(v, ty)
+	enc := marshal
+	if ty.HasDynamicTypes() {
+		enc = marshalConcrete
+	}
+	b, err := enc(v, ty)
 	if err != nil && v.ContainsMarked() {
 		v, _ = v.UnmarkDeep()
-		b, err = marshal(v, ty)
+		b, err = enc(v, ty)
 	}
 	return b, err
+}
+
+// Values whose schema type has dynamic parts (an attribute of type any)
+// travel as concreteMarker, the uvarint length of the value's concrete
+// type as JSON, that JSON, then msgpack of the value with that type. Plain
+// cty msgpack carries and parses a type JSON for every dynamic attribute
+// of every value (a fifth of a 10,000-instance apply's allocations); here
+// each distinct type is converted once per process (typeCache) and the
+// value itself has no dynamic parts left. 0xc1 is never used by msgpack,
+// so no plain value starts with it.
+const concreteMarker = 0xc1
+
+func marshalConcrete(v cty.Value, ty cty.Type) ([]byte, error) {
+	ct := v.Type()
+	tj, err := concreteTypes.json(ct, ty)
+	if err != nil {
+		return nil, err
+	}
+	body, err := marshal(v, ct)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(tj)+len(body))
+	b = append(b, concreteMarker)
+	b = binary.AppendUvarint(b, uint64(len(tj)))
+	b = append(b, tj...)
+	return append(b, body...), nil
+}
+
+func unmarshalConcrete(b []byte, ty cty.Type) (cty.Value, error) {
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || uint64(len(b)-1-k) < n {
+		return cty.NilVal, fmt.Errorf("malformed value: bad type length")
+	}
+	tj := b[1+k : 1+k+int(n)]
+	ct, err := concreteTypes.parse(tj, ty)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return msgpack.Unmarshal(b[1+k+int(n):], ct)
+}
+
+// typeCache remembers concrete types with their JSON and which schema
+// types they were checked to conform to. A process sees few distinct
+// types; past cacheMax the cache stops growing and the work is done each
+// time.
+type typeCache struct {
+	mu      sync.RWMutex
+	byJSON  map[string]*typeEntry
+	entries []*typeEntry
+}
+
+type typeEntry struct {
+	ty       cty.Type
+	json     []byte
+	conforms []cty.Type // schema types ty was checked against, all fine
+}
+
+const cacheMax = 256
+
+var concreteTypes = &typeCache{byJSON: map[string]*typeEntry{}}
+
+func (c *typeCache) checked(e *typeEntry, schema cty.Type) bool {
+	for _, t := range e.conforms {
+		if t.Equals(schema) {
+			return true
+		}
+	}
+	return false
+}
+
+// conform checks ct against schema once per entry and schema type; the
+// error says what does not conform, as msgpack with the schema type would.
+func (c *typeCache) conform(e *typeEntry, schema cty.Type) error {
+	c.mu.RLock()
+	ok := c.checked(e, schema)
+	c.mu.RUnlock()
+	if ok {
+		return nil
+	}
+	if errs := e.ty.TestConformance(schema); len(errs) > 0 {
+		return fmt.Errorf("value of type %s does not conform to %s: %v", e.ty.FriendlyName(), schema.FriendlyName(), errs[0])
+	}
+	c.mu.Lock()
+	if !c.checked(e, schema) && len(e.conforms) < 8 {
+		e.conforms = append(e.conforms, schema)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *typeCache) json(ct, schema cty.Type) ([]byte, error) {
+	c.mu.RLock()
+	var e *typeEntry
+	for _, x := range c.entries {
+		if x.ty.Equals(ct) {
+			e = x
+			break
+		}
+	}
+	c.mu.RUnlock()
+	if e == nil {
+		tj, err := ct.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		e = c.add(&typeEntry{ty: ct, json: tj})
+	}
+	if err := c.conform(e, schema); err != nil {
+		return nil, err
+	}
+	return e.json, nil
+}
+
+func (c *typeCache) parse(tj []byte, schema cty.Type) (cty.Type, error) {
+	c.mu.RLock()
+	e := c.byJSON[string(tj)]
+	c.mu.RUnlock()
+	if e == nil {
+		var ct cty.Type
+		if err := ct.UnmarshalJSON(tj); err != nil {
+			return cty.NilType, fmt.Errorf("malformed value type: %v", err)
+		}
+		e = c.add(&typeEntry{ty: ct, json: append([]byte(nil), tj...)})
+	}
+	if err := c.conform(e, schema); err != nil {
+		return cty.NilType, err
+	}
+	return e.ty, nil
+}
+
+// add returns the cached entry for e's JSON, adding e while there is room.
+func (c *typeCache) add(e *typeEntry) *typeEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x, ok := c.byJSON[string(e.json)]; ok {
+		return x
+	}
+	if len(c.entries) < cacheMax {
+		c.byJSON[string(e.json)] = e
+		c.entries = append(c.entries, e)
+	}
+	return e
 }
 
 // marshal is msgpack.Marshal made safe for values that do not conform to
@@ -52,6 +201,9 @@ func marshal(v cty.Value, ty cty.Type) (b []byte, err error) {
 func decodeValue(b []byte, ty cty.Type) (cty.Value, error) {
 	if len(b) == 0 {
 		return cty.NullVal(ty), nil
+	}
+	if b[0] == concreteMarker {
+		return unmarshalConcrete(b, ty)
 	}
 	return msgpack.Unmarshal(b, ty)
 }
