@@ -31,9 +31,6 @@ type Engine struct {
 	Hooks     Hooks
 	// Parallelism bounds concurrent provider operations (default 10).
 	Parallelism int
-
-	nodesOnce  sync.Once
-	nodesCache map[string]sdk.Node
 }
 
 // PlanOptions are the knobs of one plan.

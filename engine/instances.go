@@ -13,6 +13,7 @@ import (
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/graph"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // Resource blocks whose instance keys are known before the walk are walked
@@ -302,3 +303,20 @@ func (ev *evaluator) evalInstance(iv *instanceVertex) (*resourceInstance, hcl.Di
 
 var _ = context.Background
 var _ sync.Mutex
+
+// nodeInstances returns every node instance evaluated so far, by name.
+func (ev *evaluator) nodeInstances() map[string]sdk.Node {
+	out := map[string]sdk.Node{}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	for _, b := range ev.nodes {
+		b.mu.Lock()
+		for _, v := range b.vals {
+			if n, err := nodeFromValue(v); err == nil && n.Name != "" {
+				out[n.Name] = n
+			}
+		}
+		b.mu.Unlock()
+	}
+	return out
+}

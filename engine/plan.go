@@ -13,7 +13,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
-	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/graph"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -128,13 +127,33 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		return nil, append(diags, errDiag("Cannot read the state journal", err.Error()))
 	}
 	recovered := e.recoverIntents(intents, insts, p)
-	// Reach each node the way the configuration says now (a new address,
-	// key or known_hosts file), not the way state last recorded it.
-	for _, in := range insts {
-		// Only when it is the same machine: a node whose address changed
-		// is planned as a move, and the old object is deleted where it is.
-		if n, ok := e.configNodes(ctx, opts.Variables)[in.Node.Name]; ok && nodeIdentity(n) == nodeIdentity(in.Node) {
-			in.Node = n
+
+	// The configuration's graph, and before the walk, what needs no
+	// resource: locals, nodes and instance keys. A destroy or refresh-only
+	// plan goes on without it when the configuration has errors.
+	cg, cgDiags := e.buildConfigGraph(ctx)
+	var ev *evaluator
+	if !cgDiags.HasErrors() {
+		ev = newEvaluator(e.Module, cg, opts.Variables)
+		cgDiags = append(cgDiags, e.expandStatic(cg, ev)...)
+	}
+	if opts.Mode == plans.NormalMode {
+		diags = append(diags, cgDiags...)
+		if cgDiags.HasErrors() {
+			return nil, diags
+		}
+	}
+	if ev != nil {
+		// Reach each node the way the configuration says now (a new
+		// address, key or known_hosts file), not the way state last
+		// recorded it; only for the same machine: a node whose address
+		// changed is planned as a move, and the old object is deleted
+		// where it is.
+		nodes := ev.nodeInstances()
+		for _, in := range insts {
+			if n, ok := nodes[in.Node.Name]; ok && nodeIdentity(n) == nodeIdentity(in.Node) {
+				in.Node = n
+			}
 		}
 	}
 
@@ -203,22 +222,13 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		return p, diags
 	}
 
-	cg, d := e.buildConfigGraph(ctx)
-	diags = append(diags, d...)
-	if d.HasErrors() {
-		return nil, diags
-	}
 	filter.expand(cg)
-	ev := newEvaluator(e.Module, cg, opts.Variables)
 	replace := map[string]bool{}
 	for _, r := range opts.Replace {
 		replace[r] = true
 	}
 	priorOutputs := e.priorOutputs()
 	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}, lim: make(limiter, e.parallelism())}
-	if d := e.expandStatic(cg, ev); d.HasErrors() {
-		return nil, append(diags, d...)
-	}
 	g := cg.walkGraph(e.Module, filter.vertex, filter.instance)
 	wd := e.walk(ctx, g, ev, func(ctx context.Context, key string) hcl.Diagnostics { return pl.planResource(ctx, key) }, func(name string, val cty.Value) {
 		if o := e.Module.Outputs[name]; o != nil {
@@ -712,77 +722,4 @@ func nodeIdentity(n sdk.Node) string {
 		return "local"
 	}
 	return fmt.Sprintf("%s://%s:%d", n.Transport, n.Host, n.Port)
-}
-
-// configNodes evaluates the node blocks that depend on no resource, by
-// node instance name. It is best effort: what cannot be evaluated (or a
-// configuration with errors) is simply absent.
-func (e *Engine) configNodes(ctx context.Context, vars map[string]cty.Value) map[string]sdk.Node {
-	e.nodesOnce.Do(func() {
-		e.nodesCache = map[string]sdk.Node{}
-		if e.Module == nil || len(e.Module.Nodes) == 0 {
-			return
-		}
-		cg := &configGraph{g: graph.New(), refs: map[string][]*addrs.Reference{}}
-		add := func(v string, travs []hcl.Traversal) {
-			cg.g.Add(v)
-			refs, _ := addrs.References(travs)
-			cg.refs[v] = refs
-		}
-		for name, l := range e.Module.Locals {
-			add(localVertex(name), config.ExprReferences(l.Expr))
-		}
-		for name, n := range e.Module.Nodes {
-			travs := config.ExprReferences(nonNil(n.ForEach, n.Count)...)
-			if attrs, d := n.Config.JustAttributes(); !d.HasErrors() {
-				for _, a := range attrs {
-					travs = append(travs, a.Expr.Variables()...)
-				}
-			}
-			add(nodeVertex(name), travs)
-		}
-		for v, refs := range cg.refs {
-			for _, ref := range refs {
-				if dep, ok := refVertex(ref); ok {
-					cg.g.Connect(v, dep) // resources become vertices with no body: blocked below
-				}
-			}
-		}
-		order, err := cg.g.TopoOrder()
-		if err != nil {
-			return
-		}
-		ev := newEvaluator(e.Module, cg, vars)
-		blocked := map[string]bool{}
-		for _, v := range order {
-			for _, d := range cg.g.DependsOn(v) {
-				if blocked[d] {
-					blocked[v] = true
-				}
-			}
-			if blocked[v] {
-				continue
-			}
-			var d hcl.Diagnostics
-			switch {
-			case strings.HasPrefix(v, "local."):
-				d = ev.evalLocal(strings.TrimPrefix(v, "local."))
-			case strings.HasPrefix(v, "node."):
-				d = ev.evalNode(strings.TrimPrefix(v, "node."))
-			default:
-				blocked[v] = true
-			}
-			if d.HasErrors() {
-				blocked[v] = true
-			}
-		}
-		for _, b := range ev.nodes {
-			for _, v := range b.vals {
-				if n, err := nodeFromValue(v); err == nil && n.Name != "" {
-					e.nodesCache[n.Name] = n
-				}
-			}
-		}
-	})
-	return e.nodesCache
 }
