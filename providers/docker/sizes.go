@@ -2,44 +2,19 @@ package docker
 
 import (
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
+
+	"github.com/sparkform/sparkform/providers/internal/units"
 )
 
 // parseSize reads a size the way `docker run -m` does (binary multiples):
 // "9g", "512m", "2GiB", "1.5g", or plain bytes "9663676416".
 func parseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
-		return 0, fmt.Errorf("%w %q: empty; use bytes or a number with k, m, g or t (e.g. \"9g\")", ErrBadSize, s)
-	}
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+	n, err := units.ParseBytes(s)
+	if err != nil {
 		return 0, fmt.Errorf("%w %q: use bytes or a number with k, m, g or t (e.g. \"9g\", \"512m\")", ErrBadSize, s)
 	}
-	v := f * float64(mult)
-	if v > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%w %q: too large", ErrBadSize, s)
-	}
-	return int64(v), nil
+	return n, nil
 }
 
 // formatSize writes n in the largest unit that divides it ("9g"), or as

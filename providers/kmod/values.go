@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/internal/units"
 )
 
 // kbool parses a bool as the kernel's kstrtobool does.
@@ -47,37 +49,18 @@ func paramEqual(want, observed string) bool {
 // a page as well, see memEqual).
 const pageSize = 4096
 
-// parseBytes parses "max", bytes, or a number with a k/m/g/t suffix
+// parseBytes parses "max", or a size as units.ParseBytes reads it
 // (binary units, as the kernel's memparse and docker take them).
 func parseBytes(s string) (uint64, bool, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	if t == "max" {
+	if strings.TrimSpace(strings.ToLower(s)) == "max" {
 		return 0, true, nil
 	}
-	mult := uint64(1)
-	if strings.HasSuffix(t, "b") && len(t) > 1 && (t[len(t)-2] < '0' || t[len(t)-2] > '9') {
-		t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i") // "9gb", "9gib"
-	}
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	n, err := strconv.ParseUint(t, 10, 64)
-	if err != nil || (mult > 1 && n > math.MaxUint64/mult) {
+	// The kernel's memparse takes whole numbers only: no "1.5g" here.
+	n, err := units.ParseBytes(s)
+	if err != nil || strings.Contains(s, ".") {
 		return 0, false, fmt.Errorf("%w: %q is not a size: use bytes, a number with k, m, g or t (\"9g\"), or \"max\"", ErrBadValue, s)
 	}
-	return n * mult, false, nil
+	return uint64(n), false, nil
 }
 
 // memKernel is what the kernel will show for a memory limit written as s.
