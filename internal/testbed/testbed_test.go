@@ -1,6 +1,7 @@
 package testbed_test
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func TestBedEnv(t *testing.T) {
 func TestStopKillsSSHD(t *testing.T) {
 	b, err := testbed.Start(t.TempDir(), 1)
 	if err != nil {
-		if testbed.Available() != nil {
+		if testbed.Available() != nil && os.Getenv("CI") != "true" {
 			t.Skip(err)
 		}
 		t.Fatal(err)

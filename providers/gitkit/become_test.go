@@ -24,9 +24,6 @@ func TestBecome(t *testing.T) {
 	pool := node.NewPool()
 	defer pool.Close()
 	if _, err := pool.Get(context.Background(), bn.SDK()); err != nil {
-		if strings.Contains(err.Error(), "not available yet") && os.Getenv("CI") != "true" {
-			t.Skipf("providers/node's SSH transport has not landed yet: %v", err)
-		}
 		t.Fatal(err)
 	}
 	// The test process is root and shares the node's filesystem.

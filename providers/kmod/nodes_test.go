@@ -2,8 +2,6 @@ package kmod_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/sparkform/sparkform/internal/testbed"
@@ -26,15 +24,7 @@ func nodes() []testNode {
 			b := testbed.StartT(t, 1)
 			n := b.Nodes[0].SDK()
 			n.Become = true
-			// The SSH transport is written in parallel with this provider:
-			// until the pool can dial SSH, say so instead of failing.
 			c, err := node.NewPool().Get(context.Background(), n)
-			if err != nil && strings.Contains(err.Error(), "not available yet") {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("SSH transport missing: %v", err)
-				}
-				t.Skipf("skipping: %v", err)
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
