@@ -76,6 +76,14 @@ func tryLock(path string) (*writerLock, error) {
 		fi, err1 := f.Stat()
 		pi, err2 := os.Stat(path)
 		if err1 == nil && err2 == nil && statID(fi) == statID(pi) {
+			// Like state.db, the lock file is 0600 even if it was made
+			// wider by hand or by an older version.
+			if fi.Mode().Perm()&0o077 != 0 {
+				if err := f.Chmod(0o600); err != nil {
+					f.Close()
+					return nil, fmt.Errorf("state: restrict %s to 0600: %w", path, err)
+				}
+			}
 			return &writerLock{path: path, f: f, ino: statID(fi)}, nil
 		}
 		f.Close()

@@ -44,12 +44,16 @@ func TestLooseFileModeIsTightened(t *testing.T) {
 	path := statePath(t)
 	s := openStore(t, path)
 	s.Close()
-	if err := os.Chmod(path, 0o644); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{path, lockPath(path)} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	openStore(t, path)
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v after reopen, want 0600", fi.Mode().Perm())
+	for _, p := range []string{path, lockPath(path)} {
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v after reopen, want 0600", filepath.Base(p), fi.Mode().Perm())
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -228,13 +229,41 @@ func Read(r io.Reader) (*Plan, error) {
 	return p, nil
 }
 
-// WriteFile writes p to path (mode 0600: plans can hold sensitive values).
+// WriteFile writes p to path with mode 0600 (plans can hold sensitive
+// values and private data). A regular file is written beside path and
+// renamed over it, so an existing file's wider mode, or a reader holding
+// it open, never sees the new plan; path is whole or unchanged. Anything
+// else (a pipe, /dev/stdout) is written in place.
 func WriteFile(path string, p *Plan) error {
 	var buf bytes.Buffer
 	if err := Write(&buf, p); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o600)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, buf.Bytes(), 0o600)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // mode 0600
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)                   // after a successful rename there is nothing to remove
+	if err := f.Chmod(0o600); err != nil { // whatever the umask or platform did
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // ReadFile reads a plan file.

@@ -3,6 +3,9 @@ package plans
 import (
 	"bytes"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,5 +85,74 @@ func TestCheckFresh(t *testing.T) {
 		if !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("CheckFresh(%s,%d) = %v", tc.lineage, tc.serial, err)
 		}
+	}
+}
+
+// TestWriteFileMode: a plan file is 0600 whether it is new or replaces a
+// world-readable file, and a reader holding the old file open never sees
+// the new plan through it.
+func TestWriteFileMode(t *testing.T) {
+	dir := t.TempDir()
+	p := &Plan{Lineage: "L", Serial: 1, Mode: NormalMode, Variables: map[string]cty.Value{"token": cty.StringVal("s3cret")}}
+	for _, tc := range []struct {
+		name    string
+		prepare func(path string)
+	}{
+		{"new file", func(string) {}},
+		{"replaces a 0644 file", func(path string) {
+			if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaces a 0666 file", func(path string) {
+			if err := os.WriteFile(path, []byte("old"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".plan")
+			tc.prepare(path)
+			var held *os.File
+			if _, err := os.Stat(path); err == nil {
+				f, err := os.Open(path) // someone who could read the old file
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				held = f
+			}
+			if err := WriteFile(path, p); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("plan file mode %v, want 0600", fi.Mode().Perm())
+			}
+			if got, err := ReadFile(path); err != nil || got.Variables["token"].AsString() != "s3cret" {
+				t.Fatalf("read back: %v, %v", got, err)
+			}
+			if held != nil {
+				b, _ := io.ReadAll(held)
+				if string(b) != "old" {
+					t.Errorf("a reader of the old file sees %q, want the old content only", b)
+				}
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".tmp") {
+					t.Errorf("temporary file %s left behind", e.Name())
+				}
+			}
+		})
 	}
 }

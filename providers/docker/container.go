@@ -251,14 +251,16 @@ func (r *containerResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.P
 
 // bindCheckScript reads lines "F PATH" (must be a regular file, not a
 // symlink) and "E PATH" (must exist) on stdin and prints the lines that
-// fail. Paths come only through stdin: nothing is interpolated.
+// fail. Paths come only through stdin: nothing is interpolated, and they
+// are printed with printf (dash's echo would expand a backslash in them).
 const bindCheckScript = `
 while IFS= read -r line; do
   k=${line%% *}; p=${line#* }
   case $k in
     F) if [ -h "$p" ] || [ ! -f "$p" ]; then
-         if [ -h "$p" ]; then echo "symlink $p"; elif [ -d "$p" ]; then echo "directory $p";
-         elif [ -e "$p" ]; then echo "special $p"; else echo "missing $p"; fi
+         if [ -h "$p" ]; then k=symlink; elif [ -d "$p" ]; then k=directory;
+         elif [ -e "$p" ]; then k=special; else k=missing; fi
+         printf '%s %s\n' "$k" "$p"
        fi ;;
   esac
 done

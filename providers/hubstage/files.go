@@ -16,7 +16,7 @@ import (
 const writeScript = `set -u
 p=$1 want=$2 owned=$3
 if [ -e "$p" ] || [ -L "$p" ]; then
-  if [ -L "$p" ] || [ ! -f "$p" ]; then echo "$p exists and is not a regular file" >&2; exit 3; fi
+  if [ -L "$p" ] || [ ! -f "$p" ]; then printf '%s exists and is not a regular file\n' "$p" >&2; exit 3; fi
   s=$(sha256sum < "$p") || exit 1
   s=${s%% *}
   if [ "$s" = "$want" ]; then cat > /dev/null; echo same; exit 0; fi
@@ -30,7 +30,7 @@ trap 'rm -f "$t"' EXIT
 cat > "$t" || exit 1
 s=$(sha256sum < "$t") || exit 1
 s=${s%% *}
-if [ "$s" != "$want" ]; then echo "short write to $t (sha256 $s, want $want)" >&2; exit 1; fi
+if [ "$s" != "$want" ]; then printf 'short write to %s (sha256 %s, want %s)\n' "$t" "$s" "$want" >&2; exit 1; fi
 chmod 0644 "$t" && mv -f "$t" "$p" || exit 1
 trap - EXIT
 echo wrote

@@ -147,7 +147,7 @@ type cgObs struct {
 const cgReadScript = `r=$1; shift
 [ -f "$r/cgroup.controllers" ] && echo V2
 for g in "$@"; do
-  echo "G $g"
+  printf 'G %s\n' "$g"
   d="$r/$g"
   [ -d "$d" ] || continue
   echo E
@@ -183,6 +183,11 @@ func (r *cgroupResource) observe(ctx context.Context, conn node.Conn, n sdk.Node
 			}
 		case tag == "P":
 			cur.Procs = append(cur.Procs, rest)
+		}
+	}
+	for _, p := range paths {
+		if obs[p] == nil { // callers index obs by every path they asked for
+			return v2, nil, fmt.Errorf("reading %s on %s: no answer for group %q (output: %q)", r.k.cfg.CgroupRoot, n.Name, p, out)
 		}
 	}
 	return v2, obs, nil
@@ -376,6 +381,11 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	rec := cgRecFrom(req.Prior, req.Private)
 	fail := func(state cty.Value, err error) sdk.ApplyResponse {
 		return sdk.ApplyResponse{NewState: state, Private: rec.private(), Diagnostics: sdk.Diagnostics{sdk.FromError("kmod_cgroup "+gpath, err)}}
+	}
+	// Validate could not check a path known only now (another resource's
+	// output); it must not leave the cgroup root.
+	if _, err := cleanPath(gpath); err != nil {
+		return fail(req.Prior, err)
 	}
 	conn, err := r.k.pool.Get(ctx, n)
 	if err != nil {

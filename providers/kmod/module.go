@@ -52,8 +52,10 @@ func moduleSchema() *sdk.ResourceSchema {
 
 func (r *moduleResource) Schema() *sdk.ResourceSchema { return moduleSchema() }
 
-var moduleNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+// Names never start with '-': modprobe and rmmod would take the word (a
+// module name, or a "KEY=VALUE" parameter after it) as an option.
+var moduleNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 func normName(s string) string { return strings.ReplaceAll(s, "-", "_") }
 
@@ -69,7 +71,7 @@ func (r *moduleResource) Validate(_ context.Context, cfg cty.Value) sdk.Diagnost
 	var diags sdk.Diagnostics
 	if v := cfg.GetAttr("name"); v.IsKnown() && !v.IsNull() && !moduleNameRE.MatchString(v.AsString()) {
 		diags = append(diags, sdk.Errorf(sdk.AttrPath("name"), "Invalid module name",
-			"%q is not a module name: use letters, digits, '_' or '-', as in \"nvidia_drm\"", v.AsString()))
+			"%q is not a module name: use letters, digits, '_' or '-' (not first), as in \"nvidia_drm\"", v.AsString()))
 	}
 	if v := cfg.GetAttr("state"); v.IsKnown() && !v.IsNull() && v.AsString() != stateLoaded && v.AsString() != stateUnloaded {
 		diags = append(diags, sdk.Errorf(sdk.AttrPath("state"), "Invalid state",
@@ -81,7 +83,7 @@ func (r *moduleResource) Validate(_ context.Context, cfg cty.Value) sdk.Diagnost
 			path := sdk.AttrPath("params").Index(k)
 			if !paramNameRE.MatchString(k.AsString()) {
 				diags = append(diags, sdk.Errorf(path, "Invalid parameter name",
-					"%q is not a module parameter name (letters, digits, '_')", k.AsString()))
+					"%q is not a module parameter name (letters, digits, '_', not starting with '-')", k.AsString()))
 			}
 			if e.IsKnown() && !e.IsNull() && strings.ContainsAny(e.AsString(), "\n\x00") {
 				diags = append(diags, sdk.Errorf(path, "Invalid parameter value",
@@ -94,6 +96,24 @@ func (r *moduleResource) Validate(_ context.Context, cfg cty.Value) sdk.Diagnost
 		}
 	}
 	return diags
+}
+
+// checkArgs checks at apply what Validate checks when it can: a name or
+// parameter that comes from another resource is only known now, and it
+// reaches modprobe and rmmod as their arguments.
+func checkArgs(name string, params map[string]string) error {
+	if !moduleNameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q is not a module name: use letters, digits, '_' or '-' (not first), as in \"nvidia_drm\"", ErrBadValue, name)
+	}
+	for _, k := range sortedKeys(params) {
+		if !paramNameRE.MatchString(k) {
+			return fmt.Errorf("%w: %q is not a module parameter name (letters, digits, '_', not starting with '-')", ErrBadValue, k)
+		}
+		if strings.ContainsAny(params[k], "\n\x00") {
+			return fmt.Errorf("%w: the value of %s has a newline or NUL byte, which a module parameter cannot hold", ErrBadValue, k)
+		}
+	}
+	return nil
 }
 
 // observation is what the node shows for one module.
@@ -393,6 +413,13 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	p := priorFrom(req.Prior, req.Private)
 	fail := func(state cty.Value, err error) sdk.ApplyResponse {
 		return sdk.ApplyResponse{NewState: state, Private: p.private(), Diagnostics: sdk.Diagnostics{sdk.FromError("kmod_module "+name, err)}}
+	}
+	var params map[string]string
+	if !req.Planned.IsNull() {
+		params = strMap(req.Planned.GetAttr("params"))
+	}
+	if err := checkArgs(name, params); err != nil {
+		return fail(req.Prior, err)
 	}
 	conn, err := r.k.pool.Get(ctx, n)
 	if err != nil {

@@ -3,7 +3,7 @@
 // auth, sftp for files) or the local machine, behind one interface, Conn.
 //
 // Commands are argv lists, never shell strings built from user values:
-// over SSH the remote line is `cd DIR && exec [sudo -n --] [env K=V ...]
+// over SSH the remote line is `cd -- DIR && exec [sudo -n --] [env K=V ...]
 // ARGV...` with every word Quote'd (see CommandLine). Become runs a
 // command through `sudo -n` (skipped when already root); when sudo wants a
 // password the error is a *BecomeError matching ErrBecome.

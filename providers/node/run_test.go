@@ -205,7 +205,8 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{node.Cmd{Argv: []string{"ls", "-l"}}, false, "exec ls -l"},
 		{node.Cmd{Argv: []string{"echo", "a b", "$(x)"}}, true, `exec sudo -n -- echo 'a b' '$(x)'`},
-		{node.Cmd{Argv: []string{"pwd"}, Dir: "/tmp/it's"}, false, `cd '/tmp/it'\''s' && exec pwd`},
+		{node.Cmd{Argv: []string{"pwd"}, Dir: "/tmp/it's"}, false, `cd -- '/tmp/it'\''s' && exec pwd`},
+		{node.Cmd{Argv: []string{"pwd"}, Dir: "-"}, false, `cd -- - && exec pwd`},
 		{node.Cmd{Argv: []string{"env"}, Env: map[string]string{"B": "2 3", "A": "1"}}, true, `exec sudo -n -- env 'A=1' 'B=2 3' env`},
 	}
 	for _, tc := range tests {

@@ -110,13 +110,16 @@ func (s *SSH) WriteFile(ctx context.Context, p string, data []byte, mode fs.File
 			_ = c.Remove(tmp)
 		}
 	}()
-	if _, err := f.ReadFrom(bytes.NewReader(data)); err != nil {
-		f.Close()
-		return s.fileErr("write", tmp, err)
-	}
+	// The server creates the file with its default mode (0644 under the
+	// usual umask): set the final mode before any data is in it, so a
+	// 0600 file's content is never readable by others, even briefly.
 	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return s.fileErr("chmod", tmp, err)
+	}
+	if _, err := f.ReadFrom(bytes.NewReader(data)); err != nil {
+		f.Close()
+		return s.fileErr("write", tmp, err)
 	}
 	if err := f.Sync(); err != nil && !isUnsupported(err) {
 		f.Close()

@@ -373,18 +373,38 @@ func checkCmd(node string, c Cmd) error {
 	if len(c.Env) > 0 && strings.Contains(c.Argv[0], "=") {
 		return fmt.Errorf("node %s: %w: program name %q contains '=', which env would take as a variable", node, ErrBadCmd, c.Argv[0])
 	}
+	// exec (dash has no `exec --`), env and sudo would read a leading '-'
+	// as their own option.
+	if strings.HasPrefix(c.Argv[0], "-") {
+		return fmt.Errorf("node %s: %w: program name %q starts with '-', which the remote shell's exec would take as an option: give a path such as ./%s", node, ErrBadCmd, c.Argv[0], c.Argv[0])
+	}
+	// A NUL cannot be passed in an argument: exec cuts the word there.
+	for i, a := range c.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("node %s: %w: argument %d (%q) contains a NUL byte, which no command can receive", node, ErrBadCmd, i, a)
+		}
+	}
+	for k, v := range c.Env {
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("node %s: %w: environment value of %s contains a NUL byte", node, ErrBadCmd, k)
+		}
+	}
+	if strings.IndexByte(c.Dir, 0) >= 0 {
+		return fmt.Errorf("node %s: %w: directory %q contains a NUL byte", node, ErrBadCmd, c.Dir)
+	}
 	return nil
 }
 
 // CommandLine is the remote shell line for c; every word in it is Quote'd:
 //
-//	cd DIR && exec [sudo -n --] [env K=V ...] ARGV...
+//	cd -- DIR && exec [sudo -n --] [env K=V ...] ARGV...
 //
-// env comes after sudo because sudo resets the environment.
+// env comes after sudo because sudo resets the environment; `cd --` so a
+// DIR of "-" or "-x" is a folder, not OLDPWD or an option.
 func CommandLine(c Cmd, sudo bool) string {
 	var b strings.Builder
 	if c.Dir != "" {
-		b.WriteString("cd " + Quote(c.Dir) + " && ")
+		b.WriteString("cd -- " + Quote(c.Dir) + " && ")
 	}
 	b.WriteString("exec ")
 	if sudo {

@@ -15,7 +15,7 @@ for p in "$@"; do
 	else
 		d=$(tree_digest "$p" 2>"$err")
 		if [ -s "$err" ]; then
-			echo "error $(head -n 1 "$err")"
+			printf 'error %s\n' "$(head -n 1 "$err")"
 			: >"$err"
 		else
 			echo "dir $d"

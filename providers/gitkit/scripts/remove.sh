@@ -12,7 +12,7 @@ if [ -e "$path" ] || [ -L "$path" ]; then
 	parent=$(dirname "$path")
 	base=$(basename "$path")
 	if ! writable "$parent"; then
-		echo "gitkit: $parent is not writable by $(id -un)" >&2
+		printf 'gitkit: %s is not writable by %s\n' "$parent" "$(id -un)" >&2
 		exit 77
 	fi
 	tmp=$(mktemp -d "$parent/.$base.sparkform-tmp-XXXXXX") || exit 1
@@ -28,14 +28,14 @@ for d in "$@"; do
 		continue
 	fi
 	if [ -n "$(ls -A "$d" 2>/dev/null)" ]; then
-		echo "kept: $d"
+		printf 'kept: %s\n' "$d"
 		exit 0
 	fi
 	up=$(dirname "$d")
 	if ! writable "$up"; then
-		echo "gitkit: $up is not writable by $(id -un)" >&2
+		printf 'gitkit: %s is not writable by %s\n' "$up" "$(id -un)" >&2
 		exit 77
 	fi
-	echo "gitkit: cannot remove $d" >&2
+	printf 'gitkit: cannot remove %s\n' "$d" >&2
 	exit 1
 done

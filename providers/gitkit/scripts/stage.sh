@@ -53,17 +53,17 @@ if [ -n "$made" ]; then
 	mkdir -p "$parent" || exit 77
 fi
 if [ ! -w "$parent" ] || [ ! -x "$parent" ]; then
-	echo "gitkit: $parent is not writable by $(id -un)" >&2
+	printf 'gitkit: %s is not writable by %s\n' "$parent" "$(id -un)" >&2
 	exit 77
 fi
 printf '%s' "$made" | while IFS= read -r d; do
-	echo "made: $d"
+	printf 'made: %s\n' "$d"
 done
 # Leftovers of an apply that was killed before its own cleanup ran.
 rm -rf "$parent/.$base.sparkform-tmp-"*
 
 if [ "$mode" = create ] && exists "$path"; then
-	echo "gitkit: $path already exists" >&2
+	printf 'gitkit: %s already exists\n' "$path" >&2
 	exit 13
 fi
 
@@ -102,7 +102,7 @@ fetch() {
 	fi
 }
 
-echo "progress: cloning $repo"
+printf 'progress: cloning %s\n' "$repo"
 git init -q "$src" >/dev/null || exit 1
 # A shallow fetch of exactly the commit is cheapest; servers that refuse
 # to serve a commit by id get a full fetch of branches and tags instead.
@@ -113,7 +113,7 @@ if ! fetch --depth 1 "$commit" 2>"$tmp/err"; then
 	fi
 fi
 
-echo "progress: checking out $commit"
+printf 'progress: checking out %s\n' "$commit"
 if ! git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null; then
 	exit 11
 fi
@@ -121,7 +121,7 @@ git -C "$src" -c core.autocrlf=false -c core.symlinks=true -c advice.detachedHea
 	checkout -q "$commit" || exit 1
 
 if [ -n "$subdir" ]; then
-	echo "progress: staging $subdir"
+	printf 'progress: staging %s\n' "$subdir"
 	staged=$src/$subdir
 	if [ -L "$staged" ] || [ ! -d "$staged" ]; then
 		exit 12
@@ -139,7 +139,7 @@ probe)
 	;;
 create)
 	if exists "$path"; then
-		echo "gitkit: $path already exists" >&2
+		printf 'gitkit: %s already exists\n' "$path" >&2
 		exit 13
 	fi
 	mv "$staged" "$path" || exit 1
@@ -154,7 +154,7 @@ update)
 	fi
 	;;
 *)
-	echo "gitkit: unknown mode $mode" >&2
+	printf 'gitkit: unknown mode %s\n' "$mode" >&2
 	exit 2
 	;;
 esac
