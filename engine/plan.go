@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/graph"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -583,17 +584,39 @@ func applyIgnoreChanges(cfg, prior cty.Value, all bool, paths []hcl.Traversal, b
 	}
 	vals := cfg.AsValueMap()
 	ignore := map[string]bool{}
+	var nested []cty.Path
 	for _, t := range paths {
-		if len(t) > 0 {
-			// config parses items with hcl.RelTraversalForExpr, so the
-			// name is a TraverseAttr; a TraverseRoot is accepted too.
-			switch step := t[0].(type) {
-			case hcl.TraverseAttr:
-				ignore[step.Name] = true
-			case hcl.TraverseRoot:
-				ignore[step.Name] = true
+		if len(t) == 0 {
+			continue
+		}
+		// config parses items with hcl.RelTraversalForExpr, so the name
+		// is a TraverseAttr; a TraverseRoot is accepted too.
+		if len(t) > 1 {
+			if p, err := config.TraversalPath(t); err == nil {
+				nested = append(nested, p) // env["TMPDIR"]: just that element
+				continue
 			}
 		}
+		switch step := t[0].(type) {
+		case hcl.TraverseAttr:
+			ignore[step.Name] = true
+		case hcl.TraverseRoot:
+			ignore[step.Name] = true
+		}
+	}
+	if !all && len(nested) > 0 {
+		// Keep the prior value at each nested path the config also has.
+		cfg, _ = cty.Transform(cfg, func(p cty.Path, v cty.Value) (cty.Value, error) {
+			for _, np := range nested {
+				if p.Equals(np) {
+					if pv, err := np.Apply(prior); err == nil && pv.Type().Equals(v.Type()) {
+						return pv, nil
+					}
+				}
+			}
+			return v, nil
+		})
+		vals = cfg.AsValueMap()
 	}
 	for name, a := range b.Attributes {
 		if a.Computed && !a.Optional {

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+func TestApplyIgnoreChangesNested(t *testing.T) {
+	b := &sdk.Block{Attributes: map[string]*sdk.Attribute{
+		"image": {Type: cty.String, Optional: true},
+		"env":   {Type: cty.Map(cty.String), Optional: true},
+		"id":    {Type: cty.String, Computed: true},
+	}}
+	obj := func(image string, env map[string]string) cty.Value {
+		m := map[string]cty.Value{}
+		for k, v := range env {
+			m[k] = cty.StringVal(v)
+		}
+		return cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(image), "env": cty.MapVal(m), "id": cty.NullVal(cty.String)})
+	}
+	prior := obj("a", map[string]string{"TMPDIR": "/old", "X": "1"})
+	cfg := obj("b", map[string]string{"TMPDIR": "/new", "X": "2"})
+	trav := func(src string) hcl.Traversal {
+		tr, d := hclsyntax.ParseTraversalAbs([]byte(src), "t", hcl.InitialPos)
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		// config hands ignore_changes items over as relative traversals.
+		rel := hcl.Traversal{hcl.TraverseAttr{Name: tr.RootName()}}
+		return append(rel, tr[1:]...)
+	}
+	tests := []struct {
+		name  string
+		paths []hcl.Traversal
+		want  cty.Value
+	}{
+		{"nothing ignored", nil, cfg},
+		{"one map element", []hcl.Traversal{trav(`env["TMPDIR"]`)}, obj("b", map[string]string{"TMPDIR": "/old", "X": "2"})},
+		{"a whole attribute", []hcl.Traversal{trav(`image`)}, obj("a", map[string]string{"TMPDIR": "/new", "X": "2"})},
+		{"both", []hcl.Traversal{trav(`image`), trav(`env["X"]`)}, obj("a", map[string]string{"TMPDIR": "/new", "X": "1"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := applyIgnoreChanges(cfg, prior, false, tt.paths, b)
+			if !got.RawEquals(tt.want) {
+				t.Errorf("got %#v\nwant %#v", got, tt.want)
+			}
+		})
+	}
+}
