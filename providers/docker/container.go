@@ -46,23 +46,17 @@ type inspected struct {
 	err   error
 }
 
-// inspectAll inspects ids concurrently, readParallel at a time, and
-// returns the results and the number of sequential waves it took.
-func inspectAll(ctx context.Context, d *dockerClient, ids []string) ([]inspected, int) {
-	out := make([]inspected, len(ids))
-	sem := make(chan struct{}, readParallel)
-	var wg sync.WaitGroup
-	n := 0
+// inspectJobs returns one job per non-empty id that inspects it into
+// out[i] (left zero, not found, when the container is gone). The jobs do
+// not depend on each other or on anything else a Read does, so runWave can
+// run them alongside other reads of the node.
+func inspectJobs(ctx context.Context, d *dockerClient, ids []string, out []inspected) []func() {
+	var jobs []func()
 	for i, id := range ids {
 		if id == "" {
 			continue
 		}
-		n++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		jobs = append(jobs, func() {
 			res, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 			switch {
 			case isNotFound(err):
@@ -71,10 +65,27 @@ func inspectAll(ctx context.Context, d *dockerClient, ids []string) ([]inspected
 			default:
 				out[i] = inspected{ins: res.Container, found: true}
 			}
+		})
+	}
+	return jobs
+}
+
+// runWave runs jobs concurrently, readParallel at a time, and returns how
+// many sequential waves of remote calls that is.
+func runWave(jobs []func()) int {
+	sem := make(chan struct{}, readParallel)
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			job()
 		}()
 	}
 	wg.Wait()
-	return out, (n + readParallel - 1) / readParallel
+	return (len(jobs) + readParallel - 1) / readParallel
 }
 
 // cgroupsFor reads the cgroup values of the running ones in one command.
@@ -107,12 +118,22 @@ func cgFor(cgs map[int]cgroupValues, ins container.InspectResponse) *cgroupValue
 }
 
 // Read implements sdk.Resource: inspect every instance (concurrently) and
-// read all cgroup values in one remote command.
+// read all cgroup values in one remote command. The provider's
+// ReadResources does the same alongside docker_image reads.
 func (r *containerResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
 	d, err := r.clients.get(ctx, n)
 	if err != nil {
 		return nil, 0, sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+n.Name, err)}
 	}
+	ids := containerRefs(items)
+	ins := make([]inspected, len(ids))
+	trips := runWave(inspectJobs(ctx, d, ids, ins))
+	results, t2 := r.finishRead(ctx, d, n, items, ins)
+	return results, trips + t2, nil
+}
+
+// containerRefs is what to inspect for each item: its id, else its name.
+func containerRefs(items []sdk.ReadItem) []string {
 	ids := make([]string, len(items))
 	for i, it := range items {
 		ids[i] = str(attr(it.Prior, "id"))
@@ -120,9 +141,13 @@ func (r *containerResource) Read(ctx context.Context, n sdk.Node, items []sdk.Re
 			ids[i] = str(attr(it.Prior, "name"))
 		}
 	}
-	ins, trips := inspectAll(ctx, d, ids)
-	cgs, t2, cgErr := cgroupsFor(ctx, d, ins)
-	trips += t2
+	return ids
+}
+
+// finishRead reads the cgroup values of the running containers in ins (one
+// remote command) and builds the results; it returns the round trips made.
+func (r *containerResource) finishRead(ctx context.Context, d *dockerClient, n sdk.Node, items []sdk.ReadItem, ins []inspected) ([]sdk.ReadResult, int) {
+	cgs, trips, cgErr := cgroupsFor(ctx, d, ins)
 	results := make([]sdk.ReadResult, len(items))
 	for i, it := range items {
 		res := sdk.ReadResult{Private: it.Private, NewState: cty.NullVal(r.Schema().Block.ImpliedType())}
@@ -141,7 +166,7 @@ func (r *containerResource) Read(ctx context.Context, n sdk.Node, items []sdk.Re
 		}
 		results[i] = res
 	}
-	return results, trips, nil
+	return results, trips
 }
 
 // Plan implements sdk.Resource.

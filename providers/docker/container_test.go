@@ -311,8 +311,11 @@ func TestContainerPlanRefusals(t *testing.T) {
 	}
 }
 
-// TestContainerReadBatch: one Read of many containers costs one wave of
-// inspects and one remote command, and reports a missing one as gone.
+// TestContainerReadBatch: one Read of a node's docker resources (an image
+// and several containers) costs two sequential round trips: one wave of
+// image and container inspects together, then one cgroup command. Results
+// are those of the Router's type-after-type read (three round trips), and
+// a missing container reads as gone.
 func TestContainerReadBatch(t *testing.T) {
 	api := engine(t)
 	ensureGuardImage(t, api)
@@ -338,20 +341,50 @@ func TestContainerReadBatch(t *testing.T) {
 		states = append(states, st)
 	}
 	byHand(t, "rm", "-f", "sparkform-test-batch-2")
-	resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: items})
-	if resp.Diagnostics.HasErrors() {
-		t.Fatal(resp.Diagnostics.Err())
+
+	// The image sits between the containers: results must come back in order.
+	img, err := api.ImageInspect(context.Background(), guardImage)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if resp.RoundTrips != 2 {
-		t.Errorf("RoundTrips = %d, want 2 (one wave of inspects, one cgroup command)", resp.RoundTrips)
+	is := sdktest.Schema(t, p, "docker_image")
+	imgPrior := sdktest.Object(t, is.Block, map[string]cty.Value{"name": cty.StringVal(guardImage)})
+	imgWant := sdktest.Object(t, is.Block, map[string]cty.Value{"name": cty.StringVal(guardImage),
+		"image_id": cty.StringVal(img.ID), "repo_digest": cty.StringVal("")})
+	items = append(items[:1], append([]sdk.ReadItem{{TypeName: "docker_image", Address: "docker_image.guard", Prior: imgPrior}}, items[1:]...)...)
+	want := []cty.Value{states[0], imgWant, states[1], cty.NullVal(rs.Block.ImpliedType())}
+
+	for _, tc := range []struct {
+		name  string
+		read  func(context.Context, sdk.ReadRequest) sdk.ReadResponse
+		trips int
+	}{
+		{"provider", p.ReadResources, 2},
+		{"router, type after type", p.(*provider).Router.ReadResources, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := tc.read(context.Background(), sdk.ReadRequest{Node: n, Resources: items})
+			if resp.Diagnostics.HasErrors() {
+				t.Fatal(resp.Diagnostics.Err())
+			}
+			if resp.RoundTrips != tc.trips {
+				t.Errorf("RoundTrips = %d, want %d", resp.RoundTrips, tc.trips)
+			}
+			if len(resp.Results) != len(want) {
+				t.Fatalf("%d results for %d items", len(resp.Results), len(want))
+			}
+			for i, w := range want {
+				if r := resp.Results[i]; !r.NewState.RawEquals(w) || len(r.Diagnostics) > 0 || string(r.Private) != string(items[i].Private) {
+					t.Errorf("item %d (%s): %#v %v, want %#v", i, items[i].Address, r.NewState, r.Diagnostics, w)
+				}
+			}
+		})
 	}
-	for i := 0; i < 2; i++ {
-		if !resp.Results[i].NewState.RawEquals(states[i]) {
-			t.Errorf("item %d: %#v, want %#v", i, resp.Results[i].NewState, states[i])
-		}
-	}
-	if !resp.Results[2].NewState.IsNull() {
-		t.Errorf("removed container reads as %#v, want null", resp.Results[2].NewState)
+
+	// Containers alone: still one wave of inspects and one cgroup command.
+	only := []sdk.ReadItem{items[0], items[2]}
+	if resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: only}); resp.RoundTrips != 2 || resp.Diagnostics.HasErrors() {
+		t.Errorf("containers alone: RoundTrips = %d (want 2), %v", resp.RoundTrips, resp.Diagnostics.Err())
 	}
 	for i := 0; i < 2; i++ {
 		sdktest.Destroy(t, p, ctype, n, states[i], nil)

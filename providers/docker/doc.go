@@ -37,7 +37,12 @@
 // not regular files on the node (symlinks included), are refused at plan
 // time with one remote command for the whole list.
 //
-// Read is batched per node: container inspects run concurrently
-// (readParallel at a time) and the cgroup values of every running container
-// come from one remote command; RoundTrips counts sequential waves.
+// Read is batched per node: image inspects and container inspects do not
+// depend on each other and run together in one concurrent wave
+// (readParallel at a time), then the cgroup values of every running
+// container come from one remote command: two round trips per node for
+// any mix of the two types. RoundTrips counts sequential waves. A wait
+// block is probed from the node (over SSH through the connection); while
+// apply waits, progress reports the elapsed time every second, and a
+// timeout error names what was probed and how long it waited.
 package docker

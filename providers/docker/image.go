@@ -91,21 +91,22 @@ func repoDigest(name string, digests []string) string {
 	return ""
 }
 
-// Read implements sdk.Resource.
+// Read implements sdk.Resource: one inspect per image, concurrently. The
+// provider's ReadResources runs these alongside docker_container inspects.
 func (r *imageResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
 	d, err := r.clients.get(ctx, n)
 	if err != nil {
 		return nil, 0, sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+n.Name, err)}
 	}
 	results := make([]sdk.ReadResult, len(items))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, readParallel)
+	return results, runWave(r.readJobs(ctx, d, items, results)), nil
+}
+
+// readJobs returns one independent job per item that reads it into out[i].
+func (r *imageResource) readJobs(ctx context.Context, d *dockerClient, items []sdk.ReadItem, out []sdk.ReadResult) []func() {
+	jobs := make([]func(), len(items))
 	for i, it := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		jobs[i] = func() {
 			res := sdk.ReadResult{Private: it.Private, NewState: cty.NullVal(r.Schema().Block.ImpliedType())}
 			v, found, err := observeImage(ctx, d, stripUnknown(it.Prior))
 			switch {
@@ -115,11 +116,10 @@ func (r *imageResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadIt
 			case found:
 				res.NewState = v
 			}
-			results[i] = res
-		}()
+			out[i] = res
+		}
 	}
-	wg.Wait()
-	return results, (len(items) + readParallel - 1) / readParallel, nil
+	return jobs
 }
 
 // Plan implements sdk.Resource. With pull = "always" it asks the registry

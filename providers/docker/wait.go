@@ -108,8 +108,8 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return fmt.Errorf("%w: %s did not answer within %s; last output:\n%s", ErrWaitTimeout, what, w.Timeout,
-					tailLogs(context.WithoutCancel(ctx), d, id, 20))
+				return fmt.Errorf("%w: %s did not answer within the wait timeout of %s (waited %s); raise wait.timeout if it needs longer; last output:\n%s",
+					ErrWaitTimeout, what, w.Timeout, time.Since(start).Round(100*time.Millisecond), tailLogs(context.WithoutCancel(ctx), d, id, 20))
 			}
 			return ctx.Err()
 		case <-tick.C:
