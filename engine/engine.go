@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -187,5 +186,3 @@ func forEachParallel(ctx context.Context, lim limiter, n int, fn func(i int)) er
 	wg.Wait()
 	return firstErr
 }
-
-var _ = runtime.NumCPU

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"context"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -300,9 +298,6 @@ func (ev *evaluator) evalInstance(iv *instanceVertex) (*resourceInstance, hcl.Di
 	r := ev.mod.Resources[iv.Block]
 	return ev.decodeInstance(r, iv.Addr, iv.Key, ev.instanceContext(iv))
 }
-
-var _ = context.Background
-var _ sync.Mutex
 
 // nodeInstances returns every node instance evaluated so far, by name.
 func (ev *evaluator) nodeInstances() map[string]sdk.Node {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 )
 
 // exitError carries a process exit code through cobra.
@@ -72,5 +71,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
-var _ = strings.TrimSpace

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/addrs"
@@ -343,5 +342,3 @@ the nodes compare.`,
 	})
 	return cmd
 }
-
-var _ = cty.NilVal
