@@ -80,7 +80,8 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if err := g.Validate(); err != nil {
 		return res, append(diags, errDiag("Cannot order the changes", err.Error()))
 	}
-	wd := e.walk(ctx, g, ev, ap.applyResource, func(name string, v cty.Value) { res.Outputs[name] = v }, ap.destroyStep)
+	wd := e.walk(ctx, g, ev, walkFuncs{resource: ap.applyResource, instance: ap.applyVertex,
+		output: func(name string, v cty.Value) { res.Outputs[name] = v }, destroy: ap.destroyStep})
 	diags = append(diags, wd...)
 	if p.Mode == plans.NormalMode {
 		// Outputs the walk did not reach (outside -target, or after a
@@ -247,12 +248,6 @@ func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
 // that the plan changes, and publishes every instance's value for the
 // blocks that reference it.
 func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostics {
-	if iv, ok := ap.cg.instances[key]; ok {
-		return ap.applyVertex(ctx, iv)
-	}
-	if _, ok := ap.cg.expansions[key]; ok {
-		return nil // its instances are vertices of their own
-	}
 	e := ap.e
 	r := e.Module.Resources[key]
 	schema := ap.cg.schemas[r.Addr.Type]

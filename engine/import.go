@@ -62,7 +62,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return d
 	}
 	g := cg.subgraph(func(v string) bool { return filter.vertex(v) && v[:min(len(v), 7)] != "output." })
-	diags = append(diags, e.walk(ctx, g, ev, fromState, nil)...)
+	diags = append(diags, e.walk(ctx, g, ev, walkFuncs{resource: fromState})...)
 	if diags.HasErrors() {
 		return diags
 	}

@@ -231,7 +231,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 	priorOutputs := e.priorOutputs()
 	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}, lim: make(limiter, e.parallelism())}
 	g := cg.walkGraph(e.Module, filter.vertex, filter.instance)
-	wd := e.walk(ctx, g, ev, func(ctx context.Context, key string) hcl.Diagnostics { return pl.planResource(ctx, key) }, func(name string, val cty.Value) {
+	wd := e.walk(ctx, g, ev, walkFuncs{resource: pl.planResource, instance: pl.planVertex, output: func(name string, val cty.Value) {
 		if o := e.Module.Outputs[name]; o != nil {
 			before, ok := priorOutputs[name]
 			if !ok {
@@ -239,7 +239,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 			}
 			p.Outputs[name] = &plans.OutputChange{Before: before, After: val, Sensitive: o.Sensitive}
 		}
-	})
+	}})
 	diags = append(diags, wd...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -356,9 +356,19 @@ func (cg *configGraph) subgraph(keep func(string) bool) *graph.Graph {
 // walk runs the configuration graph g: locals, nodes and outputs are
 // evaluated here, resources by resourceFn, and any other vertex (apply's
 // destroy steps) by extraFn.
-func (e *Engine) walk(ctx context.Context, g *graph.Graph, ev *evaluator,
-	resourceFn func(context.Context, string) hcl.Diagnostics, outputFn func(string, cty.Value),
-	extraFn ...func(context.Context, string) hcl.Diagnostics) hcl.Diagnostics {
+// walkFuncs does the resource work of one walk; locals, nodes and outputs
+// are evaluated by walk itself. Any of them may be nil.
+type walkFuncs struct {
+	// resource handles a block walked whole (keys known only in the walk).
+	resource func(context.Context, string) hcl.Diagnostics
+	// instance handles one instance vertex of a statically expanded block.
+	instance func(context.Context, *instanceVertex) hcl.Diagnostics
+	output   func(string, cty.Value)
+	// destroy handles apply's destroy steps.
+	destroy func(context.Context, string) hcl.Diagnostics
+}
+
+func (e *Engine) walk(ctx context.Context, g *graph.Graph, ev *evaluator, f walkFuncs) hcl.Diagnostics {
 	var mu sync.Mutex
 	var diags hcl.Diagnostics
 	errs := g.Walk(ctx, walkParallelism, func(ctx context.Context, v string) error {
@@ -372,17 +382,21 @@ func (e *Engine) walk(ctx context.Context, g *graph.Graph, ev *evaluator,
 			name := strings.TrimPrefix(v, "output.")
 			val, od := ev.evalOutput(name)
 			d = od
-			if !od.HasErrors() && outputFn != nil {
+			if !od.HasErrors() && f.output != nil {
 				mu.Lock()
-				outputFn(name, val)
+				f.output(name, val)
 				mu.Unlock()
 			}
 		case strings.HasPrefix(v, "destroy ") || strings.HasPrefix(v, "destroyall "):
-			if len(extraFn) > 0 {
-				d = extraFn[0](ctx, v)
+			if f.destroy != nil {
+				d = f.destroy(ctx, v)
 			}
+		case strings.HasPrefix(v, "instance "):
+			d = f.instance(ctx, ev.cg.instances[v])
 		default:
-			d = resourceFn(ctx, v)
+			if _, static := ev.cg.expansions[v]; !static && f.resource != nil {
+				d = f.resource(ctx, v) // a static block's vertex only gathers its instances
+			}
 		}
 		if len(d) > 0 {
 			mu.Lock()
@@ -453,12 +467,6 @@ func (pl *planner) planVertex(ctx context.Context, iv *instanceVertex) hcl.Diagn
 }
 
 func (pl *planner) planResource(ctx context.Context, key string) hcl.Diagnostics {
-	if iv, ok := pl.cg.instances[key]; ok {
-		return pl.planVertex(ctx, iv)
-	}
-	if _, ok := pl.cg.expansions[key]; ok {
-		return nil // its instances are vertices of their own
-	}
 	e := pl.e
 	r := e.Module.Resources[key]
 	schema := pl.cg.schemas[r.Addr.Type]
