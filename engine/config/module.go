@@ -82,7 +82,9 @@ type Node struct {
 type Resource struct {
 	Addr           addrs.Resource
 	ForEach, Count hcl.Expression
-	// NodeExpr is the required `node` argument.
+	// NodeExpr is the `node` argument: required, except for the built-in
+	// provider's types (sparkform_data), which touch no node; for those
+	// an absent node is the local node (see NoNodeExpr).
 	NodeExpr  hcl.Expression
 	DependsOn []hcl.Traversal
 	Lifecycle Lifecycle
@@ -397,6 +399,20 @@ var lifecycleSchema = &hcl.BodySchema{
 	},
 }
 
+// NodeOptional reports whether resources of this type may leave out
+// `node`: the built-in provider "sparkform" keeps values in state and
+// touches no node.
+func NodeOptional(typ string) bool { return strings.HasPrefix(typ, "sparkform_") }
+
+// NoNodeExpr stands for an absent `node` argument: the local node, which
+// needs no connection, so nothing is reached or checked for it.
+func NoNodeExpr(rng hcl.Range) hcl.Expression {
+	return hcl.StaticExpr(cty.ObjectVal(map[string]cty.Value{
+		"name":      cty.StringVal(""),
+		"transport": cty.StringVal("local"),
+	}), rng)
+}
+
 func decodeResourceBlock(b *hcl.Block) (*Resource, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	typ, name := b.Labels[0], b.Labels[1]
@@ -416,6 +432,8 @@ func decodeResourceBlock(b *hcl.Block) (*Resource, hcl.Diagnostics) {
 	r.ForEach, r.Count = expansionExprs(content, &diags)
 	if a, ok := content.Attributes["node"]; ok {
 		r.NodeExpr = a.Expr
+	} else if NodeOptional(typ) {
+		r.NodeExpr = NoNodeExpr(b.DefRange)
 	} else {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing node argument",
 			Detail:  fmt.Sprintf("Resource %s must say which node it lives on: add node = node.NAME (or node = node.NAME[each.key] for a node block with for_each).", r.Addr),
