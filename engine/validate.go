@@ -55,6 +55,21 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// for_each and count as far as they are known without values: a list
+	// literal is as wrong here as it is at plan.
+	for _, key := range keys {
+		r := e.Module.Resources[key]
+		diags = append(diags, config.CheckExpansion(r.ForEach, r.Count, base)...)
+	}
+	nodeNames := make([]string, 0, len(e.Module.Nodes))
+	for name := range e.Module.Nodes {
+		nodeNames = append(nodeNames, name)
+	}
+	sort.Strings(nodeNames)
+	for _, name := range nodeNames {
+		n := e.Module.Nodes[name]
+		diags = append(diags, config.CheckExpansion(n.ForEach, n.Count, base)...)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, key := range keys {

@@ -47,6 +47,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("SPARKFORM_BIN", filepath.Join(binDir, "sparkform"))
 			env.Setenv("NO_COLOR", "1")
+			// The repository's examples, for scripts that check them.
+			ex, err := filepath.Abs("../../examples")
+			if err != nil {
+				return err
+			}
+			env.Setenv("SF_EXAMPLES", ex)
 			return os.MkdirAll(filepath.Join(env.WorkDir, "home"), 0o700)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -117,3 +117,50 @@ func expandCount(expr hcl.Expression, ctx *hcl.EvalContext) (*Expansion, hcl.Dia
 	}
 	return exp, diags
 }
+
+// CheckExpansion is validate's check of for_each and count: the checks
+// Expand makes that need no known value. In ctx, values not known until
+// plan are unknown; a for_each whose type is already known to be wrong
+// (a list or tuple literal, a variable typed list(...)) or a count that
+// cannot be a number is an error here, as plan would find.
+func CheckExpansion(forEach, count hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	switch {
+	case forEach != nil:
+		v, diags := forEach.Value(ctx)
+		if diags.HasErrors() || v.Type() == cty.DynamicPseudoType {
+			return diags
+		}
+		if v.IsWhollyKnown() && !v.IsMarked() {
+			_, d := expandForEach(forEach, ctx)
+			return d
+		}
+		ty := v.Type()
+		detail := ""
+		switch {
+		case ty.IsListType() || ty.IsTupleType():
+			detail = fmt.Sprintf("for_each takes a map or a set of strings, not a %s: a list has no stable keys. Convert it with toset(...), or build a map with a for expression.", ty.FriendlyName())
+		case ty.IsPrimitiveType():
+			detail = fmt.Sprintf("for_each takes a map or a set of strings, not %s.", ty.FriendlyName())
+		default:
+			return diags
+		}
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid for_each argument", Detail: detail,
+			Subject: forEach.Range().Ptr(), Expression: forEach, EvalContext: ctx})
+	case count != nil:
+		v, diags := count.Value(ctx)
+		if diags.HasErrors() || v.Type() == cty.DynamicPseudoType {
+			return diags
+		}
+		if _, err := convert.Convert(v, cty.Number); err != nil {
+			return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid count argument",
+				Detail:  fmt.Sprintf("count takes a whole number >= 0, not %s.", v.Type().FriendlyName()),
+				Subject: count.Range().Ptr(), Expression: count, EvalContext: ctx})
+		}
+		if v.IsKnown() && !v.IsMarked() {
+			_, d := expandCount(count, ctx)
+			return d
+		}
+		return diags
+	}
+	return nil
+}

@@ -15,6 +15,21 @@ variable "nodes" {
     spark-01 = { host = "192.168.100.11", rank = 0 }
     spark-02 = { host = "192.168.100.12", rank = 1 }
   }
+
+  # The recipe is TP2 (required_nodes = 2, --nnodes 2): exactly two nodes,
+  # ranks 0 and 1, one each (rank 0 is the master every rank joins).
+  validation {
+    condition     = length(var.nodes) == 2
+    error_message = "The recipe runs tensor-parallel over exactly 2 nodes (--nnodes 2); give var.nodes two entries."
+  }
+  validation {
+    condition     = length([for n in var.nodes : n if n.rank == 0]) == 1
+    error_message = "Exactly one node must have rank = 0: it is the master (master_addr) the other rank joins."
+  }
+  validation {
+    condition     = alltrue([for n in var.nodes : n.rank >= 0 && n.rank < length(var.nodes) && floor(n.rank) == n.rank]) && length(distinct([for n in var.nodes : n.rank])) == length(var.nodes)
+    error_message = "Ranks must be 0 and 1, one per node (--node-rank)."
+  }
 }
 
 variable "user" {
