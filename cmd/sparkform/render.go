@@ -14,12 +14,19 @@ import (
 )
 
 // bigListThreshold: longer lists are summarized, never printed element by
-// element (a 10,000-file manifest must not flood the plan).
-const bigListThreshold = 20
+// element (a 10,000-file manifest must not flood the plan). Changes to a
+// list are printed per element instead (listDiff), unchanged runs folded.
+const bigListThreshold = 200
 
 type renderer struct {
 	w     io.Writer
 	color bool
+
+	// cur is the address whose attributes are being printed, and
+	// shownEdits where each changed list element was printed first (see
+	// seenElsewhere); nil outside a plan's changes.
+	cur        string
+	shownEdits map[string]string
 }
 
 func (r *renderer) c(code, s string) string {
@@ -72,20 +79,32 @@ func (r *renderer) plan(p *plans.Plan) {
 	if len(p.Drift) > 0 {
 		fmt.Fprintln(r.w, r.c("1", "Objects have changed outside of sparkform")+"\n")
 		fmt.Fprintln(r.w, "sparkform detected the following changes made outside of sparkform since the last apply:")
+		undone := 0
 		for _, d := range p.Drift {
 			fmt.Fprintln(r.w)
+			follows := p.Mode == plans.NormalMode && driftFollowed(d, p.Change(d.Addr))
+			if !follows && p.Mode == plans.NormalMode {
+				undone++
+			}
 			if d.After.IsNull() {
 				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c("1", d.Addr))
 				continue
 			}
 			fmt.Fprintf(r.w, "  # %s has changed\n", r.c("1", d.Addr))
+			if follows {
+				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
+			}
 			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
 			r.attrs(d.Before, d.After, nil, nil, nil, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")
 		}
 		fmt.Fprintln(r.w)
-		if p.Mode != plans.RefreshOnlyMode {
-			fmt.Fprintln(r.w, "Unless you have made equivalent changes to your configuration, sparkform will undo them below.")
+		if p.Mode == plans.NormalMode {
+			if undone > 0 {
+				fmt.Fprintln(r.w, "Unless you have made equivalent changes to your configuration, sparkform will undo the changes not marked as followed, below.")
+			} else {
+				fmt.Fprintln(r.w, "The configuration follows these changes: apply carries them through, below; nothing is undone.")
+			}
 			fmt.Fprintln(r.w, strings.Repeat("─", 77))
 		}
 	}
@@ -111,7 +130,10 @@ func (r *renderer) plan(p *plans.Plan) {
 	if len(changes) > 0 {
 		fmt.Fprintln(r.w, "sparkform will perform the following actions:")
 	}
+	r.shownEdits = map[string]string{}
+	defer func() { r.shownEdits, r.cur = nil, "" }()
 	for _, c := range changes {
+		r.cur = c.Addr
 		fmt.Fprintln(r.w)
 		fmt.Fprintf(r.w, "  # %s %s", r.c("1", c.Addr), verb(c.Action))
 		if c.Node.Name != "" {
@@ -147,9 +169,44 @@ func (r *renderer) plan(p *plans.Plan) {
 				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c("31", "-"), n, r.value(o.Before, "  "))
 				continue
 			}
+			if o.Before != cty.NilVal && !o.Before.IsNull() {
+				before := r.value(o.Before, "  ")
+				if o.Sensitive {
+					before = "(sensitive value)"
+				}
+				fmt.Fprintf(r.w, "  %s %s = %s -> %s\n", r.c("33", "~"), n, before, val)
+				continue
+			}
 			fmt.Fprintf(r.w, "  %s %s = %s\n", r.c("32", "+"), n, val)
 		}
 	}
+}
+
+// driftFollowed reports whether the plan keeps what changed outside
+// sparkform (a hub ref that moved, which the manifest follows) rather than
+// putting it back: every attribute the drift changed has, in the plan,
+// the value the node has now.
+func driftFollowed(d *plans.Drift, c *plans.ResourceChange) bool {
+	if c == nil || d.After.IsNull() {
+		return false
+	}
+	if c.Action == plans.NoOp {
+		return true
+	}
+	if c.Action != plans.Update {
+		return false
+	}
+	for _, n := range attrNames(d.Before, d.After) {
+		b, a := attrOf(d.Before, n), attrOf(d.After, n)
+		if sdk.ValuesEqual(b, a) {
+			continue
+		}
+		pa := attrOf(c.After, n)
+		if !pa.IsWhollyKnown() || !sdk.ValuesEqual(pa, a) {
+			return false
+		}
+	}
+	return true
 }
 
 func outputsChange(p *plans.Plan) bool {
@@ -248,6 +305,12 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			if a.IsKnown() && a.IsNull() {
 				continue
 			}
+			if !sens[n] {
+				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
+					fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c("32", "+"), pad, r.c("2", fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
+					continue
+				}
+			}
 			fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c("32", "+"), pad, show(a))
 		case plans.Delete:
 			if b.IsNull() {
@@ -269,8 +332,12 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			case a.IsKnown() && a.IsNull():
 				fmt.Fprintf(r.w, "%s%s %s = %s -> null%s\n", indent, r.c("31", "-"), pad, show(b), suffix)
 			default:
-				if s := listSummary(b, a); s != "" {
-					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, s, suffix)
+				if !sens[n] && isSeq(b) && isSeq(a) {
+					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
+						fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, r.c("2", fmt.Sprintf("[ the same changed elements as %s above ]", where)), suffix)
+						continue
+					}
+					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, r.listDiff(b, a, indent), suffix)
 					continue
 				}
 				fmt.Fprintf(r.w, "%s%s %s = %s -> %s%s\n", indent, r.c("33", "~"), pad, show(b), show(a), suffix)
@@ -280,41 +347,6 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 	if hidden > 0 && action != plans.Create && action != plans.Delete {
 		fmt.Fprintf(r.w, "%s  # (%d unchanged %s hidden)\n", indent, hidden, plural(hidden, "attribute", "attributes"))
 	}
-}
-
-// listSummary describes a change between two long lists in one line.
-func listSummary(b, a cty.Value) string {
-	if !b.IsKnown() || !a.IsKnown() || b.IsNull() || a.IsNull() {
-		return ""
-	}
-	if !(b.Type().IsListType() || b.Type().IsTupleType() || b.Type().IsSetType()) {
-		return ""
-	}
-	bl, al := b.LengthInt(), a.LengthInt()
-	if bl <= bigListThreshold && al <= bigListThreshold {
-		return ""
-	}
-	count := func(v cty.Value) map[string]int {
-		m := map[string]int{}
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
-			m[e.GoString()]++
-		}
-		return m
-	}
-	bm, am := count(b), count(a)
-	added, removed := 0, 0
-	for k, n := range am {
-		if bm[k] < n {
-			added += n - bm[k]
-		}
-	}
-	for k, n := range bm {
-		if am[k] < n {
-			removed += n - am[k]
-		}
-	}
-	return fmt.Sprintf("[ %d elements -> %d elements: +%d, -%d ]", bl, al, added, removed)
 }
 
 // value renders a value as HCL-ish text.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,6 +63,7 @@ func TestScripts(t *testing.T) {
 			"waitfile":  cmdWaitFile,
 			"exitcode":  cmdExitCode,
 			"writefile": cmdWriteFile,
+			"mkhub":     cmdMkHub,
 		},
 	})
 }
@@ -218,4 +221,57 @@ func cmdWriteFile(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%v", err)
 	}
 	ts.Check(os.WriteFile(p, []byte(strings.Join(args[1:], " ")+"\n"), 0o644))
+}
+
+// mkhub REPO_ID REV FILE=CONTENT...: commit a snapshot to a Hugging Face
+// hub cache readable by the sshd test user (exported as HUB_DIR; made on
+// first use): blobs under the repo, the first file's blob in the hub-level
+// shared store, snapshot symlinks, and refs/main pointing at REV (any
+// label; its sha1-like hex form is exported as HUB_REV).
+func cmdMkHub(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 {
+		ts.Fatalf("usage: mkhub REPO_ID REV FILE=CONTENT...")
+	}
+	dir := ts.Getenv("HUB_DIR")
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sparkform-hub-")
+		if err != nil {
+			ts.Fatalf("%v", err)
+		}
+		ts.Defer(func() { os.RemoveAll(d) })
+		ts.Check(os.Chmod(d, 0o755))
+		dir = filepath.Join(d, "hub")
+		ts.Setenv("HUB_DIR", dir)
+	}
+	sum := sha256.Sum256([]byte(args[1]))
+	rev := hex.EncodeToString(sum[:])[:40]
+	rd := filepath.Join(dir, "models--"+strings.ReplaceAll(args[0], "/", "--"))
+	for i, kv := range args[2:] {
+		name, content, ok := strings.Cut(kv, "=")
+		if !ok {
+			ts.Fatalf("mkhub: %q is not FILE=CONTENT", kv)
+		}
+		h := sha256.Sum256([]byte(content))
+		hash := hex.EncodeToString(h[:])
+		blob := filepath.Join(rd, "blobs", hash)
+		ts.Check(os.MkdirAll(filepath.Dir(blob), 0o755))
+		if _, err := os.Lstat(blob); err != nil {
+			if i == 0 {
+				shared := filepath.Join(dir, "blobs", hash[:2], hash)
+				ts.Check(os.MkdirAll(filepath.Dir(shared), 0o755))
+				ts.Check(os.WriteFile(shared, []byte(content), 0o644))
+				rel, _ := filepath.Rel(filepath.Dir(blob), shared)
+				ts.Check(os.Symlink(rel, blob))
+			} else {
+				ts.Check(os.WriteFile(blob, []byte(content), 0o644))
+			}
+		}
+		link := filepath.Join(rd, "snapshots", rev, name)
+		ts.Check(os.MkdirAll(filepath.Dir(link), 0o755))
+		rel, _ := filepath.Rel(filepath.Dir(link), blob)
+		ts.Check(os.Symlink(rel, link))
+	}
+	ts.Check(os.MkdirAll(filepath.Join(rd, "refs"), 0o755))
+	ts.Check(os.WriteFile(filepath.Join(rd, "refs", "main"), []byte(rev), 0o644))
+	ts.Setenv("HUB_REV", rev)
 }
