@@ -23,13 +23,13 @@ import (
 // file:line:col first, so editors and terminals can jump to it.
 func writeDiagnostic(w io.Writer, d *hcl.Diagnostic, files map[string]*hcl.File, color bool) {
 	sev := "Error"
-	code := "1;31"
+	style := boldRed
 	if d.Severity == hcl.DiagWarning {
-		sev, code = "Warning", "1;33"
+		sev, style = "Warning", boldYellow
 	}
 	head := sev + ":"
 	if color {
-		head = "\x1b[" + code + "m" + head + "\x1b[0m"
+		head = style.Sprint(head)
 	}
 	fmt.Fprintf(w, "%s %s\n", head, d.Summary)
 	if d.Subject != nil {

@@ -159,15 +159,15 @@ func (r *renderer) listDiff(b, a cty.Value, indent string) string {
 		shown++
 		switch {
 		case e.op == '+' && isObjectish(e.after):
-			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c("32", "+"), r.objectDiff(cty.NilVal, e.after, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c(green, "+"), r.objectDiff(cty.NilVal, e.after, in+"  "))
 		case e.op == '+':
-			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c("32", "+"), r.value(e.after, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c(green, "+"), r.value(e.after, in+"  "))
 		case e.op == '-' && isObjectish(e.before):
-			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c("31", "-"), r.objectDiff(e.before, cty.NilVal, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c(red, "-"), r.objectDiff(e.before, cty.NilVal, in+"  "))
 		case e.op == '-':
-			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c("31", "-"), r.value(e.before, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c(red, "-"), r.value(e.before, in+"  "))
 		default:
-			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c("33", "~"), r.objectDiff(e.before, e.after, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s,\n", in, r.c(yellow, "~"), r.objectDiff(e.before, e.after, in+"  "))
 		}
 	}
 	fold()
@@ -219,13 +219,13 @@ func (r *renderer) objectDiff(b, a cty.Value, indent string) string {
 		pad := key + strings.Repeat(" ", max(0, width-len(key)))
 		switch {
 		case !bok:
-			fmt.Fprintf(&sb, "%s%s %s = %s\n", in, r.c("32", "+"), pad, r.value(av, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s = %s\n", in, r.c(green, "+"), pad, r.value(av, in+"  "))
 		case !aok:
-			fmt.Fprintf(&sb, "%s%s %s = %s -> null\n", in, r.c("31", "-"), pad, r.value(bv, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s = %s -> null\n", in, r.c(red, "-"), pad, r.value(bv, in+"  "))
 		case sdk.ValuesEqual(bv, av):
 			fmt.Fprintf(&sb, "%s  %s = %s\n", in, pad, r.value(av, in+"  "))
 		default:
-			fmt.Fprintf(&sb, "%s%s %s = %s -> %s\n", in, r.c("33", "~"), pad, r.value(bv, in+"  "), r.value(av, in+"  "))
+			fmt.Fprintf(&sb, "%s%s %s = %s -> %s\n", in, r.c(yellow, "~"), pad, r.value(bv, in+"  "), r.value(av, in+"  "))
 		}
 	}
 	sb.WriteString(indent + "}")

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fatih/color"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
@@ -29,25 +30,26 @@ type renderer struct {
 	shownEdits map[string]string
 }
 
-func (r *renderer) c(code, s string) string {
+// c paints s in style when the renderer has colour on.
+func (r *renderer) c(style *color.Color, s string) string {
 	if !r.color {
 		return s
 	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
+	return style.Sprint(s)
 }
 
 func (r *renderer) symbol(a plans.Action) string {
 	switch a {
 	case plans.Create:
-		return r.c("32", "  +")
+		return r.c(green, "  +")
 	case plans.Update:
-		return r.c("33", "  ~")
+		return r.c(yellow, "  ~")
 	case plans.Delete:
-		return r.c("31", "  -")
+		return r.c(red, "  -")
 	case plans.DeleteThenCreate:
-		return r.c("31", "-") + "/" + r.c("32", "+")
+		return r.c(red, "-") + "/" + r.c(green, "+")
 	case plans.CreateThenDelete:
-		return r.c("32", "+") + "/" + r.c("31", "-")
+		return r.c(green, "+") + "/" + r.c(red, "-")
 	}
 	return "   "
 }
@@ -71,13 +73,13 @@ func verb(a plans.Action) string {
 // plan renders a plan like Terraform does.
 func (r *renderer) plan(p *plans.Plan) {
 	for _, n := range p.Notes {
-		fmt.Fprintf(r.w, "%s %s\n", r.c("1;33", "Note:"), n)
+		fmt.Fprintf(r.w, "%s %s\n", r.c(boldYellow, "Note:"), n)
 	}
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(r.w)
 	}
 	if len(p.Drift) > 0 {
-		fmt.Fprintln(r.w, r.c("1", "Objects have changed outside of sparkform")+"\n")
+		fmt.Fprintln(r.w, r.c(bold, "Objects have changed outside of sparkform")+"\n")
 		fmt.Fprintln(r.w, "sparkform detected the following changes made outside of sparkform since the last apply:")
 		undone := 0
 		for _, d := range p.Drift {
@@ -87,10 +89,10 @@ func (r *renderer) plan(p *plans.Plan) {
 				undone++
 			}
 			if d.After.IsNull() {
-				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c("1", d.Addr))
+				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c(bold, d.Addr))
 				continue
 			}
-			fmt.Fprintf(r.w, "  # %s has changed\n", r.c("1", d.Addr))
+			fmt.Fprintf(r.w, "  # %s has changed\n", r.c(bold, d.Addr))
 			if follows {
 				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
 			}
@@ -110,7 +112,7 @@ func (r *renderer) plan(p *plans.Plan) {
 	}
 	if p.Mode == plans.RefreshOnlyMode {
 		if len(p.Drift) == 0 {
-			fmt.Fprintln(r.w, r.c("1;32", "No changes.")+" Your nodes still match the state.")
+			fmt.Fprintln(r.w, r.c(boldGreen, "No changes.")+" Your nodes still match the state.")
 		} else {
 			fmt.Fprintf(r.w, "Applying this refresh-only plan will update the state to match, without changing any node.\n")
 		}
@@ -123,7 +125,7 @@ func (r *renderer) plan(p *plans.Plan) {
 		}
 	}
 	if len(changes) == 0 && !outputsChange(p) {
-		fmt.Fprintln(r.w, r.c("1;32", "No changes.")+" Your nodes match the configuration.")
+		fmt.Fprintln(r.w, r.c(boldGreen, "No changes.")+" Your nodes match the configuration.")
 		fmt.Fprintln(r.w, "\nsparkform has compared your nodes with your configuration and found no differences, so no changes are needed.")
 		return
 	}
@@ -135,7 +137,7 @@ func (r *renderer) plan(p *plans.Plan) {
 	for _, c := range changes {
 		r.cur = c.Addr
 		fmt.Fprintln(r.w)
-		fmt.Fprintf(r.w, "  # %s %s", r.c("1", c.Addr), verb(c.Action))
+		fmt.Fprintf(r.w, "  # %s %s", r.c(bold, c.Addr), verb(c.Action))
 		if c.Node.Name != "" {
 			fmt.Fprintf(r.w, " on %s", c.Node.Name)
 		}
@@ -148,7 +150,7 @@ func (r *renderer) plan(p *plans.Plan) {
 		fmt.Fprintln(r.w, "    }")
 	}
 	add, change, destroy := p.Counts()
-	fmt.Fprintf(r.w, "\n%s %d to add, %d to change, %d to destroy.\n", r.c("1", "Plan:"), add, change, destroy)
+	fmt.Fprintf(r.w, "\n%s %d to add, %d to change, %d to destroy.\n", r.c(bold, "Plan:"), add, change, destroy)
 	if outputsChange(p) {
 		fmt.Fprintln(r.w, "\nChanges to Outputs:")
 		names := make([]string, 0, len(p.Outputs))
@@ -166,7 +168,7 @@ func (r *renderer) plan(p *plans.Plan) {
 				val = "(sensitive value)"
 			}
 			if o.After.IsNull() {
-				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c("31", "-"), n, r.value(o.Before, "  "))
+				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c(red, "-"), n, r.value(o.Before, "  "))
 				continue
 			}
 			if o.Before != cty.NilVal && !o.Before.IsNull() {
@@ -174,10 +176,10 @@ func (r *renderer) plan(p *plans.Plan) {
 				if o.Sensitive {
 					before = "(sensitive value)"
 				}
-				fmt.Fprintf(r.w, "  %s %s = %s -> %s\n", r.c("33", "~"), n, before, val)
+				fmt.Fprintf(r.w, "  %s %s = %s -> %s\n", r.c(yellow, "~"), n, before, val)
 				continue
 			}
-			fmt.Fprintf(r.w, "  %s %s = %s\n", r.c("32", "+"), n, val)
+			fmt.Fprintf(r.w, "  %s %s = %s\n", r.c(green, "+"), n, val)
 		}
 	}
 }
@@ -307,16 +309,16 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			}
 			if !sens[n] {
 				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
-					fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c("32", "+"), pad, r.c("2", fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
+					fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c(green, "+"), pad, r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
 					continue
 				}
 			}
-			fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c("32", "+"), pad, show(a))
+			fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c(green, "+"), pad, show(a))
 		case plans.Delete:
 			if b.IsNull() {
 				continue
 			}
-			fmt.Fprintf(r.w, "%s%s %s = %s -> null\n", indent, r.c("31", "-"), pad, show(b))
+			fmt.Fprintf(r.w, "%s%s %s = %s -> null\n", indent, r.c(red, "-"), pad, show(b))
 		default:
 			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
 				hidden++
@@ -324,23 +326,23 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			}
 			suffix := ""
 			if forces[n] {
-				suffix = r.c("31", " # forces replacement")
+				suffix = r.c(red, " # forces replacement")
 			}
 			switch {
 			case b.IsNull():
-				fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("32", "+"), pad, show(a), suffix)
+				fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(green, "+"), pad, show(a), suffix)
 			case a.IsKnown() && a.IsNull():
-				fmt.Fprintf(r.w, "%s%s %s = %s -> null%s\n", indent, r.c("31", "-"), pad, show(b), suffix)
+				fmt.Fprintf(r.w, "%s%s %s = %s -> null%s\n", indent, r.c(red, "-"), pad, show(b), suffix)
 			default:
 				if !sens[n] && isSeq(b) && isSeq(a) {
 					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
-						fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, r.c("2", fmt.Sprintf("[ the same changed elements as %s above ]", where)), suffix)
+						fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(yellow, "~"), pad, r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)), suffix)
 						continue
 					}
-					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c("33", "~"), pad, r.listDiff(b, a, indent), suffix)
+					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(yellow, "~"), pad, r.listDiff(b, a, indent), suffix)
 					continue
 				}
-				fmt.Fprintf(r.w, "%s%s %s = %s -> %s%s\n", indent, r.c("33", "~"), pad, show(b), show(a), suffix)
+				fmt.Fprintf(r.w, "%s%s %s = %s -> %s%s\n", indent, r.c(yellow, "~"), pad, show(b), show(a), suffix)
 			}
 		}
 	}
@@ -355,7 +357,7 @@ func (r *renderer) value(v cty.Value, indent string) string {
 		return "null"
 	}
 	if !v.IsKnown() {
-		return r.c("2", "(known after apply)")
+		return r.c(faint, "(known after apply)")
 	}
 	if v.IsNull() {
 		return "null"

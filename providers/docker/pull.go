@@ -9,6 +9,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sparkform/sparkform/providers/internal/units"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -53,10 +54,10 @@ func pull(ctx context.Context, d *dockerClient, ref string, progress func(sdk.Pr
 		for _, id := range ids {
 			l := layers[id]
 			if l.total > 0 && l.status != "Pull complete" && l.status != "Already exists" {
-				per = append(per, fmt.Sprintf("%s %s/%s", id, humanBytes(l.current), humanBytes(l.total)))
+				per = append(per, fmt.Sprintf("%s %s/%s", id, units.Human(l.current), units.Human(l.total)))
 			}
 		}
-		msg := fmt.Sprintf("pulling %s: %d/%d layers, %s/%s", ref, done, len(layers), humanBytes(cur), humanBytes(tot))
+		msg := fmt.Sprintf("pulling %s: %d/%d layers, %s/%s", ref, done, len(layers), units.Human(cur), units.Human(tot))
 		if len(per) > 0 {
 			msg += " [" + strings.Join(per, ", ") + "]"
 		}
@@ -95,16 +96,4 @@ func pull(ctx context.Context, d *dockerClient, ref string, progress func(sdk.Pr
 	}
 	report(true)
 	return nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/units"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -458,7 +459,7 @@ func short(commit string) string {
 // summarize says in one line how res differs from prior (null: create).
 func summarize(prior cty.Value, res *resolution, manifestStale bool) string {
 	if prior.IsNull() || !prior.IsWhollyKnown() {
-		return fmt.Sprintf("commit %s: %d files, %s", short(res.Commit), len(res.Entries), humanBytes(res.TotalBytes))
+		return fmt.Sprintf("commit %s: %d files, %s", short(res.Commit), len(res.Entries), units.Human(res.TotalBytes))
 	}
 	old := map[string]string{}
 	if fv := prior.GetAttr("files"); !fv.IsNull() {
@@ -493,17 +494,4 @@ func summarize(prior cty.Value, res *resolution, manifestStale bool) string {
 		parts = append(parts, "manifest_path rewritten")
 	}
 	return strings.Join(parts, ", ")
-}
-
-func humanBytes(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f := float64(n)
-	i := -1
-	for f >= 1024 && i < 4 {
-		f /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", f, []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i])
 }

@@ -1,59 +1,68 @@
-// Package units parses the byte sizes users write in configs ("9g",
-// "512m", "2GiB", "1.5g", plain bytes) the way Docker and the kernel's
-// memparse read them: binary multiples. Providers share it so "9g" means
-// the same number everywhere.
+// Package units parses and prints the byte sizes users write in configs
+// ("9g", "512m", "2GiB", "1.5g", plain bytes) the way Docker and the
+// kernel's memparse read them: binary multiples. Providers share it so "9g"
+// means the same number everywhere.
+//
+// Parsing and printing are docker/go-units' (RAMInBytes, BytesSize), the
+// code `docker run -m` itself uses. This package only adds the guards that
+// library leaves out: the number is plain decimal (no "1e3"), a fraction
+// needs a unit ("1.5" is not a byte count), and a size past int64 is an
+// error instead of a wrapped number. Whole-number-only input (the kernel's
+// memparse) is the caller's rule: see providers/kmod.
 package units
 
 import (
 	"errors"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+
+	gounits "github.com/docker/go-units"
 )
 
 // ErrSyntax is returned for text that is not a size.
 var ErrSyntax = errors.New("not a size: use bytes or a number with k, m, g or t (e.g. \"9g\", \"512m\")")
 
-// ParseBytes reads a non-negative size with an optional k/m/g/t suffix
+// shape is a plain decimal number and an optional unit; go-units says
+// whether the unit is one.
+var shape = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]*)$`)
+
+// ParseBytes reads a non-negative size with an optional k/m/g/t/p suffix
 // (optionally followed by "b" or "ib"), in binary multiples. Fractions are
 // allowed with a suffix ("1.5g") and rounded down to a whole byte.
 func ParseBytes(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
+	t := strings.TrimSpace(s)
+	m := shape.FindStringSubmatch(t)
+	if m == nil {
 		return 0, ErrSyntax
 	}
-	if n := len(t); n > 1 && t[n-1] == 'b' && (t[n-2] < '0' || t[n-2] > '9') {
-		t = strings.TrimSuffix(t[:n-1], "i") // "9gb", "9gib"
-	}
+	num, unit := m[1], m[2]
 	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
-	}
-	if i, err := strconv.ParseInt(t, 10, 64); err == nil {
-		if i < 0 || (mult > 1 && i > math.MaxInt64/mult) {
+	if unit != "" {
+		var err error
+		if mult, err = gounits.RAMInBytes("1" + unit); err != nil {
 			return 0, ErrSyntax
 		}
-		return i * mult, nil
 	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || mult == 1 {
+	if mult == 1 && strings.Contains(num, ".") {
+		return 0, ErrSyntax // a fraction of a byte
+	}
+	// go-units multiplies in float64; a size at or past 2^63 would wrap.
+	if f, err := strconv.ParseFloat(num, 64); err != nil || f*float64(mult) >= math.MaxInt64 {
 		return 0, ErrSyntax
 	}
-	v := f * float64(mult)
-	if v >= math.MaxInt64 {
+	n, err := gounits.RAMInBytes(t)
+	if err != nil || n < 0 {
 		return 0, ErrSyntax
 	}
-	return int64(v), nil
+	return n, nil
 }
+
+// Human is n for people in binary units with four significant digits
+// ("1.5 GiB", "512 KiB", "17 B"): go-units' BytesSize with a space.
+func Human(n int64) string {
+	return gounits.CustomSize("%.4g %s", float64(n), 1024, binaryAbbrs)
+}
+
+var binaryAbbrs = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}

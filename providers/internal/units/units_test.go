@@ -27,3 +27,31 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytesMoreShapes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"1p", 1 << 50, false}, {"9 g", 9 << 30, false}, {"2KiB", 2048, false}, {"3mb", 3 << 20, false},
+		{"1e3", 0, true}, {"0x10", 0, true}, {"1_000", 0, true}, {"+5", 0, true},
+		{"9223372036854775808", 0, true}, {"8192p", 0, true}, {"8191p", 8191 << 50, false}, {"9gx", 0, true}, {"1.5.3g", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseBytes(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestHuman(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 17: "17 B", 2048: "2 KiB", 1536 << 20: "1.5 GiB", 20050042: "19.12 MiB", 125868058: "120 MiB",
+	} {
+		if got := Human(n); got != want {
+			t.Errorf("Human(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
