@@ -529,7 +529,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		Before: priorVal, After: planned, RequiresReplace: replacePaths, PriorPrivate: priorPrivate,
 		PlannedPrivate: plannedPrivate, Dependencies: pl.cg.resourceDeps[key], SchemaVersion: schema.Version,
 		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
-		SensitiveAttrs:      sensitiveAttrs(schema.Block),
+		SensitiveAttrs:      unionSorted(sensitiveAttrs(schema.Block), ri.SensitiveAttrs),
 	}
 	if prior != nil {
 		ch.PriorNode = prior.Node
@@ -647,6 +647,23 @@ func sensitiveAttrs(b *sdk.Block) []string {
 	for name, a := range b.Attributes {
 		if a.Sensitive {
 			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unionSorted is the sorted union of two name lists.
+func unionSorted(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string{}, a...), b...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
 	}
 	sort.Strings(out)

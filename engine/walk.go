@@ -415,7 +415,15 @@ func (ev *evaluator) evalNode(name string) hcl.Diagnostics {
 // evalOutput evaluates one output.
 func (ev *evaluator) evalOutput(name string) (cty.Value, hcl.Diagnostics) {
 	o := ev.mod.Outputs[name]
-	return o.Expr.Value(ev.scope(outputVertex(name)))
+	v, diags := o.Expr.Value(ev.scope(outputVertex(name)))
+	if config.HasSensitive(v) && !o.Sensitive {
+		rng := o.Expr.Range()
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Output refers to sensitive values",
+			Detail:  "The value of output \"" + name + "\" comes from sensitive(). Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
+			Subject: &rng})
+	}
+	v, _ = v.UnmarkDeep()
+	return v, diags
 }
 
 // resourceInstance is one expanded instance ready for planning or applying.
@@ -424,6 +432,8 @@ type resourceInstance struct {
 	Key    addrs.InstanceKey
 	Node   sdk.Node
 	Config cty.Value
+	// SensitiveAttrs are the attributes whose value came from sensitive().
+	SensitiveAttrs []string
 }
 
 // expandResource evaluates a resource block's instances: keys, node and
@@ -458,6 +468,7 @@ func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.Ins
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	nv, _ = nv.UnmarkDeep()
 	node, err := nodeFromValue(nv)
 	if err != nil {
 		rng := r.NodeExpr.Range()
@@ -469,7 +480,8 @@ func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.Ins
 	if d.HasErrors() {
 		return nil, diags
 	}
-	return &resourceInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, schema.Block)}, diags
+	cfg, sens := config.TakeSensitive(cfg)
+	return &resourceInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, schema.Block), SensitiveAttrs: sens}, diags
 }
 
 // conform makes v an object with exactly the block's attributes (computed

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"math/big"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -28,12 +27,10 @@ func jsonValue(v cty.Value) (any, any) {
 	case ty == cty.Bool:
 		return v.True(), false
 	case ty == cty.Number:
-		f := v.AsBigFloat()
-		if f.IsInt() {
-			i, _ := f.Int(new(big.Int))
-			return json.Number(i.String()), false
-		}
-		return json.Number(f.Text('g', -1)), false
+		// The shortest decimal that reads back as the same number, as
+		// OpenTofu writes it: exact digits for big whole numbers, no
+		// exponent for small fractions (0.0000001, not 1e-07).
+		return json.Number(v.AsBigFloat().Text('f', -1)), false
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
 		var out []any
 		var unk []any

@@ -22,7 +22,9 @@ func (m *meta) saveOutputs(eng *engine.Engine, res *engine.ApplyResult, p *plans
 	outs := map[string]state.Output{}
 	if p.Mode != plans.DestroyMode {
 		for name, v := range res.Outputs {
-			if !v.IsWhollyKnown() {
+			// A null output is not kept, as OpenTofu does: `output`
+			// and `output -json` do not list it.
+			if !v.IsWhollyKnown() || v.IsNull() {
 				continue
 			}
 			raw, err := engine.EncodeValue(v)
@@ -44,7 +46,10 @@ func (m *meta) printOutputs(res *engine.ApplyResult, p *plans.Plan) {
 		return
 	}
 	names := make([]string, 0, len(res.Outputs))
-	for n := range res.Outputs {
+	for n, v := range res.Outputs {
+		if v.IsKnown() && v.IsNull() {
+			continue // not kept in the state either (saveOutputs)
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)

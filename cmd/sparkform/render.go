@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math/big"
 	"sort"
 	"strings"
 
@@ -378,12 +377,7 @@ func (r *renderer) value(v cty.Value, indent string) string {
 		}
 		return fmt.Sprintf("%q", s)
 	case ty == cty.Number:
-		f := v.AsBigFloat()
-		if f.IsInt() {
-			i, _ := f.Int(new(big.Int))
-			return i.String()
-		}
-		return f.Text('g', -1)
+		return v.AsBigFloat().Text('f', -1) // as jsonValue writes numbers
 	case ty == cty.Bool:
 		if v.True() {
 			return "true"

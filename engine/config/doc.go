@@ -18,12 +18,15 @@
 //   - File functions (file, fileexists, templatefile, abspath) resolve
 //     relative paths against the module directory; path.module is that
 //     directory made absolute, so file("x") and file("${path.module}/x")
-//     agree. No function is non-deterministic (no uuid, timestamp).
+//     agree. No function is non-deterministic (no uuid, timestamp). They
+//     follow OpenTofu v1.12.6 (TestFunctionsMatchOpenTofu).
 //   - Variables: -var/-var-file in command-line order (later wins), then
 //     SPARKFORM_VAR_NAME, then the default. Unknown -var names are errors,
 //     unknown names in a -var-file are warnings, unknown environment
-//     variables are ignored. Values are not cty-marked when sensitive:
-//     Variable.Sensitive and Output.Sensitive tell the renderer.
+//     variables are ignored. Variables are not cty-marked when sensitive:
+//     Variable.Sensitive and Output.Sensitive tell the renderer. Only
+//     sensitive() marks (SensitiveMark); TakeSensitive takes the marks
+//     off a resource configuration and names the attributes to hide.
 //   - Module.CheckReferences is the static reference check for validate:
 //     undeclared var/local/node/resource (with "Did you mean"), misuse of
 //     each/count, and instance keys that do not match for_each/count.

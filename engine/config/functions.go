@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -12,9 +13,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hashicorp/hcl/v2"
+	ctycidr "github.com/hashicorp/go-cty-funcs/cidr"
+	ctycrypto "github.com/hashicorp/go-cty-funcs/crypto"
+	ctyenc "github.com/hashicorp/go-cty-funcs/encoding"
+	ctyfs "github.com/hashicorp/go-cty-funcs/filesystem"
+	ctyuuid "github.com/hashicorp/go-cty-funcs/uuid"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -29,7 +34,7 @@ func Functions(baseDir string) map[string]function.Function {
 		// numeric
 		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
 		"log": stdlib.LogFunc, "max": stdlib.MaxFunc, "min": stdlib.MinFunc,
-		"parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc, "signum": stdlib.SignumFunc,
+		"parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc, "signum": signumFunc,
 		"sum": sumFunc,
 		// strings
 		"chomp": stdlib.ChompFunc, "format": stdlib.FormatFunc, "formatlist": stdlib.FormatListFunc,
@@ -48,7 +53,7 @@ func Functions(baseDir string) map[string]function.Function {
 		"coalescelist": stdlib.CoalesceListFunc, "compact": stdlib.CompactFunc,
 		"concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc,
 		"element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc, "index": indexFunc,
-		"keys": stdlib.KeysFunc, "length": lengthFunc, "lookup": stdlib.LookupFunc,
+		"keys": stdlib.KeysFunc, "length": lengthFunc, "lookup": lookupFunc,
 		"merge": stdlib.MergeFunc, "one": oneFunc, "range": stdlib.RangeFunc,
 		"reverse": stdlib.ReverseListFunc, "setintersection": stdlib.SetIntersectionFunc,
 		"setproduct": stdlib.SetProductFunc, "setsubtract": stdlib.SetSubtractFunc,
@@ -73,17 +78,45 @@ func Functions(baseDir string) map[string]function.Function {
 		"basename":   stringFunc(func(s string) (string, error) { return filepath.Base(s), nil }),
 		"dirname":    stringFunc(func(s string) (string, error) { return filepath.Dir(s), nil }),
 		"pathexpand": stringFunc(func(s string) (string, error) { return expandHome(s), nil }),
+		// abspath takes ~ literally, as OpenTofu does; pathexpand expands it.
 		"abspath": stringFunc(func(s string) (string, error) {
-			return filepath.Abs(resolvePath(baseDir, s))
+			if !filepath.IsAbs(s) && baseDir != "" {
+				s = filepath.Join(baseDir, s)
+			}
+			return filepath.Abs(s)
 		}),
+		"filebase64": ctyfs.MakeFileFunc(baseDir, true),
+		"fileset":    ctyfs.MakeFileSetFunc(baseDir),
+		// encoding, hashing, ids
+		"urlencode":        ctyenc.URLEncodeFunc,
+		"yamlencode":       ctyyaml.YAMLEncodeFunc,
+		"yamldecode":       ctyyaml.YAMLDecodeFunc,
+		"textencodebase64": textEncodeBase64Func,
+		"textdecodebase64": textDecodeBase64Func,
+		"base64gzip":       base64gzipFunc,
+		"sha512":           ctycrypto.Sha512Func,
+		"base64sha256":     base64Hash(sha256.New),
+		"base64sha512":     base64Hash(sha512.New),
+		"uuidv5":           ctyuuid.V5Func,
+		// networking
+		"cidrhost": ctycidr.HostFunc, "cidrnetmask": cidrNetmaskFunc,
+		"cidrsubnet": ctycidr.SubnetFunc, "cidrsubnets": ctycidr.SubnetsFunc,
+		// collections, time
+		"matchkeys": matchkeysFunc, "timecmp": timecmpFunc,
+		// sensitivity
+		"sensitive": sensitiveFunc, "nonsensitive": nonsensitiveFunc, "issensitive": issensitiveFunc,
 	}
-	// templatefile sees every function but itself: a template that calls
+	for k, v := range fileHashes(baseDir) {
+		fs[k] = v
+	}
+	// templatefile and templatestring see every function but themselves: a template that calls
 	// templatefile could recurse forever.
 	inner := make(map[string]function.Function, len(fs))
 	for k, v := range fs {
 		inner[k] = v
 	}
 	fs["templatefile"] = templateFileFunc(baseDir, inner)
+	fs["templatestring"] = templateStringFunc(inner)
 	return fs
 }
 
@@ -307,12 +340,12 @@ var transposeFunc = function.New(&function.Spec{
 		for it := args[0].ElementIterator(); it.Next(); {
 			k, l := it.Element()
 			if l.IsNull() {
-				continue
+				return cty.NilVal, function.NewArgErrorf(0, "cannot use null list for [%q]", k.AsString())
 			}
 			for lit := l.ElementIterator(); lit.Next(); {
 				_, e := lit.Element()
 				if e.IsNull() {
-					return cty.NilVal, function.NewArgErrorf(0, "lists must not contain null")
+					return cty.NilVal, function.NewArgErrorf(0, "cannot use null string in the list for [%q]", k.AsString())
 				}
 				out[e.AsString()] = append(out[e.AsString()], k)
 			}
@@ -410,39 +443,7 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function) functi
 			if err != nil {
 				return cty.NilVal, err
 			}
-			vt := args[1].Type()
-			if !(vt.IsMapType() || vt.IsObjectType()) {
-				return cty.NilVal, function.NewArgErrorf(1, "the template variables must be a map or object, not %s", vt.FriendlyName())
-			}
-			if !args[1].IsWhollyKnown() {
-				return cty.UnknownVal(cty.String), nil
-			}
-			vars := map[string]cty.Value{}
-			for it := args[1].ElementIterator(); it.Next(); {
-				k, v := it.Element()
-				if !hclsyntax.ValidIdentifier(k.AsString()) {
-					return cty.NilVal, function.NewArgErrorf(1, "template variable %q is not a valid name", k.AsString())
-				}
-				vars[k.AsString()] = v
-			}
-			tmpl, diags := hclsyntax.ParseTemplate([]byte(src), p, hcl.InitialPos)
-			if diags.HasErrors() {
-				return cty.NilVal, fmt.Errorf("cannot parse template %s: %s", p, diags.Error())
-			}
-			for _, tr := range tmpl.Variables() {
-				if _, ok := vars[tr.RootName()]; !ok {
-					return cty.NilVal, function.NewArgErrorf(1, "the vars have no %q, which the template uses at %s", tr.RootName(), tr.SourceRange())
-				}
-			}
-			v, diags := tmpl.Value(&hcl.EvalContext{Variables: vars, Functions: funcs})
-			if diags.HasErrors() {
-				return cty.NilVal, fmt.Errorf("cannot render template %s: %s", p, diags.Error())
-			}
-			s, err := convert.Convert(v, cty.String)
-			if err != nil || s.IsNull() {
-				return cty.NilVal, fmt.Errorf("template %s must produce a string, not %s", p, v.Type().FriendlyName())
-			}
-			return s, nil
+			return renderTemplate(src, p, args[1], funcs)
 		},
 	})
 }

@@ -61,6 +61,8 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 		if d.HasErrors() {
 			return cty.NilVal, a, false
 		}
+		v, _ = v.UnmarkDeep() // connection details are not shown in plans
+
 		if !v.IsWhollyKnown() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Node argument not known in advance",
 				Detail:  fmt.Sprintf("The node's %s must be known before anything is applied, because sparkform connects to the node to read its state. Use a variable or a literal instead of a resource attribute.", name),
