@@ -15,6 +15,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -423,6 +424,39 @@ func run(ctx context.Context, conn node.Conn, n sdk.Node, argv []string, stdout 
 	return err
 }
 
+// records holds the restore records of checkouts on the nodes, keyed by
+// path: the parent folders a create made for it. They are written before
+// stage.sh makes the folders, so a create whose reply is lost (a killed
+// CLI or plugin, a dropped link) cannot leave them behind: the next
+// destroy of that path, or of a replacement at it, reads them.
+var records = restore.Store{Kind: TypeCheckout}
+
+// recordScript ($3 record name, $4 PATH, $5 the record's key line) records
+// the ancestors of PATH that do not exist yet, then prints the record.
+const recordScript = `made=
+d=$(dirname "$4")
+while [ ! -e "$d" ] && [ ! -L "$d" ]; do
+	made="${made}made $d
+"
+	d=$(dirname "$d")
+done
+if [ -n "$made" ]; then
+	{ sf_rcreate "$1" "$2" "$3" "$5" && sf_rappend "$1" "$2" "$3" "$made"; } || exit 1
+fi
+sf_rcat "$1" "$2" "$3"
+`
+
+// recordMade writes the folders a stage of p is about to make into p's
+// restore record and returns every folder the record lists.
+func recordMade(ctx context.Context, conn node.Conn, n sdk.Node, p string) ([]string, error) {
+	out, err := records.Run(ctx, conn, n.Become, recordScript, records.Name(p), p, "key "+p+"\n")
+	if err != nil {
+		return nil, err
+	}
+	_, rec := restore.Split(out)
+	return rec["made"], nil
+}
+
 // Apply implements sdk.Resource.
 func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
 	fail := func(summary string, err error) sdk.ApplyResponse {
@@ -457,6 +491,11 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	// the same path made (an update keeps them; a replace at the same
 	// path re-makes and re-reports them after the old one's destroy).
 	made := decodePrivate(req.Private).Made
+	recorded, err := recordMade(ctx, conn, req.Node, p)
+	if err != nil {
+		return fail("cannot record the folders it makes before staging, so nothing was changed", err)
+	}
+	made = mergeMade(made, recorded)
 	out := &lineWriter{fn: func(line string) {
 		switch {
 		case strings.HasPrefix(line, "progress: "):
@@ -486,6 +525,12 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			defer cancel()
 		}
 		resp := c.truth(tctx, conn, req, req.Planned, made)
+		if resp.NewState.IsNull() && !resp.Diagnostics.HasErrors() {
+			// Nothing staged and nothing in state: take away the folders
+			// made for it (while empty) and their record now, as no
+			// destroy will come for them.
+			c.unmake(tctx, conn, req.Node, p, made)
+		}
 		resp.Diagnostics = append(sdk.Diagnostics{sdk.FromError(req.Address+": staging failed", err)}, resp.Diagnostics...)
 		return resp
 	}
@@ -571,12 +616,45 @@ func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyReque
 	return resp
 }
 
+// unmake removes, best effort, the empty folders made for p and then its
+// restore record, when nothing is at p.
+func (c *Checkout) unmake(ctx context.Context, conn node.Conn, n sdk.Node, p string, made []string) {
+	var kept string
+	out := &lineWriter{fn: func(line string) {
+		if d, ok := strings.CutPrefix(line, "kept: "); ok {
+			kept = d
+		}
+	}}
+	if err := run(ctx, conn, n, shArgv(removeScript, append([]string{p}, madeToRemove(p, made)...)...), out); err == nil && kept == "" {
+		_ = records.Remove(ctx, conn, n.Become, p)
+	}
+}
+
 func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyRequest) sdk.ApplyResponse {
 	p := str(req.Prior, attrPath)
 	if p == "" || checkPath(p) != nil {
 		return sdk.ApplyResponse{NewState: req.Planned} // nothing we could have created
 	}
-	made := madeToRemove(p, decodePrivate(req.Private).Made)
+	// The record on the node, not only private data, names the folders
+	// made: private data of a create whose reply was lost is gone.
+	rec, _, err := records.Get(ctx, conn, req.Node.Become, p)
+	if err != nil {
+		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.Errorf(nil,
+			req.Address+": cannot read the restore record", "%s; nothing was removed and the next destroy retries", err)}}
+	}
+	resp := c.removeTree(ctx, conn, req, p, madeToRemove(p, mergeMade(decodePrivate(req.Private).Made, rec["made"])))
+	if resp.NewState.IsNull() {
+		// Gone and its folders handled: only now may the record go.
+		if err := records.Remove(ctx, conn, req.Node.Become, p); err != nil {
+			resp.Diagnostics = append(resp.Diagnostics, warningf(req.Address+": restore record kept",
+				"removed %s on node %s, but not its restore record: %s", p, req.Node.Name, err))
+		}
+	}
+	return resp
+}
+
+// removeTree removes p and then the folders of made while empty.
+func (c *Checkout) removeTree(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, p string, made []string) sdk.ApplyResponse {
 	var kept string
 	var removed bool
 	out := &lineWriter{fn: func(line string) {

@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/gitkit"
+	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -155,6 +156,8 @@ func TestOldPrivateAndImportMadeNothing(t *testing.T) {
 			t.Errorf("private data %q does not record the folders made", in.priv)
 		}
 		in.priv = []byte(`{"tree_digest":"` + digestOf(in.state) + `"}`)
+		// Nor did that version keep a restore record on the node.
+		forgetRecord(t, n, path)
 		in.refresh()
 		if pr := in.plan(cfg(path)); !sdk.ValuesEqual(pr.Planned, in.state) || pr.Diagnostics.HasErrors() {
 			t.Errorf("plan with old private data is not a no-op: %#v %v", pr.Planned, pr.Diagnostics.Err())
@@ -170,6 +173,7 @@ func TestOldPrivateAndImportMadeNothing(t *testing.T) {
 		path = filepath.Join(base, "imp", "y", "kit")
 		orig := newInstance(t, p, n.node, "gitkit_checkout.kit")
 		orig.converge(cfg(path))
+		forgetRecord(t, n, path) // as if the folders had been made by hand
 		ir := p.ImportResource(context.Background(), sdk.ImportRequest{TypeName: gitkit.TypeCheckout, Node: n.node,
 			ID: path + "," + fx.url + "," + fx.c1 + ",release/runtime"})
 		if ir.Diagnostics.HasErrors() {
@@ -182,6 +186,15 @@ func TestOldPrivateAndImportMadeNothing(t *testing.T) {
 			t.Errorf("import: checkout exists %v, parent exists %v; want gone, kept", n.exists(path), n.exists(filepath.Dir(path)))
 		}
 	})
+}
+
+// forgetRecord removes path's restore record on the node: what a node
+// staged by a version before the records looks like.
+func forgetRecord(t *testing.T, n testNode, path string) {
+	t.Helper()
+	if err := (restore.Store{Kind: gitkit.TypeCheckout}).Remove(context.Background(), n.conn, n.node.Become, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestFailedCreateRemovesMadeParents: a create that fails leaves neither

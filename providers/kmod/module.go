@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -85,9 +87,10 @@ func (r *moduleResource) Validate(_ context.Context, cfg cty.Value) sdk.Diagnost
 				diags = append(diags, sdk.Errorf(path, "Invalid parameter name",
 					"%q is not a module parameter name (letters, digits, '_', not starting with '-')", k.AsString()))
 			}
-			if e.IsKnown() && !e.IsNull() && strings.ContainsAny(e.AsString(), "\n\x00") {
-				diags = append(diags, sdk.Errorf(path, "Invalid parameter value",
-					"the value of %s has a newline or NUL byte, which a module parameter cannot hold", k.AsString()))
+			if e.IsKnown() && !e.IsNull() {
+				if err := checkParamValue(k.AsString(), e.AsString()); err != nil {
+					diags = append(diags, sdk.Errorf(path, "Invalid parameter value", "%s", strings.TrimPrefix(err.Error(), ErrBadValue.Error()+": ")))
+				}
 			}
 		}
 		if st := cfg.GetAttr("state"); st.IsKnown() && !st.IsNull() && st.AsString() == stateUnloaded && v.LengthInt() > 0 {
@@ -109,8 +112,33 @@ func checkArgs(name string, params map[string]string) error {
 		if !paramNameRE.MatchString(k) {
 			return fmt.Errorf("%w: %q is not a module parameter name (letters, digits, '_', not starting with '-')", ErrBadValue, k)
 		}
-		if strings.ContainsAny(params[k], "\n\x00") {
-			return fmt.Errorf("%w: the value of %s has a newline or NUL byte, which a module parameter cannot hold", ErrBadValue, k)
+		if err := checkParamValue(k, params[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkParamValue refuses what the kernel's module parameter parser
+// (parse_args/next_arg in kernel/params.c) does not take as plain value
+// text: modprobe joins all KEY=VALUE words into one string and the kernel
+// splits it again at whitespace, with double quotes grouping words. So
+// rd_nr = "2\" max_part=\"7" would set max_part too. Only printable ASCII
+// without '"' and space is let through (the kernel's isspace also counts
+// byte 0xA0, found inside UTF-8 text).
+func checkParamValue(key, v string) error {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == 0 || c == '\n':
+			return fmt.Errorf("%w: the value of %s has a newline or NUL byte, which a module parameter cannot hold", ErrBadValue, key)
+		case c == '"':
+			return fmt.Errorf("%w: the value of %s holds a double quote (at byte %d): the kernel's parameter parser treats quotes "+
+				"as grouping, so the value could set other parameters. Remove the quotes; a module parameter value is plain text", ErrBadValue, key, i)
+		case c <= ' ' || c >= 0x7f:
+			return fmt.Errorf("%w: the value of %s holds a space, control or non-ASCII byte (0x%02x at byte %d): the kernel splits module "+
+				"parameters at whitespace, so the value would be cut there or set other parameters. Use printable ASCII without spaces "+
+				"(array parameters take commas: \"1,2\")", ErrBadValue, key, c, i)
 		}
 	}
 	return nil
@@ -209,6 +237,19 @@ func priorFrom(state cty.Value, private []byte) *priorRec {
 		return nil
 	}
 	return &priorRec{Loaded: pv.GetAttr("loaded").True(), Params: strMap(pv.GetAttr("params"))}
+}
+
+// priorFromRecord reads the prior a restore record holds (nil: none).
+func priorFromRecord(rec restore.Record) *priorRec {
+	text := rec.First("prior")
+	if text == "" {
+		return nil
+	}
+	var p priorRec
+	if json.Unmarshal([]byte(text), &p) != nil {
+		return nil
+	}
+	return &p
 }
 
 func (p *priorRec) private() []byte {
@@ -436,8 +477,30 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	if err != nil {
 		return fail(req.Prior, err)
 	}
-	if p == nil { // first change: record what is there now, before touching it
+	if p == nil { // first change: what is there now, before touching it
 		p = &priorRec{Loaded: o.Loaded, Params: o.Params}
+	}
+	cfg := r.k.cfg.For(n)
+	recKey := path.Join(cfg.moduleDir(), name)
+	if !req.Planned.IsNull() {
+		// Durable on the node before the first change. An earlier record
+		// (an apply killed after its change, then replaced) is the first
+		// prior and wins over whatever state says.
+		rec, err := cfg.records().Create(ctx, conn, n.Become, recKey, restore.Record{"prior": {string(p.private())}})
+		if err != nil {
+			return fail(req.Prior, fmt.Errorf("cannot record what to restore before changing %s on %s, so nothing was changed: %w", name, n.Name, err))
+		}
+		if rp := priorFromRecord(rec); rp != nil {
+			p = rp
+		}
+	} else {
+		rec, ok, err := cfg.records().Get(ctx, conn, n.Become, recKey)
+		if err != nil {
+			return fail(req.Prior, fmt.Errorf("cannot read the restore record of %s on %s: %w; the instance stays in state and the next destroy retries", name, n.Name, err))
+		}
+		if rp := priorFromRecord(rec); ok && rp != nil {
+			p = rp
+		}
 	}
 	// real is the state to report from what the node shows after a step.
 	real := func(b cty.Value) cty.Value {
@@ -458,6 +521,11 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 			}
 			return fail(st, fmt.Errorf("restore of %s to its prior state failed: %w; the instance stays in state "+
 				"with its prior and the next destroy retries", name, err))
+		}
+		// Put back and verified: only now may the record go.
+		if err := cfg.records().Remove(ctx, conn, n.Become, recKey); err != nil {
+			return fail(real(req.Prior), fmt.Errorf("%s on %s is restored, but its restore record could not be removed: %w; "+
+				"the instance stays in state and the next destroy retries", name, n.Name, err))
 		}
 		return sdk.ApplyResponse{NewState: cty.NullVal(req.Planned.Type())}
 	}

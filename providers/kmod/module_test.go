@@ -24,10 +24,13 @@ func simProvider(t *testing.T) (sdk.Provider, *kernelsim.Sim) {
 	s := kernelsim.New(t, kernelsim.SeedCatalog)
 	p := kmod.NewWithConfig(kmod.Config{
 		SysfsRoot: s.SysfsRoot(), Modprobe: s.Tool("modprobe"), Rmmod: s.Tool("rmmod"),
-		CgroupRoot: filepath.Join(s.Root, "no-cgroup"),
+		CgroupRoot: filepath.Join(s.Root, "no-cgroup"), RestoreDir: restoreDir(s),
 	})
 	return sdktest.GRPC(t, p), s
 }
+
+// restoreDir is where simProvider keeps its restore records.
+func restoreDir(s *kernelsim.Sim) string { return filepath.Join(s.Root, "sparkform-state") }
 
 func modCfg(t *testing.T, p sdk.Provider, name string, params map[string]string, state string) cty.Value {
 	t.Helper()
@@ -390,6 +393,13 @@ func TestValidate(t *testing.T) {
 		{"brd", nil, "gone", "Invalid state"},
 		{"brd", map[string]string{"rd nr": "1"}, "", "Invalid parameter name"},
 		{"brd", map[string]string{"rd_nr": "1\n2"}, "", "newline"},
+		// The kernel's parameter parser splits at whitespace and groups
+		// with double quotes: such a value would set other parameters.
+		{"brd", map[string]string{"rd_nr": "2\" max_part=\"7"}, "", "double quote"},
+		{"brd", map[string]string{"rd_nr": "2 max_part=7"}, "", "space"},
+		{"brd", map[string]string{"rd_nr": "2\tmax_part=7"}, "", "0x09"},
+		{"brd", map[string]string{"rd_nr": "2\u00a0"}, "", "non-ASCII"},
+		{"brd", map[string]string{"rd_nr": "1,2", "x": "a=b", "y": "$(z)"}, "", ""},
 		{"brd", map[string]string{"rd_nr": "1"}, "unloaded", "takes no params"},
 	}
 	for _, tt := range tests {

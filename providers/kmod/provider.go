@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -22,6 +23,9 @@ type Config struct {
 	// absolute.
 	Modprobe string
 	Rmmod    string
+	// RestoreDir, when set, is where the restore records go instead of
+	// the default (see package restore); tests keep nodes apart with it.
+	RestoreDir string
 }
 
 // Environment variables read by New (test hooks).
@@ -51,13 +55,14 @@ func NodeKey(n sdk.Node) string {
 
 // For returns the config for one node: NodePlaceholder filled in.
 func (c Config) For(n sdk.Node) Config {
-	if !strings.Contains(c.SysfsRoot+c.Modprobe+c.Rmmod, NodePlaceholder) {
+	if !strings.Contains(c.SysfsRoot+c.Modprobe+c.Rmmod+c.RestoreDir, NodePlaceholder) {
 		return c
 	}
 	key := NodeKey(n)
 	c.SysfsRoot = strings.ReplaceAll(c.SysfsRoot, NodePlaceholder, key)
 	c.Modprobe = strings.ReplaceAll(c.Modprobe, NodePlaceholder, key)
 	c.Rmmod = strings.ReplaceAll(c.Rmmod, NodePlaceholder, key)
+	c.RestoreDir = strings.ReplaceAll(c.RestoreDir, NodePlaceholder, key)
 	return c
 }
 
@@ -88,6 +93,12 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) moduleDir() string { return path.Join(c.SysfsRoot, "module") }
+
+// records is where a node's kmod_module restore records live, keyed by the
+// module's sysfs folder (so simulated kernels on one machine stay apart).
+func (c Config) records() restore.Store {
+	return restore.Store{Kind: "kmod_module", Dir: c.RestoreDir}
+}
 
 // New returns the kmod provider configured from the environment.
 func New() sdk.Provider { return NewWithConfig(ConfigFromEnv()) }

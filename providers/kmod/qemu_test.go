@@ -85,6 +85,44 @@ func TestRealKernel(t *testing.T) {
 		sh(t, "rmmod brd")
 	})
 
+	t.Run("a quoted parameter value is refused at validate; the kernel unchanged", func(t *testing.T) {
+		// First, why: on this kernel modprobe joins KEY=VALUE words into
+		// one string and the kernel's parser splits it at spaces, with
+		// double quotes grouping, so this one value also sets max_part.
+		got := sh(t, `modprobe brd 'rd_nr=2" max_part="7' && cat /sys/module/brd/parameters/max_part; rmmod brd`)
+		if got == "1" {
+			t.Fatalf("the kernel did not take max_part from the quoted value (max_part=%s): the hazard this refusal guards against is gone?", got)
+		}
+		t.Logf("modprobe brd 'rd_nr=2\" max_part=\"7' on %s leaves max_part=%s (default 1)", vm.Image.KernelVer, got)
+
+		sh(t, "modprobe brd rd_nr=1")
+		t.Cleanup(func() { conn.Run(context.Background(), node.Cmd{Argv: []string{"rmmod", "brd"}}) })
+		before := sh(t, "grep -r . /sys/module/brd/parameters | sort")
+		cfg := modCfg(t, p, "brd", map[string]string{"rd_nr": "2\" max_part=\"7"}, "")
+		diags := p.ValidateResourceConfig(context.Background(), sdk.ValidateRequest{TypeName: modType, Config: cfg})
+		err := diags.Err()
+		if err == nil || !strings.Contains(err.Error(), "rd_nr") || !strings.Contains(err.Error(), "double quote") {
+			t.Fatalf("validate: want an error about the double quote in rd_nr, got %v", err)
+		}
+		if len(diags) != 1 || !diags[0].Path.Equals(sdk.AttrPath("params").Index(cty.StringVal("rd_nr"))) {
+			t.Fatalf("want one diagnostic on the params attribute, got %#v", diags)
+		}
+		// A value known only at apply (from another resource) meets the
+		// same check there, before modprobe runs.
+		planned := cty.ObjectVal(map[string]cty.Value{
+			"name": cty.StringVal("brd"), "params": cfg.GetAttr("params"), "state": cty.NullVal(cty.String),
+			"loaded": cty.True, "observed_params": cty.UnknownVal(cty.Map(cty.String)), "prior": cty.UnknownVal(cfg.GetAttr("prior").Type()),
+		})
+		resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: modType, Address: "kmod_module.x", Node: n,
+			Prior: cty.NullVal(cfg.Type()), Planned: planned, Config: cfg}, nil)
+		if err := resp.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "double quote") {
+			t.Fatalf("apply: want the double-quote refusal, got %v", err)
+		}
+		if after := sh(t, "grep -r . /sys/module/brd/parameters | sort"); after != before {
+			t.Fatalf("the kernel changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
+
 	t.Run("module in use: the real kernel's refcount, node left as it was", func(t *testing.T) {
 		sh(t, "modprobe brd rd_nr=1")
 		pid := sh(t, "setsid sh -c 'exec 3</dev/ram0; exec sleep 600' >/dev/null 2>&1 </dev/null & echo $!")

@@ -1,0 +1,49 @@
+package restore
+
+// Prelude defines the record functions in POSIX sh (busybox too). Each
+// takes BASE KIND NAME first: BASE is Store.Dir ("" for the default).
+//
+//	sf_rdir BASE KIND            print the record folder
+//	sf_rcat BASE KIND NAME       print "record" and the record, or nothing
+//	sf_rcreate BASE KIND NAME TEXT   write TEXT unless a record exists
+//	sf_rappend BASE KIND NAME TEXT   append TEXT to the record
+//	sf_rrm BASE KIND NAME        remove the record and empty folders
+const Prelude = `sf_rdir() {
+	if [ -n "$1" ]; then _b=$1
+	elif [ "$(id -u)" = 0 ]; then _b=/var/lib/sparkform
+	else _b=${XDG_STATE_HOME:-${HOME:?no HOME for the restore records}/.local/state}/sparkform
+	fi
+	printf '%s/restore/%s\n' "$_b" "$2"
+}
+sf_fsync() { sync "$@" 2>/dev/null || sync; }
+sf_rcat() {
+	_f=$(sf_rdir "$1" "$2")/$3
+	if [ -f "$_f" ]; then echo record; cat "$_f"; fi
+}
+sf_rcreate() {
+	_d=$(sf_rdir "$1" "$2") || return 1
+	[ -f "$_d/$3" ] && return 0
+	(umask 077 && mkdir -p "$_d") || return 1
+	_t=$(umask 077 && mktemp "$_d/.new.XXXXXX") || return 1
+	if ! printf '%s' "$4" >"$_t"; then rm -f "$_t"; return 1; fi
+	sf_fsync "$_t"
+	# ln fails when the record exists: the first one wins.
+	ln "$_t" "$_d/$3" 2>/dev/null
+	rm -f "$_t"
+	sf_fsync "$_d"
+	[ -f "$_d/$3" ]
+}
+sf_rappend() {
+	_f=$(sf_rdir "$1" "$2")/$3
+	printf '%s' "$4" >>"$_f" || return 1
+	sf_fsync "$_f"
+}
+sf_rrm() {
+	_d=$(sf_rdir "$1" "$2") || return 1
+	[ -e "$_d/$3" ] || return 0
+	rm -f "$_d/$3" || return 1
+	sf_fsync "$_d"
+	rmdir "$_d" 2>/dev/null && rmdir "${_d%/*}" 2>/dev/null && rmdir "${_d%/*/*}" 2>/dev/null
+	return 0
+}
+`
