@@ -29,14 +29,17 @@
 // it did not put there. The create half of a replace at the same path
 // (PlanRequest.Replaces) is not refused: that tree is ours and goes first. Destroy renames path aside and removes it.
 //
-// Parent folders: a create makes the missing ancestors of path (mkdir -p)
-// and records which (private data "made"; an update keeps the record, a
-// replace at the same path makes and records them again after the old
-// one's destroy removed them). Destroy, after removing path, removes those
-// folders deepest first with rmdir, so only while empty: one that now
-// holds other files stays, with a warning naming it. Private data without
-// the record (older state, import) means none were made. A failed create
-// removes the folders it made.
+// Parent folders: before a create makes the missing ancestors of path
+// (mkdir -p) it records which in a restore record on the node (package
+// providers/internal/restore, keyed by path), and again in private data
+// ("made"; an update keeps them, a replace at the same path makes and
+// records them again after the old one's destroy removed them). Destroy
+// reads both, so a create whose reply was lost (killed CLI or plugin)
+// cannot leave them: after removing path it removes those folders deepest
+// first with rmdir, so only while empty (one that now holds other files
+// stays, with a warning naming it), then the record. Neither record (older
+// state, import) means none were made. A failed create removes the folders
+// it made and their record.
 //
 // Import id: "PATH,REPO,COMMIT[,SUBDIR]". The tree at PATH is adopted as
 // it is; the commit is staged in a temporary sibling only to learn its

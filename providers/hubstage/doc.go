@@ -30,9 +30,15 @@
 //     K changed". Read keeps the applied object and reports what it sees:
 //     manifest_sha256 as found, and change_summary when the hub moved.
 //   - manifest_path, when set, is written atomically (temp sibling + mv)
-//     with one "REAL<TAB>TARGET" line per file (FormatManifest). Private
-//     data records its sha256 and whether this resource wrote it; destroy
-//     removes it only then, and only if it is unchanged. A file someone
-//     else wrote there is refused (ErrForeignManifest), unless it already
-//     holds exactly the wanted lines.
+//     with one "REAL<TAB>TARGET" line per file (FormatManifest). Before the
+//     file or any folder for it is made, a restore record on the node
+//     (package providers/internal/restore, keyed by the path) says that
+//     sparkform created it, which folders it made and every sha256 it
+//     wrote; private data records the sha256 and whether this resource
+//     wrote it. Destroy removes the file only if this resource created or
+//     wrote it and it is unchanged, then the folders made for it while
+//     empty, then the record: a lost reply (killed CLI or plugin) or a
+//     replacement that finds its own earlier file loses nothing. A file
+//     someone else wrote there is refused (ErrForeignManifest), unless it
+//     already holds exactly the wanted lines (then destroy leaves it).
 package hubstage

@@ -344,6 +344,14 @@ type private struct {
 	Wrote bool `json:"wrote,omitempty"`
 }
 
+// owned is the sha256 of the file this resource wrote ("" none).
+func (p private) owned() string {
+	if !p.Wrote {
+		return ""
+	}
+	return p.ManifestSHA256
+}
+
 func decodePrivate(b []byte) (private, error) {
 	var p private
 	if len(b) == 0 {
@@ -376,9 +384,18 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		return fail("Cannot reach node "+req.Node.Name, err)
 	}
 	if req.Planned.IsNull() { // destroy
-		if priv.Wrote && priv.ManifestPath != "" {
-			progress(sdk.Progress{Message: "removing " + priv.ManifestPath, Elapsed: time.Since(start)})
-			kept, err := removeManifest(ctx, conn, req.Node.Become, priv.ManifestPath, priv.ManifestSHA256)
+		// The path from private data, else from the value: a create whose
+		// reply was lost has no private data, and its record on the node
+		// says whether the file there is its own.
+		mp := priv.ManifestPath
+		if mp == "" && !req.Prior.IsNull() {
+			if v := req.Prior.GetAttr("manifest_path"); v.IsKnown() && !v.IsNull() && checkNodePath("manifest_path", v.AsString()) == nil {
+				mp = v.AsString()
+			}
+		}
+		if mp != "" {
+			progress(sdk.Progress{Message: "removing " + mp, Elapsed: time.Since(start)})
+			kept, err := removeManifest(ctx, conn, req.Node.Become, mp, priv.owned())
 			if err != nil {
 				return fail("Cannot remove manifest_path", err)
 			}
@@ -420,18 +437,18 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		content := FormatManifest(res.Entries)
 		want := sha256Hex(content)
 		owned := ""
-		if priv.Wrote && priv.ManifestPath == s.ManifestPath {
-			owned = priv.ManifestSHA256
+		if priv.ManifestPath == s.ManifestPath {
+			owned = priv.owned()
 		}
 		progress(sdk.Progress{Message: "writing " + s.ManifestPath, Elapsed: time.Since(start)})
 		wrote, err := writeManifest(ctx, conn, req.Node.Become, s.ManifestPath, content, want, owned)
 		if err != nil {
 			return fail("Cannot write manifest_path", err)
 		}
-		newPriv = private{ManifestPath: s.ManifestPath, ManifestSHA256: want, Wrote: wrote || owned == want && owned != ""}
+		newPriv = private{ManifestPath: s.ManifestPath, ManifestSHA256: want, Wrote: wrote}
 	}
-	if priv.Wrote && priv.ManifestPath != "" && priv.ManifestPath != s.ManifestPath {
-		kept, err := removeManifest(ctx, conn, req.Node.Become, priv.ManifestPath, priv.ManifestSHA256)
+	if priv.ManifestPath != "" && priv.ManifestPath != s.ManifestPath {
+		kept, err := removeManifest(ctx, conn, req.Node.Become, priv.ManifestPath, priv.owned())
 		if err != nil || kept != "" {
 			detail := kept
 			if err != nil {

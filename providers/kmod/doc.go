@@ -13,7 +13,12 @@
 // compare by value), so modeset = "1" against an observed Y is no change.
 //
 // Apply records `prior` (loaded or not, every readable parameter) before the
-// first change, then: if the module is loaded with other values, unloads
+// first change, durably, in a restore record on the node (package
+// providers/internal/restore: /var/lib/sparkform/restore/kmod_module/ as
+// root, keyed by the module's sysfs folder). The first record wins: a create
+// whose reply was lost (a killed CLI or plugin) and is then replaced, or
+// created again, keeps the values the module had before sparkform first
+// touched it, and destroy reads the record, not only private data. Then: if the module is loaded with other values, unloads
 // only that module (rmmod, never modprobe -r, which would also unload its
 // unused dependencies), loads it with `modprobe NAME k=v ...` as an argv,
 // reads it back and fails when the kernel did not take the values. A module
@@ -22,7 +27,12 @@
 // values are loaded back (best effort) and the state reports what is really
 // there.
 //
-// Destroy puts prior back: a plain reload (modprobe applies the node's own
+// Parameter values are plain printable ASCII without spaces or double
+// quotes: modprobe joins KEY=VALUE words into one string that the kernel
+// splits again at whitespace, with quotes grouping, so such a value would
+// set other parameters (refused at validate and again at apply).
+//
+// Destroy puts prior back (and only after the verify removes the record): a plain reload (modprobe applies the node's own
 // modprobe.d options), then a reload with explicit values for the
 // parameters that still differ from prior, then a verify; or an unload when
 // the module was not loaded before. When the restore cannot happen the

@@ -1,0 +1,86 @@
+package hubstage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/providers/sdk/sdktest"
+)
+
+// recovered is what the engine rebuilds from a journal intent after a
+// crash between the node change and the reply: the planned value with its
+// unknowns as null, no private data.
+func recovered(planned cty.Value) cty.Value {
+	v, _ := cty.Transform(planned, func(_ cty.Path, v cty.Value) (cty.Value, error) {
+		if !v.IsKnown() {
+			return cty.NullVal(v.Type()), nil
+		}
+		return v, nil
+	})
+	return v
+}
+
+// TestLostReplyManifestOwnership: the reply of a create that wrote
+// manifest_path (and made its folders) is lost, and with it the private
+// data saying the file is this resource's. Whatever follows, the last
+// destroy leaves the node's folder as it was before the first apply.
+func TestLostReplyManifestOwnership(t *testing.T) {
+	nodes := testNodes(t)
+	p := provider(t, nodes)
+	ctx := context.Background()
+	for _, n := range nodes {
+		t.Run(n.name, func(t *testing.T) {
+			h := newHub(t, t.TempDir())
+			modelHub(t, h)
+			null := cty.NullVal(schema.Block.ImpliedType())
+			cases := []struct {
+				name string
+				// after returns the state and private data destroy gets.
+				after func(t *testing.T, cfg, planned cty.Value, resp sdk.ApplyResponse) (cty.Value, []byte)
+			}{
+				{"no fault: the folders made for manifest_path go with it", func(t *testing.T, _, _ cty.Value, resp sdk.ApplyResponse) (cty.Value, []byte) {
+					return resp.NewState, resp.Private
+				}},
+				{"recovered, then destroyed", func(t *testing.T, _, planned cty.Value, _ sdk.ApplyResponse) (cty.Value, []byte) {
+					r := sdktest.Read(t, p, TypeName, n.node, recovered(planned), nil)
+					return r.NewState, r.Private
+				}},
+				{"dropped from state, created again over its own file", func(t *testing.T, cfg, _ cty.Value, _ sdk.ApplyResponse) (cty.Value, []byte) {
+					return sdktest.Create(t, p, TypeName, n.node, cfg)
+				}},
+			}
+			for i, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					base := filepath.Join(n.dir, "lost", string(rune('a'+i)))
+					must(t, os.MkdirAll(base, 0o777))
+					must(t, os.Chmod(base, 0o777)) // the sshd node's user writes here
+					mp := filepath.Join(base, "made", "deeper", "mounts.txt")
+					cfg := config(t, map[string]cty.Value{
+						"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"),
+						"target": cty.StringVal("/model"), "manifest_path": cty.StringVal(mp),
+					})
+					pl := sdktest.Plan(t, p, TypeName, n.node, null, nil, cfg)
+					resp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeName, Address: "a", Node: n.node,
+						Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, nil)
+					if resp.Diagnostics.HasErrors() {
+						t.Fatal(resp.Diagnostics.Err())
+					}
+					if _, err := os.Stat(mp); err != nil {
+						t.Fatalf("first apply wrote no manifest: %v", err)
+					}
+					// The reply (resp) is lost here, but in the first case.
+					st, priv := tc.after(t, cfg, pl.Planned, resp)
+					sdktest.Destroy(t, p, TypeName, n.node, st, priv)
+					if ents, _ := os.ReadDir(base); len(ents) != 0 {
+						t.Fatalf("destroy left %v in %s (want it empty, as before the first apply)", ents[0].Name(), base)
+					}
+				})
+			}
+		})
+	}
+}
