@@ -32,14 +32,16 @@ func moduleSchema() *sdk.ResourceSchema {
 	return &sdk.ResourceSchema{
 		Description: "A kernel module loaded (or not) with given parameters, temporarily: nothing is written to " +
 			"/etc/modprobe.d or modules-load.d, a reboot resets it and the next plan shows the drift. " +
-			"Destroy puts back exactly what was there before sparkform first changed it (`prior`).",
+			"Destroy puts back exactly what was there before sparkform first changed it (`prior`, also kept in a restore record " +
+			"on the node, written before the first change).",
 		Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
 			"name": {Type: cty.String, Required: true, ForceNew: true,
 				Description: "Module name, e.g. \"nvidia_drm\" (dash and underscore are the same name)."},
 			"params": {Type: cty.Map(cty.String), Optional: true,
 				Description: "Parameters to load the module with, e.g. { modeset = \"1\", fbdev = \"0\" }. Compared as the kernel " +
 					"means them (bool: Y/N = 1/0/y/n; integers by value). Parameters not named here are never drift. " +
-					"A change reloads the module (rmmod, then modprobe NAME k=v ...)."},
+					"A change reloads the module (rmmod, then modprobe NAME k=v ...). Values are printable ASCII without spaces or double " +
+					"quotes: the kernel splits parameters at whitespace and groups with quotes, so such a value would set other parameters."},
 			"state": {Type: cty.String, Optional: true,
 				Description: "\"loaded\" (default) or \"unloaded\" to make sure the module is out."},
 			"loaded": {Type: cty.Bool, Computed: true, Description: "Whether the module is loaded now."},
