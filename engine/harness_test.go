@@ -93,7 +93,7 @@ type bed struct {
 	t     *testing.T
 	dir   string
 	path  string
-	st    *state.Store
+	st    *state.BoltStore
 	tp    *testProvider
 	provs *gRPCProviders
 	hooks *recHooks

@@ -63,7 +63,7 @@ func BenchmarkPutResource(b *testing.B) {
 }
 
 // prefill writes n instances in one transaction (setup only).
-func prefill(tb testing.TB, s *Store, n int) {
+func prefill(tb testing.TB, s *BoltStore, n int) {
 	batch := make([]*op, n)
 	for i := range batch {
 		fn, err := putResourceOp(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, i), "input"))
@@ -119,7 +119,7 @@ func BenchmarkReadAll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, st := range map[string]*Store{"writer": s, "readonly": r} {
+	for name, st := range map[string]*BoltStore{"writer": s, "readonly": r} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				got, err := st.Resources()

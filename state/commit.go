@@ -48,7 +48,7 @@ func (e *opError) Error() string { return e.err.Error() }
 
 // submit queues fn and waits until its batch is durable (committed and
 // fsync'd by bbolt) or failed.
-func (s *Store) submit(fn opFunc) error {
+func (s *BoltStore) submit(fn opFunc) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
@@ -80,7 +80,7 @@ const (
 
 // commitLoop is the group commit: while one batch is being fsync'd, new ops
 // queue up, and the next batch takes all of them in one transaction.
-func (s *Store) commitLoop() {
+func (s *BoltStore) commitLoop() {
 	defer close(s.done)
 	held := false // this loop holds a reference to s.db
 	var heldSince time.Time
@@ -141,7 +141,7 @@ func (s *Store) commitLoop() {
 	}
 }
 
-func (s *Store) runBatch(batch []*op) {
+func (s *BoltStore) runBatch(batch []*op) {
 	for len(batch) > 0 {
 		err := s.commit(batch)
 		// Everyone blocked in submit now (this batch and the queue) is the
@@ -161,9 +161,9 @@ func (s *Store) runBatch(batch []*op) {
 	}
 }
 
-func (s *Store) commit(batch []*op) error {
+func (s *BoltStore) commit(batch []*op) error {
 	if !s.lock.valid() {
-		return fmt.Errorf("%w: %s", ErrLockLost, s.path)
+		return fmt.Errorf("%w: %s (broken by force-unlock)", ErrLockLost, s.path)
 	}
 	db, err := s.acquireDB()
 	if err != nil {
@@ -194,7 +194,7 @@ func (s *Store) commit(batch []*op) error {
 // prior value in history and bumps the serial. It returns once durable.
 // The store sets UpdatedAt and an empty Status to StatusReady; r itself is
 // not modified.
-func (s *Store) PutResource(r *Resource) error {
+func (s *BoltStore) PutResource(r *Resource) error {
 	fn, err := putResourceOp(r)
 	if err != nil {
 		return err
@@ -237,7 +237,7 @@ func putResourceOp(r *Resource) (opFunc, error) {
 // write per instance instead of two). result != nil replaces addr's record
 // (result.Address must be addr); nil removes addr, and an addr already gone
 // is not an error.
-func (s *Store) Complete(addr string, result *Resource) error {
+func (s *BoltStore) Complete(addr string, result *Resource) error {
 	if err := checkAddress(addr); err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (s *Store) Complete(addr string, result *Resource) error {
 
 // DeleteResource removes addr from state (history keeps the record). An
 // address not in state is an error wrapping ErrResourceNotFound.
-func (s *Store) DeleteResource(addr string) error {
+func (s *BoltStore) DeleteResource(addr string) error {
 	if err := checkAddress(addr); err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func deleteResourceOp(addr string) opFunc {
 
 // MoveResource renames an instance (`state mv`): from must exist, to must
 // not. Both addresses get a history entry at the same serial.
-func (s *Store) MoveResource(from, to string) error {
+func (s *BoltStore) MoveResource(from, to string) error {
 	if err := checkAddress(from); err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (s *Store) MoveResource(from, to string) error {
 
 // PutIntent journals in before a provider call; it returns once durable.
 // Started and PID default to now and this process.
-func (s *Store) PutIntent(in *Intent) error {
+func (s *BoltStore) PutIntent(in *Intent) error {
 	if in == nil {
 		return fmt.Errorf("%w: nil intent", ErrInvalid)
 	}
@@ -368,7 +368,7 @@ func (s *Store) PutIntent(in *Intent) error {
 }
 
 // DeleteIntent clears the journal record of addr (no error when absent).
-func (s *Store) DeleteIntent(addr string) error {
+func (s *BoltStore) DeleteIntent(addr string) error {
 	if err := checkAddress(addr); err != nil {
 		return err
 	}

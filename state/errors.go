@@ -24,9 +24,9 @@ var (
 	ErrClosed = errors.New("state: store is closed")
 	// ErrLocked: another process holds the writer lock (see *LockedError).
 	ErrLocked = errors.New("state: locked by another process")
-	// ErrLockLost: this store's writer lock was broken by a forced unlock;
-	// nothing more is written through it.
-	ErrLockLost = errors.New("state: writer lock was broken (force-unlock)")
+	// ErrLockLost: this store's writer lock was broken by a forced unlock
+	// or (etcd) its lease expired; nothing more is written through it.
+	ErrLockLost = errors.New("state: writer lock was lost")
 	// ErrHolderAlive: ForceUnlock refused because the holder is a live
 	// process on this host.
 	ErrHolderAlive = errors.New("state: lock holder is still running")
@@ -51,6 +51,9 @@ func (e *LockedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "state %s is locked", e.Path)
 	if h := e.Holder; h != nil {
+		if h.User != "" {
+			fmt.Fprintf(&b, " by user %s,", h.User)
+		}
 		fmt.Fprintf(&b, " by pid %d on host %s", h.PID, h.Host)
 		if h.Command != "" {
 			fmt.Fprintf(&b, " (command %q)", h.Command)

@@ -95,7 +95,7 @@ func childMain(mode, path string) int {
 	return closeChild(s)
 }
 
-func closeChild(s *Store) int {
+func closeChild(s *BoltStore) int {
 	if err := s.Close(); err != nil {
 		fmt.Println("close:", err)
 		return 1
@@ -163,7 +163,7 @@ func statePath(t *testing.T) string {
 
 // openStore opens a writer and, after it is closed at cleanup, runs bbolt's
 // integrity check on the file.
-func openStore(t testing.TB, path string) *Store {
+func openStore(t testing.TB, path string) *BoltStore {
 	t.Helper()
 	checkOnCleanup(t, path)
 	s, err := Open(path, Options{Command: "test " + t.Name()})

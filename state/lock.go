@@ -94,8 +94,7 @@ func tryLock(path string) (*writerLock, error) {
 }
 
 func (l *writerLock) writeHolder(command string) error {
-	host, _ := os.Hostname()
-	h := Holder{PID: os.Getpid(), Host: host, Command: command, Since: time.Now().UTC().Truncate(time.Second)}
+	h := CurrentHolder(command)
 	data, _ := json.Marshal(h)
 	if err := l.f.Truncate(0); err != nil {
 		return fmt.Errorf("state: write lock holder: %w", err)

@@ -18,7 +18,7 @@ type Output struct {
 var keyOutputs = []byte("outputs")
 
 // PutOutputs replaces every stored output (an empty map clears them).
-func (s *Store) PutOutputs(outs map[string]Output) error {
+func (s *BoltStore) PutOutputs(outs map[string]Output) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
@@ -32,7 +32,7 @@ func (s *Store) PutOutputs(outs map[string]Output) error {
 }
 
 // Outputs returns every stored output.
-func (s *Store) Outputs() (map[string]Output, error) {
+func (s *BoltStore) Outputs() (map[string]Output, error) {
 	out := map[string]Output{}
 	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketMeta).Get(keyOutputs)

@@ -36,10 +36,10 @@ var (
 	writerWait = 30 * time.Second
 )
 
-// Store is an open state file. A Store from Open holds the writer lock until
-// Close; one from OpenReadOnly holds nothing between calls. Methods are safe
-// for concurrent use.
-type Store struct {
+// BoltStore is an open local state file (the default backend). One from
+// Open holds the writer lock until Close; one from OpenReadOnly holds
+// nothing between calls. Methods are safe for concurrent use.
+type BoltStore struct {
 	path     string
 	readOnly bool
 	lock     *writerLock // nil when read-only
@@ -61,7 +61,7 @@ type Store struct {
 // Open opens (creating if needed) the state at path for writing. It takes
 // the writer lock, waiting up to opts.LockTimeout; on timeout the error is a
 // *LockedError naming the holder.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Options) (*BoltStore, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty state path", ErrInvalid)
 	}
@@ -78,7 +78,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, lock: l}
+	s := &BoltStore{path: path, lock: l}
 	if err := s.init(); err != nil {
 		l.release()
 		return nil, err
@@ -98,13 +98,13 @@ func Open(path string, opts Options) (*Store, error) {
 // OpenReadOnly opens the state at path for reading without the writer lock.
 // It returns ErrNoState when there is no state file yet. Each read waits at
 // most a moment for an in-flight commit, never for a whole apply.
-func OpenReadOnly(path string) (*Store, error) {
+func OpenReadOnly(path string) (*BoltStore, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s does not exist (nothing has been applied here)", ErrNoState, path)
 	} else if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	s := &Store{path: path, readOnly: true}
+	s := &BoltStore{path: path, readOnly: true}
 	if _, err := s.Meta(); err != nil {
 		return nil, err
 	}
@@ -112,10 +112,10 @@ func OpenReadOnly(path string) (*Store, error) {
 }
 
 // Path is the state file.
-func (s *Store) Path() string { return s.path }
+func (s *BoltStore) Path() string { return s.path }
 
 // Close waits for pending writes, then releases the writer lock.
-func (s *Store) Close() error {
+func (s *BoltStore) Close() error {
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
@@ -135,7 +135,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) init() error {
+func (s *BoltStore) init() error {
 	return s.update(func(tx *bolt.Tx) error {
 		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 			for _, b := range [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory} {
@@ -167,7 +167,7 @@ func (s *Store) init() error {
 }
 
 // Meta returns lineage, serial and format version.
-func (s *Store) Meta() (Meta, error) {
+func (s *BoltStore) Meta() (Meta, error) {
 	var m Meta
 	err := s.view(func(tx *bolt.Tx) (err error) {
 		m, err = readMeta(tx, s.path)
@@ -177,7 +177,7 @@ func (s *Store) Meta() (Meta, error) {
 }
 
 // Resources returns every stored instance, sorted by address.
-func (s *Store) Resources() ([]*Resource, error) {
+func (s *BoltStore) Resources() ([]*Resource, error) {
 	var out []*Resource
 	err := s.view(func(tx *bolt.Tx) (err error) {
 		out, err = readResources(tx)
@@ -187,7 +187,7 @@ func (s *Store) Resources() ([]*Resource, error) {
 }
 
 // Resource returns one instance, or an error wrapping ErrResourceNotFound.
-func (s *Store) Resource(addr string) (*Resource, error) {
+func (s *BoltStore) Resource(addr string) (*Resource, error) {
 	var r *Resource
 	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketResources).Get([]byte(addr))
@@ -202,7 +202,7 @@ func (s *Store) Resource(addr string) (*Resource, error) {
 
 // Intents returns the journal, sorted by address. A non-empty journal at
 // the start of a run means a previous run stopped mid-call.
-func (s *Store) Intents() ([]*Intent, error) {
+func (s *BoltStore) Intents() ([]*Intent, error) {
 	var out []*Intent
 	err := s.view(func(tx *bolt.Tx) (err error) {
 		out, err = readIntents(tx)
@@ -213,7 +213,7 @@ func (s *Store) Intents() ([]*Intent, error) {
 
 // Snapshot reads meta, resources and intents in one transaction, so the
 // serial matches the resources (what a saved plan records).
-func (s *Store) Snapshot() (*Snapshot, error) {
+func (s *BoltStore) Snapshot() (*Snapshot, error) {
 	var snap Snapshot
 	err := s.view(func(tx *bolt.Tx) (err error) {
 		if snap.Meta, err = readMeta(tx, s.path); err != nil {
@@ -233,7 +233,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 
 // History returns the prior records of addr, newest first (at most
 // HistoryLimit). Entries stay after the address is deleted or moved.
-func (s *Store) History(addr string) ([]*HistoryEntry, error) {
+func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 	if err := checkAddress(addr); err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func decode(data []byte, v any, addr string) error {
 }
 
 // view runs fn in a read transaction on a briefly opened database.
-func (s *Store) view(fn func(*bolt.Tx) error) error {
+func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 	s.qmu.RLock()
 	closed := s.closed
 	s.qmu.RUnlock()
@@ -338,7 +338,7 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 }
 
 // update runs fn in a write transaction outside the commit queue (init only).
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 	db, err := s.acquireDB()
 	if err != nil {
 		return err
@@ -350,7 +350,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 // acquireDB opens the bbolt file (or shares the handle already open in this
 // process). The handle is closed again when the last user releases it, so
 // the file's flock is held only while a transaction runs.
-func (s *Store) acquireDB() (*bolt.DB, error) {
+func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	if s.db != nil {
@@ -382,7 +382,7 @@ func (s *Store) acquireDB() (*bolt.DB, error) {
 	return db, nil
 }
 
-func (s *Store) releaseDB() {
+func (s *BoltStore) releaseDB() {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	s.dbRefs--

@@ -91,6 +91,7 @@ type Options struct {
 type Holder struct {
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
+	User    string    `json:"user,omitempty"`
 	Command string    `json:"command,omitempty"`
 	Since   time.Time `json:"since"`
 	// Stale is true when the holder was on this host and its process is gone
@@ -99,7 +100,11 @@ type Holder struct {
 }
 
 func (h *Holder) String() string {
-	return fmt.Sprintf("pid %d on %s (%q) since %s", h.PID, h.Host, h.Command, h.Since.Format(time.RFC3339))
+	who := ""
+	if h.User != "" {
+		who = h.User + ", "
+	}
+	return fmt.Sprintf("%spid %d on %s (%q) since %s", who, h.PID, h.Host, h.Command, h.Since.Format(time.RFC3339))
 }
 
 // UnlockOptions for ForceUnlock.

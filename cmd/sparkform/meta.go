@@ -33,9 +33,12 @@ type meta struct {
 	chdir          string
 	noColor        bool
 
-	files   map[string]*hcl.File // for rendering diagnostics
-	host    *plugin.Host
-	closers []func()
+	files map[string]*hcl.File // for rendering diagnostics
+	be    state.Backend        // where state lives (see backend)
+
+	backendConfig []string // -backend-config KEY=VALUE
+	host          *plugin.Host
+	closers       []func()
 }
 
 // Dir is the working directory (after -chdir).
@@ -112,11 +115,17 @@ func (m *meta) variables(mod *config.Module, vf *varFlags) (map[string]cty.Value
 
 // openState opens the state for writing, waiting up to lockTimeout for
 // the lock, and says who holds it when it cannot.
-func (m *meta) openState(lockTimeout time.Duration, command string) (*state.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(m.StatePath()), 0o700); err != nil {
+func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store, error) {
+	be, err := m.backend()
+	if err != nil {
 		return nil, err
 	}
-	st, err := state.Open(m.StatePath(), state.Options{LockTimeout: lockTimeout, Command: command})
+	if _, local := be.(state.Local); local {
+		if err := os.MkdirAll(filepath.Dir(m.StatePath()), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	st, err := be.Open(state.Options{LockTimeout: lockTimeout, Command: command})
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {
@@ -128,8 +137,12 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (*state.Stor
 }
 
 // openStateReadOnly opens the state without taking the lock.
-func (m *meta) openStateReadOnly() (*state.Store, error) {
-	return state.OpenReadOnly(m.StatePath())
+func (m *meta) openStateReadOnly() (state.Store, error) {
+	be, err := m.backend()
+	if err != nil {
+		return nil, err
+	}
+	return be.OpenReadOnly()
 }
 
 // builtinProviders are served by this binary.
@@ -213,7 +226,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 }
 
 // newEngine wires config, state and providers.
-func (m *meta) newEngine(mod *config.Module, st *state.Store, hooks engine.Hooks, parallelism int) (*engine.Engine, error) {
+func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks, parallelism int) (*engine.Engine, error) {
 	host, err := m.pluginHost()
 	if err != nil {
 		return nil, err

@@ -137,7 +137,11 @@ A holder that is still alive on this host is refused unless -force is given:
 breaking a live lock lets two applies change the same nodes at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := state.ForceUnlock(m.StatePath(), state.UnlockOptions{Force: force})
+			be, err := m.backend()
+			if err != nil {
+				return err
+			}
+			h, err := be.ForceUnlock(state.UnlockOptions{Force: force})
 			if errors.Is(err, state.ErrNotLocked) {
 				fmt.Fprintln(m.stdout, "The state is not locked: nothing to do.")
 				return nil

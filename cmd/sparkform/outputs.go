@@ -15,7 +15,7 @@ import (
 
 // saveOutputs stores the outputs' values after an apply.
 func (m *meta) saveOutputs(eng *engine.Engine, res *engine.ApplyResult, p *plans.Plan) error {
-	st, ok := eng.Store.(*state.Store)
+	st, ok := eng.Store.(state.Store)
 	if !ok || res == nil {
 		return nil
 	}

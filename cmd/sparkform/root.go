@@ -34,6 +34,8 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&m.chdir, "chdir", "", "switch to this directory before doing anything else")
+	root.PersistentFlags().StringArrayVar(&m.backendConfig, "backend-config", nil,
+		"override an argument of the configuration's backend block: -backend-config KEY=VALUE (repeatable; lists comma-separated)")
 	root.PersistentFlags().BoolVar(&m.noColor, "no-color", false, "do not use color in output")
 	root.AddCommand(
 		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),

@@ -58,12 +58,16 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(filepath.Join(env.WorkDir, "home"), 0o700)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"sshnodes":  cmdSSHNodes,
-			"mkrepo":    cmdMkRepo,
-			"waitfile":  cmdWaitFile,
-			"exitcode":  cmdExitCode,
-			"writefile": cmdWriteFile,
-			"mkhub":     cmdMkHub,
+			"sshnodes":    cmdSSHNodes,
+			"mkrepo":      cmdMkRepo,
+			"waitfile":    cmdWaitFile,
+			"exitcode":    cmdExitCode,
+			"writefile":   cmdWriteFile,
+			"mkhub":       cmdMkHub,
+			"etcd":        cmdEtcd,
+			"etcdstop":    cmdEtcdStop,
+			"etcdstart":   cmdEtcdStart,
+			"etcdhealthy": cmdEtcdHealthy,
 		},
 	})
 }

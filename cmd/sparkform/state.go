@@ -160,7 +160,8 @@ func newShowCommand(m *meta) *cobra.Command {
 }
 
 func newStateCommand(m *meta) *cobra.Command {
-	cmd := &cobra.Command{Use: "state", Short: "Inspect and edit the state (list, show, rm, mv, history, undo)"}
+	cmd := &cobra.Command{Use: "state", Short: "Inspect and edit the state (list, show, rm, mv, history, undo, pull, push, migrate)"}
+	cmd.AddCommand(stateMoveCommands(m)...)
 	cmd.AddCommand(&cobra.Command{
 		Use: "list", Short: "List every instance in the state", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -31,6 +31,8 @@ type Module struct {
 	Outputs   map[string]*Output
 	Nodes     map[string]*Node     // by name
 	Resources map[string]*Resource // by "type.name"
+	// Backend is the sparkform block's backend (nil: the local file).
+	Backend *Backend
 }
 
 // Variable is a `variable "NAME"` block.
@@ -108,6 +110,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "output", LabelNames: []string{"name"}},
 		{Type: "node", LabelNames: []string{"name"}},
 		{Type: "resource", LabelNames: []string{"type", "name"}},
+		{Type: "sparkform"},
 	},
 }
 
@@ -225,6 +228,16 @@ func (m *Module) loadFile(f *hcl.File) hcl.Diagnostics {
 				continue
 			}
 			m.Nodes[n.Name] = n
+		case "sparkform":
+			be, d := decodeSettings(b)
+			diags = append(diags, d...)
+			if be != nil && m.Backend != nil {
+				diags = append(diags, duplicate("backend", be.Type, m.Backend.DeclRange, be.DeclRange))
+				continue
+			}
+			if be != nil {
+				m.Backend = be
+			}
 		case "resource":
 			r, d := decodeResourceBlock(b)
 			diags = append(diags, d...)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sparkform/sparkform/state"
+)
+
+// stateMoveCommands are `state pull`, `state push` and `state migrate`.
+func stateMoveCommands(m *meta) []*cobra.Command {
+	pull := &cobra.Command{
+		Use:   "pull",
+		Short: "Print the whole state as a portable JSON snapshot (for backup, or state push)",
+		Long: `Print the state as one JSON document: lineage, serial, every instance and the
+outputs. It holds what the state holds (node details, provider-private data):
+keep it as private as the state. Reading takes no lock.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := m.openStateReadOnly()
+			if err != nil {
+				return noStateHint(err)
+			}
+			defer st.Close()
+			p, err := state.Export(st)
+			if err != nil {
+				return err
+			}
+			return state.WritePortable(m.stdout, p)
+		},
+	}
+	var pushForce bool
+	var pushTimeout time.Duration
+	push := &cobra.Command{
+		Use:   "push FILE",
+		Short: "Replace the state with a snapshot from state pull (- reads stdin)",
+		Long: `Replace the state with a snapshot written by state pull. A state of another
+lineage (a different state, not an older copy of this one), or a newer
+serial of the same lineage, is refused unless -force is given.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var r io.Reader = m.stdin
+			if args[0] != "-" {
+				data, err := os.ReadFile(args[0])
+				if err != nil {
+					return err
+				}
+				r = bytes.NewReader(data)
+			}
+			p, err := state.ReadPortable(r)
+			if err != nil {
+				return err
+			}
+			st, err := m.openState(pushTimeout, "sparkform state push")
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := state.CheckTarget(st, p, pushForce); err != nil {
+				return err
+			}
+			if err := st.Replace(p); err != nil {
+				return err
+			}
+			be, _ := m.backend()
+			fmt.Fprintf(m.stdout, "Pushed %d %s (lineage %s, serial %d) to %s.\n",
+				len(p.Resources), plural(len(p.Resources), "instance", "instances"), p.Lineage, p.Serial, be)
+			return nil
+		},
+	}
+	push.Flags().BoolVar(&pushForce, "force", false, "replace a state of another lineage or a newer serial")
+	push.Flags().DurationVar(&pushTimeout, "lock-timeout", 0, "wait this long for the state lock")
+
+	var toLocal, migForce bool
+	var migTimeout time.Duration
+	migrate := &cobra.Command{
+		Use:   "migrate",
+		Short: "Copy the state between the local file and the configured backend",
+		Long: `Copy the state from the local file (.sparkform/state.db) to the backend of the
+configuration's sparkform block (e.g. etcd), or back with -to-local. Both
+states are locked while copying. A target that holds another state (another
+lineage) is refused unless -force is given. The source is left as it was.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			remote, err := m.backend()
+			if err != nil {
+				return err
+			}
+			local := state.Local{Path: m.StatePath()}
+			if l, ok := remote.(state.Local); ok {
+				return fmt.Errorf("nothing to migrate: the configuration keeps state in the local file %s; add a `sparkform { backend \"etcd\" { ... } }` block first", l.Path)
+			}
+			var from, to state.Backend = local, remote
+			if toLocal {
+				from, to = remote, local
+			}
+			if _, ok := from.(state.Local); ok {
+				if _, err := os.Stat(local.Path); err != nil {
+					return fmt.Errorf("nothing to migrate: no local state at %s", local.Path)
+				}
+			} else if err := os.MkdirAll(m.Dir()+"/.sparkform", 0o700); err != nil {
+				return err
+			}
+			src, err := from.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (source)"})
+			if err != nil {
+				return fmt.Errorf("source: %w", err)
+			}
+			defer src.Close()
+			p, err := state.Export(src)
+			if err != nil {
+				return fmt.Errorf("source %s: %w", from, err)
+			}
+			dst, err := to.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (target)"})
+			if err != nil {
+				return fmt.Errorf("target: %w", err)
+			}
+			defer dst.Close()
+			if err := state.CheckTarget(dst, p, migForce); err != nil {
+				return fmt.Errorf("target %s: %w", to, err)
+			}
+			if err := dst.Replace(p); err != nil {
+				return fmt.Errorf("target %s: %w", to, err)
+			}
+			fmt.Fprintf(m.stdout, "Copied %d %s (lineage %s, serial %d) from %s to %s.\nThe source is unchanged; remove it once you no longer need it.\n",
+				len(p.Resources), plural(len(p.Resources), "instance", "instances"), p.Lineage, p.Serial, from, to)
+			return nil
+		},
+	}
+	migrate.Flags().BoolVar(&toLocal, "to-local", false, "copy from the configured backend to the local file instead")
+	migrate.Flags().BoolVar(&migForce, "force", false, "replace a target that holds another lineage")
+	migrate.Flags().DurationVar(&migTimeout, "lock-timeout", 0, "wait this long for each state's lock")
+	return []*cobra.Command{pull, push, migrate}
+}

@@ -1,0 +1,3 @@
+package etcdstore
+
+func childMain() int { return 0 }
