@@ -19,7 +19,10 @@ import (
 
 // ApplyResult is what an apply produced besides state.
 type ApplyResult struct {
-	// Outputs are the outputs' values after apply (normal mode).
+	// Outputs are the outputs to store after this apply: what was stored
+	// before, with only the values this apply really changed replaced. A
+	// refused, failed, interrupted, partial or refresh-only apply keeps
+	// the rest as they were; a complete destroy empties them.
 	Outputs map[string]cty.Value
 	// Applied counts instances changed per action.
 	Applied map[plans.Action]int
@@ -30,7 +33,11 @@ type ApplyResult struct {
 // lands; a journal intent brackets every provider call. On failure, what
 // did not depend on the failed instance still runs and is stored.
 func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Diagnostics) {
+	prior := e.priorOutputs()
 	res := &ApplyResult{Outputs: map[string]cty.Value{}, Applied: map[plans.Action]int{}}
+	for name, v := range prior {
+		res.Outputs[name] = v
+	}
 	meta, err := e.Store.Meta()
 	if err != nil {
 		return res, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
@@ -81,16 +88,23 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 		return res, append(diags, errDiag("Cannot order the changes", err.Error()))
 	}
 	wd := e.walk(ctx, g, ev, walkFuncs{resource: ap.applyResource, instance: ap.applyVertex,
-		output: func(name string, v cty.Value) { res.Outputs[name] = v }, destroy: ap.destroyStep})
-	diags = append(diags, wd...)
-	if p.Mode == plans.NormalMode {
-		// Outputs the walk did not reach (outside -target, or after a
-		// failure) keep their stored value rather than vanish.
-		for name, v := range e.priorOutputs() {
-			if _, ok := res.Outputs[name]; !ok && e.Module.Outputs[name] != nil {
+		output: func(name string, v cty.Value) {
+			// A value left unknown (what it refers to failed or was not
+			// reached) keeps the stored one.
+			if _, had := prior[name]; v.IsWhollyKnown() || !had {
 				res.Outputs[name] = v
 			}
+		}, destroy: ap.destroyStep})
+	diags = append(diags, wd...)
+	switch {
+	case p.Mode == plans.NormalMode:
+		for name := range res.Outputs {
+			if e.Module.Outputs[name] == nil {
+				delete(res.Outputs, name) // removed from the configuration
+			}
 		}
+	case p.Mode == plans.DestroyMode && !diags.HasErrors() && ctx.Err() == nil:
+		res.Outputs = map[string]cty.Value{} // nothing left to describe
 	}
 	if ctx.Err() != nil {
 		diags = append(diags, errDiag("Apply interrupted", "Work in flight was stopped; everything that finished is saved in state. Run plan to see what is left."))
@@ -351,7 +365,8 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	}
 	// Re-plan with what is known now that dependencies are applied.
 	cfg := applyIgnoreChanges(ri.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, replacesOf(c))
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, replacesOf(c), false)
+	_, pd = planNotes(pd) // the plan showed them
 	diags := sdkDiags(pd, ri.Addr, r.Config, &rng)
 	if pd.HasErrors() {
 		return cty.NilVal, diags

@@ -30,6 +30,9 @@ type Engine struct {
 	Hooks     Hooks
 	// Parallelism bounds concurrent provider operations (default 10).
 	Parallelism int
+	// NodeCheck, when set, is how a plan reaches each node first (see
+	// checkNodes); nil plans without that check.
+	NodeCheck NodeChecker
 }
 
 // PlanOptions are the knobs of one plan.

@@ -98,6 +98,29 @@ func (f *targetFilter) expand(cg *configGraph) {
 			stack = append(stack, cg.g.DependsOn(v)...)
 		}
 	}
+	if cg == nil {
+		return
+	}
+	// Outputs (and the locals they use) that need nothing outside the
+	// targets are evaluated too, so a targeted apply updates them.
+	for grew := true; grew; {
+		grew = false
+		for _, v := range cg.g.Vertices() {
+			if f.blocks[v] || !(strings.HasPrefix(v, "output.") || strings.HasPrefix(v, "local.")) {
+				continue
+			}
+			all := true
+			for _, d := range cg.g.DependsOn(v) {
+				if !f.blocks[d] {
+					all = false
+					break
+				}
+			}
+			if all {
+				f.blocks[v], grew = true, true
+			}
+		}
+	}
 }
 
 // Plan refreshes the state (unless told not to) and computes the changes
@@ -155,6 +178,19 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 			if n, ok := nodes[in.Node.Name]; ok && nodeIdentity(n) == nodeIdentity(in.Node) {
 				in.Node = n
 			}
+		}
+	}
+
+	// Every node the plan touches is reached once, before anything is
+	// read: a node that cannot be reached fails the plan here, pointing
+	// at its node block, not at a later apply.
+	if !opts.SkipRefresh && len(opts.Targets) == 0 {
+		var cfgNodes map[string]sdk.Node
+		if ev != nil && opts.Mode == plans.NormalMode {
+			cfgNodes = ev.nodeInstances()
+		}
+		if d := e.checkNodes(ctx, cfgNodes, insts); d.HasErrors() {
+			return nil, append(diags, d...)
 		}
 	}
 
@@ -229,7 +265,8 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		replace[r] = true
 	}
 	priorOutputs := e.priorOutputs()
-	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}, lim: make(limiter, e.parallelism())}
+	pl := &planner{e: e, cg: cg, ev: ev, prior: prior, replace: replace, filter: filter, seen: map[string]bool{}, lim: make(limiter, e.parallelism()),
+		offline: opts.SkipRefresh}
 	g := cg.walkGraph(e.Module, filter.vertex, filter.instance)
 	wd := e.walk(ctx, g, ev, walkFuncs{resource: pl.planResource, instance: pl.planVertex, output: func(name string, val cty.Value) {
 		if o := e.Module.Outputs[name]; o != nil {
@@ -429,6 +466,8 @@ type planner struct {
 	filter  *targetFilter
 
 	lim limiter
+	// offline: -refresh=false, providers reach no node.
+	offline bool
 
 	mu      sync.Mutex
 	changes []*plans.ResourceChange
@@ -519,7 +558,8 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		priorPrivate = prior.Private
 	}
 	cfg := applyIgnoreChanges(ri.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ri, priorVal, priorPrivate, cfg, schema.Block, cty.NilVal)
+	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ri, priorVal, priorPrivate, cfg, schema.Block, cty.NilVal, pl.offline)
+	notes, d := planNotes(d)
 	diags = append(diags, sdkDiags(d, ri.Addr, r.Config, &rng)...)
 	if d.HasErrors() {
 		return nil, cty.NilVal, diags
@@ -530,6 +570,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 		PlannedPrivate: plannedPrivate, Dependencies: pl.cg.resourceDeps[key], SchemaVersion: schema.Version,
 		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
 		SensitiveAttrs:      unionSorted(sensitiveAttrs(schema.Block), ri.SensitiveAttrs),
+		Notes:               notes,
 	}
 	if prior != nil {
 		ch.PriorNode = prior.Node
@@ -556,7 +597,10 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	}
 	if ch.Action.IsReplace() {
 		// What the new object will be: plan it as a create.
-		np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ri, cty.NullVal(ty), nil, cfg, schema.Block, priorVal)
+		np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ri, cty.NullVal(ty), nil, cfg, schema.Block, priorVal, pl.offline)
+		var more []string
+		more, d = planNotes(d)
+		ch.Notes = append(ch.Notes, more...)
 		diags = append(diags, sdkDiags(d, ri.Addr, r.Config, &rng)...)
 		if d.HasErrors() {
 			return nil, cty.NilVal, diags
@@ -566,13 +610,13 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	return ch, ch.After, diags
 }
 
-func planCall(ctx context.Context, prov sdk.Provider, typeName string, ri *resourceInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, b *sdk.Block, replaces cty.Value) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+func planCall(ctx context.Context, prov sdk.Provider, typeName string, ri *resourceInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, b *sdk.Block, replaces cty.Value, offline bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
 	if replaces == cty.NilVal {
 		replaces = cty.NullVal(prior.Type())
 	}
 	resp := prov.PlanResourceChange(ctx, sdk.PlanRequest{
 		TypeName: typeName, Address: ri.Addr, Node: ri.Node, Prior: prior, Config: cfg,
-		Proposed: sdk.ProposedNew(b, prior, cfg), PriorPrivate: priorPrivate, Replaces: replaces,
+		Proposed: sdk.ProposedNew(b, prior, cfg), PriorPrivate: priorPrivate, Replaces: replaces, Offline: offline,
 	})
 	if resp.Diagnostics.HasErrors() {
 		return cty.NilVal, nil, nil, resp.Diagnostics

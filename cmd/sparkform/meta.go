@@ -22,6 +22,7 @@ import (
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plugin"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -231,7 +232,7 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism}, nil
+	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: node.Check}, nil
 }
 
 // confirm asks the Terraform question; only "yes" approves.

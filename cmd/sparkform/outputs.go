@@ -13,30 +13,33 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
-// saveOutputs stores the outputs' values after an apply.
+// saveOutputs stores the outputs after an apply, as the engine says they
+// are now (it keeps what the apply did not really change).
 func (m *meta) saveOutputs(eng *engine.Engine, res *engine.ApplyResult, p *plans.Plan) error {
 	st, ok := eng.Store.(state.Store)
 	if !ok || res == nil {
 		return nil
 	}
+	stored, err := st.Outputs()
+	if err != nil {
+		return err
+	}
 	outs := map[string]state.Output{}
-	if p.Mode != plans.DestroyMode {
-		for name, v := range res.Outputs {
-			// A null output is not kept, as OpenTofu does: `output`
-			// and `output -json` do not list it.
-			if !v.IsWhollyKnown() || v.IsNull() {
-				continue
-			}
-			raw, err := engine.EncodeValue(v)
-			if err != nil {
-				return err
-			}
-			sens := false
-			if o := eng.Module.Outputs[name]; o != nil {
-				sens = o.Sensitive
-			}
-			outs[name] = state.Output{Value: raw, Sensitive: sens}
+	for name, v := range res.Outputs {
+		// A null output is not kept, as OpenTofu does: `output` and
+		// `output -json` do not list it.
+		if !v.IsWhollyKnown() || v.IsNull() {
+			continue
 		}
+		raw, err := engine.EncodeValue(v)
+		if err != nil {
+			return err
+		}
+		sens := stored[name].Sensitive
+		if o := eng.Module.Outputs[name]; o != nil {
+			sens = o.Sensitive
+		}
+		outs[name] = state.Output{Value: raw, Sensitive: sens}
 	}
 	return st.PutOutputs(outs)
 }

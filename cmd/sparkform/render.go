@@ -144,6 +144,9 @@ func (r *renderer) plan(p *plans.Plan) {
 		if c.Reason != "" {
 			fmt.Fprintf(r.w, "  # (because %s)\n", c.Reason)
 		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(r.w, "  %s %s\n", r.c(boldYellow, "# Note:"), n)
+		}
 		fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(c.Action), c.Type, nameOf(c.Addr))
 		r.attrs(c.Before, c.After, c.RequiresReplace, c.SensitiveAttrs, c.SummaryAttrs, "      ", c.Action)
 		fmt.Fprintln(r.w, "    }")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/sparkform/sparkform/internal/kernelsim"
 	"github.com/sparkform/sparkform/internal/testbed"
 )
 
@@ -64,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"exitcode":    cmdExitCode,
 			"writefile":   cmdWriteFile,
 			"mkhub":       cmdMkHub,
+			"kernelsim":   cmdKernelSim,
 			"etcd":        cmdEtcd,
 			"etcdstop":    cmdEtcdStop,
 			"etcdstart":   cmdEtcdStart,
@@ -278,4 +280,34 @@ func cmdMkHub(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.MkdirAll(filepath.Join(rd, "refs"), 0o755))
 	ts.Check(os.WriteFile(filepath.Join(rd, "refs", "main"), []byte(rev), 0o644))
 	ts.Setenv("HUB_REV", rev)
+}
+
+// kernelsim KEY...: one simulated kernel (internal/kernelsim, the seed's
+// catalogue: nvidia_drm loaded with modeset=N fbdev=N) per node key, found
+// by the kmod provider through its {node} hook; exports KSIM_KEY (the
+// simulator's root: sys/module/... holds what a node would show).
+func cmdKernelSim(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: kernelsim KEY...")
+	}
+	bin, err := kernelsim.Binary()
+	if err != nil {
+		ts.Fatalf("kernelsim: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "sparkform-kernel-")
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Defer(func() { os.RemoveAll(dir) })
+	ts.Check(os.Chmod(dir, 0o755))
+	for _, key := range args {
+		s, err := kernelsim.Create(filepath.Join(dir, key), kernelsim.SeedCatalog, bin)
+		if err != nil {
+			ts.Fatalf("kernelsim: %v", err)
+		}
+		ts.Setenv("KSIM_"+strings.ReplaceAll(key, "-", "_"), s.Root)
+	}
+	ts.Setenv("SPARKFORM_KMOD_SYSFS_ROOT", filepath.Join(dir, "{node}", "sys"))
+	ts.Setenv("SPARKFORM_KMOD_MODPROBE", filepath.Join(dir, "{node}", "bin", "modprobe"))
+	ts.Setenv("SPARKFORM_KMOD_RMMOD", filepath.Join(dir, "{node}", "bin", "rmmod"))
 }

@@ -52,6 +52,7 @@ type fileChange struct {
 	Node, PriorNode                sdk.Node
 	Action                         Action
 	Reason                         string
+	Notes                          []string
 	Before, After                  fileValue
 	RequiresReplace                [][]string
 	PriorPrivate, PlannedPrivate   []byte
@@ -143,7 +144,7 @@ func Write(w io.Writer, p *Plan) error {
 	for _, c := range p.Changes {
 		fc := fileChange{
 			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: c.Node, PriorNode: c.PriorNode,
-			Action: c.Action, Reason: c.Reason, Before: enc(c.Before), After: enc(c.After),
+			Action: c.Action, Reason: c.Reason, Notes: c.Notes, Before: enc(c.Before), After: enc(c.After),
 			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
 			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
 			SchemaVersion: c.SchemaVersion, CreateBeforeDestroy: c.CreateBeforeDestroy,
@@ -207,7 +208,7 @@ func Read(r io.Reader) (*Plan, error) {
 	for _, fc := range fp.Changes {
 		c := &ResourceChange{
 			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: fc.Node, PriorNode: fc.PriorNode,
-			Action: fc.Action, Reason: fc.Reason, Before: dec(fc.Before), After: dec(fc.After),
+			Action: fc.Action, Reason: fc.Reason, Notes: fc.Notes, Before: dec(fc.Before), After: dec(fc.After),
 			PriorPrivate: fc.PriorPrivate, PlannedPrivate: fc.PlannedPrivate,
 			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs,
 			SchemaVersion: fc.SchemaVersion, CreateBeforeDestroy: fc.CreateBeforeDestroy,

@@ -63,7 +63,11 @@ type ResourceChange struct {
 	Action    Action
 	// Reason explains an action the config alone does not ("tainted",
 	// "replace requested", "no longer in configuration", ...).
-	Reason          string
+	Reason string
+	// Notes are what the provider found on the node that this change
+	// displaces or disrupts ("nvidia_drm is loaded (...); apply unloads
+	// and reloads it"): its plan-time warnings, shown with the change.
+	Notes           []string
 	Before, After   cty.Value
 	RequiresReplace []cty.Path
 	PriorPrivate    []byte

@@ -299,6 +299,9 @@ func (r *containerResource) checkOnNode(ctx context.Context, req sdk.PlanRequest
 	if !bindsChange && !req.Prior.IsNull() && spc.CgroupParent == "" {
 		return nil // nothing to look at: no client, no round trip
 	}
+	if req.Offline {
+		return nil // -refresh=false: apply checks all of it
+	}
 	d, err := r.clients.get(ctx, req.Node)
 	if err != nil {
 		return sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+req.Node.Name, err)}
@@ -377,8 +380,12 @@ func (r *containerResource) refuseForeign(ctx context.Context, d *dockerClient, 
 		owner = " (it belongs to " + res.Container.Config.Labels[labelAddress] + ")"
 	}
 	return fmt.Errorf("%w: a container named %q (%s) already exists on %s%s; import it with `sparkform import %s %s`, or remove it",
-		ErrNotManaged, name, res.Container.ID[:12], d.node.Name, owner, address, name)
+		ErrNotManaged, name, res.Container.ID[:12], d.node.Name, owner, shellQuote(address), shellQuote(name))
 }
+
+// shellQuote quotes s for a POSIX shell, for commands a message suggests
+// (an address holds brackets and double quotes).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Apply implements sdk.Resource.
 func (r *containerResource) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {

@@ -128,7 +128,7 @@ func (r *imageResource) readJobs(ctx context.Context, d *dockerClient, items []s
 func (r *imageResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanResponse {
 	s := r.Schema()
 	resp := sdk.DefaultPlan(s, req)
-	if req.Prior.IsNull() || req.Proposed.IsNull() || len(resp.RequiresReplace) > 0 || pullMode(req.Proposed) != "always" {
+	if req.Offline || req.Prior.IsNull() || req.Proposed.IsNull() || len(resp.RequiresReplace) > 0 || pullMode(req.Proposed) != "always" {
 		return resp
 	}
 	d, err := r.clients.get(ctx, req.Node)

@@ -365,6 +365,9 @@ func (c *Checkout) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() && req.Replaces.IsKnown() && str(req.Replaces, attrPath) == p {
 		return resp // the create half of a replace: the tree there is ours and goes first
 	}
+	if req.Offline {
+		return resp // -refresh=false: apply checks the path
+	}
 	conn, err := c.pool.Get(ctx, req.Node)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, sdk.FromError("Cannot reach node "+req.Node.Name, err))
@@ -374,16 +377,47 @@ func (c *Checkout) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	var ee *node.ExitError
 	switch {
 	case errors.As(err, &ee) && ee.ExitCode == 3:
+		what := strings.TrimSpace(string(res.Stdout))
+		hint := "Move it away or remove it yourself, or choose another path."
+		if id, ok := importID(req.Proposed); ok && strings.HasPrefix(what, "directory") {
+			hint = "If it is this checkout, staged by hand, bring it under sparkform instead:\n  sparkform import " +
+				shellQuote(req.Address) + " " + shellQuote(id) + "\nImport reads the tree as it is; the next plan shows any difference from the commit. " +
+				"Otherwise move it away or remove it yourself, or choose another path."
+		}
 		resp.Diagnostics = append(resp.Diagnostics, sdk.Errorf(sdk.AttrPath(attrPath), "Path already exists",
-			"%s: %v: %s already exists on node %s (a %s) and sparkform did not create it; refusing to create over it. "+
-				"Move it away or remove it yourself, or choose another path.",
-			req.Address, ErrPathExists, p, req.Node.Name, strings.TrimSpace(string(res.Stdout))))
+			"%s: %v: %s already exists on node %s (a %s) and sparkform did not create it; refusing to create over it. %s",
+			req.Address, ErrPathExists, p, req.Node.Name, what, hint))
 	case err != nil:
 		resp.Diagnostics = append(resp.Diagnostics, sdk.Errorf(sdk.AttrPath(attrPath), "Cannot check path",
 			"%s: checking %s on node %s: %s", req.Address, p, req.Node.Name, runErrText(err)))
 	}
 	return resp
 }
+
+// importID is the id `sparkform import` takes for the checkout v
+// describes: PATH,REPO,COMMIT[,SUBDIR].
+func importID(v cty.Value) (string, bool) {
+	parts := []string{}
+	for _, a := range []string{attrPath, attrRepo, attrCommit} {
+		s, ok := knownString(v, a)
+		if !ok || strings.Contains(s, ",") {
+			return "", false
+		}
+		parts = append(parts, s)
+	}
+	if sv := v.GetAttr(attrSubdir); !sv.IsKnown() {
+		return "", false
+	} else if !sv.IsNull() && sv.AsString() != "" {
+		if strings.Contains(sv.AsString(), ",") {
+			return "", false
+		}
+		parts = append(parts, sv.AsString())
+	}
+	return strings.Join(parts, ","), true
+}
+
+// shellQuote quotes s for a POSIX shell, for commands a message suggests.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // lineWriter calls fn for every complete line written to it.
 type lineWriter struct {

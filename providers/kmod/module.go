@@ -348,7 +348,7 @@ func paramsDiffer(cfgParams, stateParams, observed cty.Value) bool {
 }
 
 // Plan implements sdk.Resource.
-func (r *moduleResource) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+func (r *moduleResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanResponse {
 	if req.Proposed.IsNull() {
 		return sdk.PlanResponse{Planned: req.Proposed, PlannedPrivate: req.PriorPrivate}
 	}
@@ -358,11 +358,25 @@ func (r *moduleResource) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanRe
 		loadedV = cty.BoolVal(desiredState(cfg) == stateLoaded)
 	}
 	if req.Prior.IsNull() {
+		priorV := cty.UnknownVal(priorType)
+		var diags sdk.Diagnostics
+		if !req.Offline && (req.Replaces == cty.NilVal || req.Replaces.IsNull()) {
+			// What the create displaces, read now so the plan shows it:
+			// a loaded module is unloaded and reloaded.
+			p, d := r.displaced(ctx, req.Node, cfg)
+			if d.HasErrors() {
+				return sdk.PlanResponse{Diagnostics: d}
+			}
+			diags = d
+			if p != nil {
+				priorV = p.value()
+			}
+		}
 		return sdk.PlanResponse{Planned: with(cfg, map[string]cty.Value{
 			"loaded":          loadedV,
 			"observed_params": cty.UnknownVal(cty.Map(cty.String)),
-			"prior":           cty.UnknownVal(priorType),
-		}), PlannedPrivate: req.PriorPrivate}
+			"prior":           priorV,
+		}), PlannedPrivate: req.PriorPrivate, Diagnostics: diags}
 	}
 	prior := req.Prior
 	var replace []cty.Path
@@ -389,6 +403,62 @@ func (r *moduleResource) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanRe
 		"observed_params": cty.UnknownVal(cty.Map(cty.String)),
 		"prior":           priorV,
 	}), RequiresReplace: replace, PlannedPrivate: req.PriorPrivate}
+}
+
+// displaced reads, for a create, the module as the node has it now: the
+// record destroy will restore, and a warning (a note on the planned
+// change) when the create reloads a loaded module, with its parameters
+// and holders.
+func (r *moduleResource) displaced(ctx context.Context, n sdk.Node, cfg cty.Value) (*priorRec, sdk.Diagnostics) {
+	nameV := cfg.GetAttr("name")
+	if !nameV.IsKnown() || nameV.IsNull() || !moduleNameRE.MatchString(nameV.AsString()) {
+		return nil, nil
+	}
+	name := normName(nameV.AsString())
+	conn, err := r.k.pool.Get(ctx, n)
+	if err != nil {
+		return nil, sdk.Diagnostics{sdk.FromError("Cannot reach node "+n.Name, err)}
+	}
+	obs, err := r.k.observe(ctx, conn, n, []string{name})
+	if err != nil {
+		return nil, sdk.Diagnostics{sdk.FromError("Cannot read kernel modules", err)}
+	}
+	o := obs[name]
+	p := &priorRec{Loaded: o.Loaded, Params: o.Params}
+	if !o.Loaded {
+		return p, nil
+	}
+	var kv []string
+	for _, k := range sortedKeys(o.Params) {
+		kv = append(kv, k+"="+o.Params[k])
+	}
+	params := strings.Join(kv, " ")
+	if params == "" {
+		params = "no readable parameters"
+	}
+	used := fmt.Sprintf("used by %d", o.Refcnt)
+	if len(o.Holders) > 0 {
+		used += ": " + strings.Join(o.Holders, ", ")
+	}
+	var what string
+	switch {
+	case o.Builtin:
+		what = "it is built into the kernel, so apply cannot reload it and will fail"
+	case desiredState(cfg) == stateUnloaded:
+		what = "apply unloads it"
+	case !cfg.GetAttr("params").IsWhollyKnown() || len(strMap(cfg.GetAttr("params"))) > 0:
+		what = "apply unloads and reloads it"
+		if d, _ := mismatch(strMap(cfg.GetAttr("params")), o); len(d) == 0 && cfg.GetAttr("params").IsWhollyKnown() {
+			what = "its parameters already match, so apply leaves it loaded"
+		}
+	default:
+		what = "apply keeps it loaded"
+	}
+	if (o.Refcnt > 0 || len(o.Holders) > 0) && strings.Contains(what, "unloads") {
+		what += ", which fails while it is in use"
+	}
+	return p, sdk.Diagnostics{{Severity: sdk.Warning, Summary: fmt.Sprintf("%s is loaded (%s, %s); %s", name, params, used, what),
+		Detail: "destroy restores it as it is now"}}
 }
 
 // inUseErr says who holds a module and what to do.

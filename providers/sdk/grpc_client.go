@@ -217,7 +217,7 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 	}
 	resp, err := c.client.PlanResourceChange(ctx, &proto.PlanResourceChange_Request{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeToProto(req.Node),
-		Prior: enc[0], Config: enc[1], Proposed: enc[2], PriorPrivate: req.PriorPrivate, Replaces: replaces,
+		Prior: enc[0], Config: enc[1], Proposed: enc[2], PriorPrivate: req.PriorPrivate, Replaces: replaces, Offline: req.Offline,
 	}, callOpts...)
 	if err != nil {
 		return PlanResponse{Diagnostics: Diagnostics{c.rpcError(ctx, "PlanResourceChange", req.Address, err)}}

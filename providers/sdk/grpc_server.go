@@ -160,7 +160,7 @@ func (s *GRPCServer) PlanResourceChange(ctx context.Context, req *proto.PlanReso
 	}
 	resp := s.impl.PlanResourceChange(ctx, PlanRequest{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),
-		Prior: vals[0], Config: vals[1], Proposed: vals[2], PriorPrivate: req.PriorPrivate, Replaces: replaces,
+		Prior: vals[0], Config: vals[1], Proposed: vals[2], PriorPrivate: req.PriorPrivate, Replaces: replaces, Offline: req.Offline,
 	})
 	diags = resp.Diagnostics
 	planned, err := encodeValue(resp.Planned, ty)

@@ -316,13 +316,13 @@ func TestPlanCarriesUnknownsNullsAndNestedBlocks(t *testing.T) {
 	old := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"id": cty.StringVal("old"), "name": cty.StringVal("ds41")})
 	resp := p.PlanResourceChange(context.Background(), sdk.PlanRequest{
 		TypeName: "test_thing", Address: `test_thing.x["a"]`, Node: node,
-		Prior: null, Config: cfg, Proposed: sdk.ProposedNew(thingSchema.Block, null, cfg), PriorPrivate: []byte("pp"), Replaces: old,
+		Prior: null, Config: cfg, Proposed: sdk.ProposedNew(thingSchema.Block, null, cfg), PriorPrivate: []byte("pp"), Replaces: old, Offline: true,
 	})
 	if resp.Diagnostics.HasErrors() {
 		t.Fatal(resp.Diagnostics.Err())
 	}
 	seen := r.last().(sdk.PlanRequest)
-	if seen.Address != `test_thing.x["a"]` || seen.Node != node || string(seen.PriorPrivate) != "pp" || !seen.Replaces.RawEquals(old) {
+	if seen.Address != `test_thing.x["a"]` || seen.Node != node || string(seen.PriorPrivate) != "pp" || !seen.Replaces.RawEquals(old) || !seen.Offline {
 		t.Errorf("provider saw address %q node %+v private %q replaces %#v", seen.Address, seen.Node, seen.PriorPrivate, seen.Replaces)
 	}
 	if !seen.Prior.RawEquals(null) {
@@ -676,7 +676,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.ReadItem]():        {"TypeName", "Address", "Prior", "Private"},
 		reflect.TypeFor[sdk.ReadResponse]():    {"Results", "Diagnostics", "RoundTrips"},
 		reflect.TypeFor[sdk.ReadResult]():      {"NewState", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.PlanRequest]():     {"TypeName", "Address", "Node", "Prior", "Config", "Proposed", "PriorPrivate", "Replaces"},
+		reflect.TypeFor[sdk.PlanRequest]():     {"TypeName", "Address", "Node", "Prior", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
 		reflect.TypeFor[sdk.PlanResponse]():    {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
 		reflect.TypeFor[sdk.ApplyRequest]():    {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
 		reflect.TypeFor[sdk.ApplyResponse]():   {"NewState", "Private", "Diagnostics"},

@@ -103,6 +103,11 @@ type PlanRequest struct {
 	// one is deleted first (or after, for create_before_destroy), so
 	// "already exists" checks must not count what it occupies.
 	Replaces cty.Value
+	// Offline (-refresh=false) asks for a plan from Prior and Config
+	// alone: the provider reaches no node. Otherwise a create may read
+	// what it would displace (a loaded module, a folder, a container of
+	// the same name) and say so.
+	Offline bool
 }
 
 // PlanResponse answers a PlanRequest.

@@ -1490,7 +1490,9 @@ type PlanResourceChange_Request struct {
 	Proposed     []byte                 `protobuf:"bytes,6,opt,name=proposed,proto3" json:"proposed,omitempty"`
 	PriorPrivate []byte                 `protobuf:"bytes,7,opt,name=prior_private,json=priorPrivate,proto3" json:"prior_private,omitempty"`
 	// The object this create replaces at the same address (msgpack; empty when not replacing).
-	Replaces      []byte `protobuf:"bytes,8,opt,name=replaces,proto3" json:"replaces,omitempty"`
+	Replaces []byte `protobuf:"bytes,8,opt,name=replaces,proto3" json:"replaces,omitempty"`
+	// Plan from state and configuration alone (-refresh=false): reach no node.
+	Offline       bool `protobuf:"varint,9,opt,name=offline,proto3" json:"offline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1579,6 +1581,13 @@ func (x *PlanResourceChange_Request) GetReplaces() []byte {
 		return x.Replaces
 	}
 	return nil
+}
+
+func (x *PlanResourceChange_Request) GetOffline() bool {
+	if x != nil {
+		return x.Offline
+	}
+	return false
 }
 
 type PlanResourceChange_Response struct {
@@ -2259,8 +2268,8 @@ const file_provider_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2+.sparkform.provider.v1.ReadResources.ResultR\aresults\x12C\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12\x1f\n" +
 	"\vround_trips\x18\x03 \x01(\x03R\n" +
-	"roundTrips\"\xf9\x03\n" +
-	"\x12PlanResourceChange\x1a\xfc\x01\n" +
+	"roundTrips\"\x93\x04\n" +
+	"\x12PlanResourceChange\x1a\x96\x02\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12/\n" +
@@ -2269,7 +2278,8 @@ const file_provider_proto_rawDesc = "" +
 	"\x06config\x18\x05 \x01(\fR\x06config\x12\x1a\n" +
 	"\bproposed\x18\x06 \x01(\fR\bproposed\x12#\n" +
 	"\rprior_private\x18\a \x01(\fR\fpriorPrivate\x12\x1a\n" +
-	"\breplaces\x18\b \x01(\fR\breplaces\x1a\xe3\x01\n" +
+	"\breplaces\x18\b \x01(\fR\breplaces\x12\x18\n" +
+	"\aoffline\x18\t \x01(\bR\aoffline\x1a\xe3\x01\n" +
 	"\bResponse\x12\x18\n" +
 	"\aplanned\x18\x01 \x01(\fR\aplanned\x12O\n" +
 	"\x10requires_replace\x18\x02 \x03(\v2$.sparkform.provider.v1.AttributePathR\x0frequiresReplace\x12'\n" +

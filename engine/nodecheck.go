@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// NodeChecker reaches one node the way its providers will (host key,
+// login, `sudo -n` when it becomes root) and says what to check when it
+// cannot. The CLI passes providers/node.Check; the engine itself never
+// opens a connection.
+type NodeChecker func(ctx context.Context, n sdk.Node) error
+
+// checkNodes reaches every node a plan touches, once each and in
+// parallel: the configuration's nodes and the nodes of what is in state.
+// Each failure is one diagnostic pointing at the node block.
+func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*instance) hcl.Diagnostics {
+	if e.NodeCheck == nil {
+		return nil
+	}
+	byKey := map[string]sdk.Node{}
+	add := func(n sdk.Node) {
+		if n.Transport == "local" && !n.Become {
+			return // nothing to reach
+		}
+		if _, ok := byKey[n.Key()]; !ok {
+			byKey[n.Key()] = n
+		}
+	}
+	for _, n := range cfgNodes {
+		add(n)
+	}
+	for _, in := range insts {
+		add(in.Node)
+	}
+	nodes := make([]sdk.Node, 0, len(byKey))
+	for _, n := range byKey {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name+nodes[i].Key() < nodes[j].Name+nodes[j].Key() })
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	lim := make(limiter, e.parallelism())
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = lim.do(ctx, func() { errs[i] = e.NodeCheck(ctx, n) })
+		}()
+	}
+	wg.Wait()
+	var diags hcl.Diagnostics
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot reach " + nodeLabel(nodes[i]),
+			Detail: err.Error() + "\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone."}
+		if nb := e.Module.Nodes[nodeBlockName(nodes[i].Name)]; nb != nil {
+			rng := nb.DeclRange
+			d.Subject = &rng
+		}
+		diags = append(diags, d)
+	}
+	if err := ctx.Err(); err != nil {
+		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+	}
+	return diags
+}
+
+// nodeBlockName is the block of a node instance name:
+// `node.spark["spark-01"]` -> "spark".
+func nodeBlockName(name string) string {
+	name = strings.TrimPrefix(name, "node.")
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// planNotes splits a provider's plan diagnostics: warnings are notes on
+// the planned change (what it displaces, shown with it), the rest stay.
+func planNotes(ds sdk.Diagnostics) ([]string, sdk.Diagnostics) {
+	var notes []string
+	var rest sdk.Diagnostics
+	for _, d := range ds {
+		if d.Severity != sdk.Warning {
+			rest = append(rest, d)
+			continue
+		}
+		n := d.Summary
+		if d.Detail != "" {
+			n += "; " + d.Detail
+		}
+		notes = append(notes, n)
+	}
+	return notes, rest
+}
