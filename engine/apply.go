@@ -49,6 +49,11 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if diags.HasErrors() {
 		return res, diags
 	}
+	if p.Saved && p.Mode != plans.RefreshOnlyMode {
+		if d := e.checkPlanCurrent(ctx, p, insts); d.HasErrors() {
+			return res, append(diags, d...)
+		}
+	}
 	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
 	for _, c := range p.Changes {
 		changes[c.Addr] = c

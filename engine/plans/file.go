@@ -274,7 +274,11 @@ func ReadFile(path string) (*Plan, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return Read(f)
+	p, err := Read(f)
+	if p != nil {
+		p.Saved = true
+	}
+	return p, err
 }
 
 // CheckFresh returns ErrStalePlan (wrapped, with what moved) unless the

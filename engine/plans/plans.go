@@ -115,6 +115,10 @@ type Plan struct {
 	// Notes are messages for the user made during planning (interrupted
 	// operations found in the journal, and what refresh found for them).
 	Notes []string
+	// Saved is set for a plan read from a file (not stored in it): time
+	// has passed since it was reviewed, so apply refreshes every instance
+	// before its first change and refuses the plan if a node moved on.
+	Saved bool
 }
 
 // Counts returns how many instances each action touches.
