@@ -235,7 +235,8 @@ func TestSeedTwoNodes(t *testing.T) {
 		"engrams/vocab.engram":             "engram",
 		"tokenizer.json":                   "{}",
 	})
-	moved := sf.must(2, "plan", "-detailed-exitcode")
+	savedPlan := filepath.Join(work, "moved.plan")
+	moved := sf.must(2, "plan", "-detailed-exitcode", "-out", savedPlan)
 	wantIn(t, "plan after the ref moved", moved.stdout,
 		`hubstage_manifest.model["spark-01"] will be updated in-place`,
 		`hubstage_manifest.model["spark-02"] will be updated in-place`,
@@ -243,9 +244,40 @@ func TestSeedTwoNodes(t *testing.T) {
 		`docker_container.ds41["spark-02"] must be replaced`,
 		"commit "+rev1[:7],
 		"+1 files",
+		"the plan below follows this change",
 		"Plan: 2 to add, 2 to change, 2 to destroy.")
+	wantNotIn(t, "plan after the ref moved", moved.stdout, "sparkform will undo")
+
+	// 4b. The ref moves again before the saved plan is applied: apply
+	// refreshes first and refuses the whole plan, naming the manifest and
+	// what changed; nothing is touched and both ranks keep serving.
+	rev3 := rev("model-3")
+	h.commit(modelRepo, rev3, map[string]string{
+		"config.json":                      `{"model_type":"deepseek_v41"}`,
+		"model-00001-of-00002.safetensors": "shard one, revised",
+		"model-00002-of-00002.safetensors": "shard two, revised",
+		"engrams/vocab.engram":             "engram",
+		"tokenizer.json":                   "{}",
+	})
+	stale := sf.run("apply", savedPlan)
+	if stale.code != 1 {
+		t.Fatalf("apply of a saved plan after the ref moved again: want exit 1, got %s", stale)
+	}
+	wantIn(t, "apply of the outdated saved plan", stale.stderr,
+		"Saved plan no longer matches the nodes",
+		`hubstage_manifest.model["spark-01"] changed on node.spark["spark-01"] since the plan was made: change_summary was`,
+		`hubstage_manifest.model["spark-02"] changed`,
+		"Nothing was changed on any node")
+	wantNotIn(t, "apply of the outdated saved plan", stale.stdout, "Destroying...", "Destruction complete", "Creating...")
+	checkServing("after the outdated saved plan was refused", rev1, 6)
+	for _, n := range nodes {
+		if got := docker(t, "inspect", "-f", "{{.State.Running}}", n.container); got != "true" {
+			t.Errorf("after the refused saved plan: %s running = %s, want true", n.container, got)
+		}
+	}
+
 	sf.must(0, "apply", "-auto-approve")
-	checkServing("after the ref moved", rev2, 7) // 5 model files + 2 drafter files
+	checkServing("after the ref moved", rev3, 7) // 5 model files + 2 drafter files
 	sf.must(0, "plan", "-detailed-exitcode")
 
 	// 5. destroy: containers first, then manifests and kits, then the
