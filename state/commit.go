@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -319,6 +320,12 @@ func (s *BoltStore) MoveResource(from, to string) error {
 		if err := decode(prior, &r, from); err != nil {
 			return err
 		}
+		// A move renames; it cannot turn one kind of object into another
+		// (the record keeps its type, provider and value).
+		if t := addressType(to); r.Type != "" && t != r.Type {
+			return fmt.Errorf("%w: %s is a %s; %s names a %s. A move only renames an object and cannot change its type: "+
+				"to manage it as another type, remove it from state (state rm) and import it as that type", ErrInvalid, from, r.Type, to, t)
+		}
 		r.Address, r.UpdatedAt = to, c.now
 		data, err := json.Marshal(&r)
 		if err != nil {
@@ -336,6 +343,13 @@ func (s *BoltStore) MoveResource(from, to string) error {
 		}
 		return b.Delete(fk)
 	})
+}
+
+// addressType is the resource type an instance address names:
+// `docker_image.x["a"]` -> "docker_image".
+func addressType(addr string) string {
+	t, _, _ := strings.Cut(addr, ".")
+	return t
 }
 
 // PutIntent journals in before a provider call; it returns once durable.

@@ -263,6 +263,11 @@ func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 	a := res.Applied
 	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
 	if failed {
+		if p.Mode == plans.DestroyMode {
+			fmt.Fprintf(m.stderr, "\nDestroy failed. What finished is saved in state (%d destroyed); what is left stays in state with what it needs to be restored: fix the cause above, then run destroy again (plan -destroy shows what is left).\n",
+				a[plans.Delete])
+			return &exitError{1}
+		}
 		fmt.Fprintf(m.stderr, "\nApply failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.\n",
 			added, a[plans.Update], a[plans.Delete])
 		return &exitError{1}

@@ -42,5 +42,6 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m),
 	)
+	refuseUnknownSubcommands(root)
 	return root
 }

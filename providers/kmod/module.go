@@ -425,6 +425,14 @@ func (r *moduleResource) displaced(ctx context.Context, n sdk.Node, cfg cty.Valu
 	}
 	o := obs[name]
 	p := &priorRec{Loaded: o.Loaded, Params: o.Params}
+	// A restore record left by an apply that was cut off after its change
+	// holds the first prior, and apply keeps that one: show it.
+	cfgN := r.k.cfg.For(n)
+	if rec, ok, err := cfgN.records().Get(ctx, conn, n.Become, path.Join(cfgN.moduleDir(), name)); err == nil && ok {
+		if rp := priorFromRecord(rec); rp != nil {
+			p = rp
+		}
+	}
 	if !o.Loaded {
 		return p, nil
 	}
@@ -468,7 +476,7 @@ func inUseErr(nodeName, name string, o *observation, what string) error {
 		held = "held by modules: " + strings.Join(o.Holders, ", ") + " (unload those first)"
 	}
 	return fmt.Errorf("%w: cannot %s %s on %s: refcount %d, %s. Stop what uses it first (e.g. the container "+
-		"that has its device), then apply again; the node was left as it was", ErrInUse, what, name, nodeName, o.Refcnt, held)
+		"that has its device), then run the same apply or destroy again; the node was left as it was", ErrInUse, what, name, nodeName, o.Refcnt, held)
 }
 
 // unload removes exactly one module (rmmod, not modprobe -r: that would
