@@ -320,11 +320,8 @@ func (s *BoltStore) MoveResource(from, to string) error {
 		if err := decode(prior, &r, from); err != nil {
 			return err
 		}
-		// A move renames; it cannot turn one kind of object into another
-		// (the record keeps its type, provider and value).
-		if t := addressType(to); r.Type != "" && t != r.Type {
-			return fmt.Errorf("%w: %s is a %s; %s names a %s. A move only renames an object and cannot change its type: "+
-				"to manage it as another type, remove it from state (state rm) and import it as that type", ErrInvalid, from, r.Type, to, t)
+		if err := CheckMove(&r, to); err != nil {
+			return err
 		}
 		r.Address, r.UpdatedAt = to, c.now
 		data, err := json.Marshal(&r)
@@ -345,11 +342,18 @@ func (s *BoltStore) MoveResource(from, to string) error {
 	})
 }
 
-// addressType is the resource type an instance address names:
-// `docker_image.x["a"]` -> "docker_image".
-func addressType(addr string) string {
-	t, _, _ := strings.Cut(addr, ".")
-	return t
+// CheckMove refuses moving r to an address of another resource type: a
+// move renames an object; it cannot turn it into another kind (the record
+// keeps its type, provider and value, and show would print the old type).
+// Every backend's MoveResource calls it.
+func CheckMove(r *Resource, to string) error {
+	from, _, _ := strings.Cut(r.Address, ".")
+	t, _, _ := strings.Cut(to, ".")
+	if t != from {
+		return fmt.Errorf("%w: %s is a %s; %s names a %s. A move only renames an object and cannot change its type: "+
+			"to manage it as another type, remove it from state (state rm) and import it as that type", ErrInvalid, r.Address, from, to, t)
+	}
+	return nil
 }
 
 // PutIntent journals in before a provider call; it returns once durable.

@@ -403,6 +403,9 @@ func (s *Store) MoveResource(from, to string) error {
 		if err := decode(prior, &r, from); err != nil {
 			return err
 		}
+		if err := state.CheckMove(&r, to); err != nil {
+			return err
+		}
 		r.Address, r.UpdatedAt = to, b.now
 		data, err := json.Marshal(&r)
 		if err != nil {

@@ -174,6 +174,12 @@ func testMove(t *testing.T, b state.Backend) {
 	if err := s.MoveResource("a.x", "a.x"); !errors.Is(err, state.ErrInvalid) {
 		t.Errorf("move onto itself: %v", err)
 	}
+	if err := s.MoveResource("a.x", "b.x"); !errors.Is(err, state.ErrInvalid) {
+		t.Errorf("move to another type: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Resource("a.x"); err != nil {
+		t.Errorf("a refused move lost the record: %v", err)
+	}
 	must(t, s.MoveResource("a.x", "a.z"))
 	r, err := s.Resource("a.z")
 	must(t, err)
