@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sparkform/sparkform/providers/builtin"
+	"github.com/sparkform/sparkform/providers/command"
 	"github.com/sparkform/sparkform/providers/docker"
 	"github.com/sparkform/sparkform/providers/gitkit"
 	"github.com/sparkform/sparkform/providers/hubstage"
@@ -13,11 +14,12 @@ import (
 
 // builtins are the providers this binary serves in plugin mode.
 var builtins = map[string]func() sdk.Provider{
-	"sparkform": builtin.New,
-	"gitkit":    gitkit.New,
-	"kmod":      kmod.New,
-	"docker":    docker.New,
-	"hubstage":  hubstage.New,
+	"sparkform":  builtin.New,
+	"gitkit":     gitkit.New,
+	"kmod":       kmod.New,
+	"docker":     docker.New,
+	"hubstage":   hubstage.New,
+	command.Name: command.New,
 }
 
 // servePlugin serves one built-in provider over the plugin protocol.
