@@ -1,11 +1,29 @@
 package addrs
 
-// Resource is a resource block: `resource "TYPE" "NAME"`.
+// Resource is a resource block: `resource "TYPE" "NAME"`, in the root
+// module (Module "") or in a module instance (Module is its address, e.g.
+// `module.dsv41["a"]`; a string so that Resource stays comparable).
 type Resource struct {
 	Type, Name string
+	Module     string
 }
 
-func (r Resource) String() string { return r.Type + "." + r.Name }
+func (r Resource) String() string {
+	if r.Module != "" {
+		return r.Module + "." + r.Type + "." + r.Name
+	}
+	return r.Type + "." + r.Name
+}
+
+// ScopeKey is the name r has in its type's object of the evaluation
+// scope: NAME in the root module, MODULE.NAME in a module instance (the
+// configuration refers to it as TYPE["MODULE.NAME"] once flattened).
+func (r Resource) ScopeKey() string {
+	if r.Module != "" {
+		return r.Module + "." + r.Name
+	}
+	return r.Name
+}
 
 // Instance addresses one instance of r.
 func (r Resource) Instance(k InstanceKey) ResourceInstance {
@@ -28,7 +46,14 @@ type NodeBlock struct {
 	Name string
 }
 
-func (n NodeBlock) String() string { return "node." + n.Name }
+// String is node.NAME; a node of a module instance, whose flattened Name
+// is MODULE.NAME, renders as MODULE.node.NAME.
+func (n NodeBlock) String() string {
+	if mod, name, ok := splitScoped(n.Name); ok {
+		return mod + ".node." + name
+	}
+	return "node." + n.Name
+}
 
 // Instance addresses one instance of n.
 func (n NodeBlock) Instance(k InstanceKey) NodeInstance {
@@ -71,6 +96,12 @@ type CountIndex struct{}
 
 func (CountIndex) String() string { return "count.index" }
 
+// ModuleCall is `module.NAME` (a module block), as referenced before the
+// configuration is flattened.
+type ModuleCall struct{ Name string }
+
+func (m ModuleCall) String() string { return "module." + m.Name }
+
 // PathAttr is `path.module` or `path.cwd`.
 type PathAttr struct{ Name string }
 
@@ -90,6 +121,7 @@ func (EachKey) referenceableSigil()       {}
 func (EachValue) referenceableSigil()     {}
 func (CountIndex) referenceableSigil()    {}
 func (PathAttr) referenceableSigil()      {}
+func (ModuleCall) referenceableSigil()    {}
 
 var (
 	_ Referenceable = InputVariable{}
@@ -100,4 +132,5 @@ var (
 	_ Referenceable = EachValue{}
 	_ Referenceable = CountIndex{}
 	_ Referenceable = PathAttr{}
+	_ Referenceable = ModuleCall{}
 )

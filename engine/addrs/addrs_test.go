@@ -59,7 +59,7 @@ func TestParseTargetRoundTrip(t *testing.T) {
 		}
 	}
 	r, k, diags := ParseTarget("kmod_module.nvidia_drm")
-	if diags.HasErrors() || k != nil || r != (Resource{"kmod_module", "nvidia_drm"}) {
+	if diags.HasErrors() || k != nil || r != (Resource{Type: "kmod_module", Name: "nvidia_drm"}) {
 		t.Errorf("whole resource: %v %v %v", r, k, diags)
 	}
 	ri, _ := ParseResourceInstance("kmod_module.nvidia_drm")
@@ -120,8 +120,8 @@ func TestParseRef(t *testing.T) {
 		{"local.kit", LocalValue{"kit"}, nil, 0, 10},
 		{"node.spark", NodeBlock{"spark"}, nil, 0, 11},
 		{`node.spark["spark-01"].host`, NodeBlock{"spark"}, StringKey("spark-01"), 1, 23},
-		{"gitkit_checkout.kit[0].path", Resource{"gitkit_checkout", "kit"}, IntKey(0), 1, 23},
-		{"gitkit_checkout.kit.path", Resource{"gitkit_checkout", "kit"}, nil, 1, 20},
+		{"gitkit_checkout.kit[0].path", Resource{Type: "gitkit_checkout", Name: "kit"}, IntKey(0), 1, 23},
+		{"gitkit_checkout.kit.path", Resource{Type: "gitkit_checkout", Name: "kit"}, nil, 1, 20},
 		{"each.key", EachKey{}, nil, 0, 9},
 		{"each.value.host", EachValue{}, nil, 1, 11},
 		{"count.index", CountIndex{}, nil, 0, 12},
@@ -154,7 +154,7 @@ func TestParseRefErrors(t *testing.T) {
 		{"path.home", "path.module"},
 		{"self.id", "no \"self\" object"},
 		{"data.x.y", "no data sources"},
-		{"module.m.out", "no modules"},
+		{"module", "module.dsv41.OUTPUT"},
 		{"locals.x", "local.NAME"},
 		{"vars", `Did you mean "var"?`},
 		{"gitkit_checkout", "TYPE.NAME"},
@@ -232,6 +232,103 @@ func TestKeyFromValue(t *testing.T) {
 		}
 		if tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%#v: err %v, want %q", tt.v, err, tt.err)
+		}
+	}
+}
+
+func TestModuleAddresses(t *testing.T) {
+	for _, s := range []string{
+		`module.dsv41.kmod_module.display["spark-01"]`,
+		`module.dsv41["a"].kmod_module.display`,
+		`module.r[0].module.inner["x.y"].gitkit_checkout.kit[2]`,
+	} {
+		ri, diags := ParseResourceInstance(s)
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", s, diags.Error())
+			continue
+		}
+		if ri.String() != s {
+			t.Errorf("round trip %s -> %s", s, ri.String())
+		}
+	}
+	ri, _ := ParseResourceInstance(`module.dsv41["a"].kmod_module.display["spark-01"]`)
+	if ri.Resource.Module != `module.dsv41["a"]` || ri.Resource.Type != "kmod_module" || ri.Key != StringKey("spark-01") {
+		t.Errorf("parsed %#v", ri)
+	}
+	if got := ri.Resource.ScopeKey(); got != `module.dsv41["a"].display` {
+		t.Errorf("scope key %s", got)
+	}
+	tests := []struct {
+		in     string
+		module string
+		res    string
+	}{
+		{"module.second", "module.second", ""},
+		{`module.second["x"]`, `module.second["x"]`, ""},
+		{"module.a.module.b", "module.a.module.b", ""},
+		{`module.a.kmod_module.x["k"]`, "module.a", "module.a.kmod_module.x"},
+		{"kmod_module.x", "", "kmod_module.x"},
+	}
+	for _, tt := range tests {
+		tg, diags := ParseTargetAny(tt.in)
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", tt.in, diags.Error())
+			continue
+		}
+		res := ""
+		if tg.Resource != nil {
+			res = tg.Resource.String()
+		}
+		if tg.Module != tt.module || res != tt.res {
+			t.Errorf("%s: got module %q resource %q", tt.in, tg.Module, res)
+		}
+	}
+	for _, bad := range []string{"module", "module.a.b", `module["x"]`} {
+		if _, diags := ParseTargetAny(bad); !diags.HasErrors() {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	within := []struct {
+		addr, mod string
+		want      bool
+	}{
+		{`module.a["x"].t.n`, "module.a", true},
+		{`module.a.t.n`, "module.a", true},
+		{`module.ab.t.n`, "module.a", false},
+		{`module.a["x2"].t.n`, `module.a["x"]`, false},
+		{`module.a["x"].module.b.t.n`, `module.a["x"]`, true},
+		{`t.n`, "module.a", false},
+	}
+	for _, w := range within {
+		if got := WithinModule(w.addr, w.mod); got != w.want {
+			t.Errorf("WithinModule(%s, %s) = %v", w.addr, w.mod, got)
+		}
+	}
+	if s := (NodeBlock{Name: `module.a["x"].spark`}).Instance(StringKey("n1")).String(); s != `module.a["x"].node.spark["n1"]` {
+		t.Errorf("module node renders %s", s)
+	}
+}
+
+func TestParseFlatRefs(t *testing.T) {
+	tests := []struct {
+		in      string
+		subject Referenceable
+		key     InstanceKey
+	}{
+		{`local["module.a.var.x"].y`, LocalValue{`module.a.var.x`}, nil},
+		{`node["module.a.spark"]["n"]`, NodeBlock{`module.a.spark`}, StringKey("n")},
+		{`kmod_module["module.a[\"k.1\"].display"][0].name`, Resource{Type: "kmod_module", Name: "display", Module: `module.a["k.1"]`}, IntKey(0)},
+		{`module.m["a"].out`, ModuleCall{"m"}, StringKey("a")},
+		{`module.m.out`, ModuleCall{"m"}, nil},
+	}
+	for _, tt := range tests {
+		ref, diags := ParseRef(parseTrav(t, tt.in))
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", tt.in, diags.Error())
+			continue
+		}
+		if ref.Subject != tt.subject || ref.Key != tt.key {
+			t.Errorf("%s: got %#v key %#v", tt.in, ref.Subject, ref.Key)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Reference is one reference found in an expression.
@@ -37,7 +38,6 @@ var reservedRoots = map[string]string{
 	"path":      "",
 	"self":      "sparkform has no provisioners, so there is no \"self\" object.",
 	"terraform": "sparkform has no \"terraform\" object.",
-	"module":    "sparkform has no modules: every *.sf.hcl file in the directory is one module.",
 	"data":      "sparkform has no data sources; use a resource or a variable.",
 	"provider":  "providers are not referenceable.",
 	"resource":  "refer to a resource as TYPE.NAME, e.g. gitkit_checkout.kit, without the word \"resource\".",
@@ -101,7 +101,32 @@ func ParseRef(traversal hcl.Traversal) (*Reference, hcl.Diagnostics) {
 		return ref, nil
 	}
 
+	// Flattened module references: local["NAME"], node["MODULE.NAME"],
+	// TYPE["MODULE.NAME"] (see config.Flatten).
+	if len(traversal) > 1 {
+		if ix, ok := traversal[1].(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() && !ix.Key.IsNull() {
+			name := ix.Key.AsString()
+			switch {
+			case root == "local":
+				return &Reference{Subject: LocalValue{Name: name}, SourceRange: traversal[:2].SourceRange(), Remaining: traversal[2:]}, nil
+			case root == "node":
+				return keyed(NodeBlock{Name: name})
+			case !ReservedRoot(root) && root != "module":
+				if mod, n, ok := splitScoped(name); ok {
+					return keyed(Resource{Type: root, Name: n, Module: mod})
+				}
+			}
+		}
+	}
+
 	switch root {
+	case "module":
+		name, ok := attr(1)
+		if !ok {
+			return nil, errAt(traversal.SourceRange(), "Invalid reference",
+				"The \"module\" object cannot be used on its own: name the module block, e.g. module.dsv41.OUTPUT or module.dsv41[\"a\"].OUTPUT.")
+		}
+		return keyed(ModuleCall{Name: name})
 	case "var":
 		return simple(func(n string) Referenceable { return InputVariable{Name: n} }, "variable", "var.nodes")
 	case "local":
@@ -195,6 +220,10 @@ func ParseTarget(s string) (Resource, InstanceKey, hcl.Diagnostics) {
 		}
 		return bad(why)
 	}
+	mod, trav, why := moduleSteps(trav)
+	if why != "" {
+		return bad(why)
+	}
 	if len(trav) < 2 || len(trav) > 3 {
 		return bad("it must have a type, a name and at most one key")
 	}
@@ -206,7 +235,7 @@ func ParseTarget(s string) (Resource, InstanceKey, hcl.Diagnostics) {
 	if !ok {
 		return bad("the type must be followed by .NAME")
 	}
-	r := Resource{Type: root, Name: a.Name}
+	r := Resource{Type: root, Name: a.Name, Module: mod.String()}
 	if len(trav) == 2 {
 		return r, nil, nil
 	}
@@ -219,6 +248,30 @@ func ParseTarget(s string) (Resource, InstanceKey, hcl.Diagnostics) {
 		return bad(err.Error())
 	}
 	return r, k, nil
+}
+
+// Target is a -target address: a resource (every instance when Key is
+// nil), or a module call or instance with everything in it (Resource nil).
+type Target struct {
+	Module   string
+	Resource *Resource
+	Key      InstanceKey
+}
+
+// ParseTargetAny parses a -target address: a resource address as
+// ParseTarget reads it, or a module address, module.NAME or
+// module.NAME[KEY] (nested: module.a.module.b).
+func ParseTargetAny(s string) (Target, hcl.Diagnostics) {
+	if trav, pd := hclsyntax.ParseTraversalAbs([]byte(s), "", hcl.InitialPos); !pd.HasErrors() {
+		if mod, rest, why := moduleSteps(trav); why == "" && len(rest) == 0 && len(mod) > 0 {
+			return Target{Module: mod.String()}, nil
+		}
+	}
+	r, k, diags := ParseTarget(s)
+	if diags.HasErrors() {
+		return Target{}, diags
+	}
+	return Target{Module: r.Module, Resource: &r, Key: k}, nil
 }
 
 // Suggest returns the candidate closest to given (edit distance at most 2,
