@@ -85,7 +85,7 @@ func TestBedEnv(t *testing.T) {
 func TestStopKillsSSHD(t *testing.T) {
 	b, err := testbed.Start(t.TempDir(), 1)
 	if err != nil {
-		if testbed.Available() != nil && os.Getenv("CI") != "true" {
+		if testbed.Available() != nil && os.Getenv("CI") == "" {
 			t.Skip(err)
 		}
 		t.Fatal(err)

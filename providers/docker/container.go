@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -136,9 +137,9 @@ func (r *containerResource) Read(ctx context.Context, n sdk.Node, items []sdk.Re
 func containerRefs(items []sdk.ReadItem) []string {
 	ids := make([]string, len(items))
 	for i, it := range items {
-		ids[i] = str(attr(it.Prior, "id"))
+		ids[i] = ctyval.Str(ctyval.Attr(it.Prior, "id"))
 		if ids[i] == "" {
-			ids[i] = str(attr(it.Prior, "name"))
+			ids[i] = ctyval.Str(ctyval.Attr(it.Prior, "name"))
 		}
 	}
 	return ids
@@ -246,7 +247,7 @@ func (r *containerResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.P
 	if !sdk.ValuesEqual(req.Prior.GetAttr("wait"), vals["wait"]) {
 		changed = true
 	}
-	stopped := !boolean(req.Prior.GetAttr("running"), false)
+	stopped := !ctyval.Bool(req.Prior.GetAttr("running"), false)
 	if spc.MustRun && stopped {
 		changed = true // drift: stopped by hand or crashed
 	}
@@ -307,7 +308,7 @@ func (r *containerResource) checkOnNode(ctx context.Context, req sdk.PlanRequest
 		return sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+req.Node.Name, err)}
 	}
 	var in strings.Builder
-	if cfg := req.Config; bindsChange && known(attr(cfg, "bind_files")) {
+	if cfg := req.Config; bindsChange && ctyval.Known(ctyval.Attr(cfg, "bind_files")) {
 		for _, f := range spc.BindFiles {
 			in.WriteString("F " + f.Source + "\n")
 		}
@@ -398,7 +399,7 @@ func (r *containerResource) Apply(ctx context.Context, req sdk.ApplyRequest, pro
 	}
 	if req.Planned.IsNull() {
 		if err := r.remove(ctx, d, req.Prior, progress); err != nil {
-			return fail("Cannot remove container "+str(attr(req.Prior, "name")), err)
+			return fail("Cannot remove container "+ctyval.Str(ctyval.Attr(req.Prior, "name")), err)
 		}
 		return sdk.ApplyResponse{NewState: req.Planned, Private: req.Private}
 	}
@@ -408,8 +409,8 @@ func (r *containerResource) Apply(ctx context.Context, req sdk.ApplyRequest, pro
 	}
 	id := ""
 	if !req.Prior.IsNull() {
-		id = str(req.Prior.GetAttr("id"))
-		if !known(req.Planned.GetAttr("id")) { // replace
+		id = ctyval.Str(req.Prior.GetAttr("id"))
+		if !ctyval.Known(req.Planned.GetAttr("id")) { // replace
 			if err := r.remove(ctx, d, req.Prior, progress); err != nil {
 				return fail("Cannot remove the container being replaced", err)
 			}
@@ -461,10 +462,10 @@ func (r *containerResource) Apply(ctx context.Context, req sdk.ApplyRequest, pro
 // node holds under the planned name), merged with the planned spelling.
 func (r *containerResource) current(ctx context.Context, d *dockerClient, req sdk.ApplyRequest) cty.Value {
 	ctx = context.WithoutCancel(ctx)
-	ref := str(attr(req.Planned, "name"))
+	ref := ctyval.Str(ctyval.Attr(req.Planned, "name"))
 	base := req.Planned
 	if req.Planned.IsNull() {
-		ref, base = str(attr(req.Prior, "id")), req.Prior
+		ref, base = ctyval.Str(ctyval.Attr(req.Prior, "id")), req.Prior
 	}
 	null := cty.NullVal(r.Schema().Block.ImpliedType())
 	if ref == "" {
@@ -477,7 +478,7 @@ func (r *containerResource) current(ctx context.Context, d *dockerClient, req sd
 		}
 		return req.Prior
 	}
-	if lbl := res.Container.Config; lbl != nil && lbl.Labels[labelAddress] != req.Address && str(attr(req.Prior, "id")) != res.Container.ID {
+	if lbl := res.Container.Config; lbl != nil && lbl.Labels[labelAddress] != req.Address && ctyval.Str(ctyval.Attr(req.Prior, "id")) != res.Container.ID {
 		return req.Prior // someone else's container: not ours to record
 	}
 	cgs, _, _ := cgroupsFor(ctx, d, []inspected{{ins: res.Container, found: true}})
@@ -532,14 +533,14 @@ func (r *containerResource) create(ctx context.Context, d *dockerClient, address
 
 // remove stops (honouring stop_timeout) and removes the container in prior.
 func (r *containerResource) remove(ctx context.Context, d *dockerClient, prior cty.Value, progress func(sdk.Progress)) error {
-	id := str(attr(prior, "id"))
+	id := ctyval.Str(ctyval.Attr(prior, "id"))
 	if id == "" {
 		return nil
 	}
-	progress(sdk.Progress{Message: "stopping " + str(attr(prior, "name"))})
+	progress(sdk.Progress{Message: "stopping " + ctyval.Str(ctyval.Attr(prior, "name"))})
 	opts := client.ContainerStopOptions{}
-	if st := attr(prior, "stop_timeout"); isSet(st) {
-		t := int(number(st))
+	if st := ctyval.Attr(prior, "stop_timeout"); ctyval.IsSet(st) {
+		t := int(ctyval.Number(st))
 		opts.Timeout = &t
 	}
 	start := time.Now()
@@ -549,7 +550,7 @@ func (r *containerResource) remove(ctx context.Context, d *dockerClient, prior c
 	if _, err := d.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil && !isNotFound(err) {
 		return err
 	}
-	progress(sdk.Progress{Message: "removed " + str(attr(prior, "name")), Elapsed: time.Since(start)})
+	progress(sdk.Progress{Message: "removed " + ctyval.Str(ctyval.Attr(prior, "name")), Elapsed: time.Since(start)})
 	return nil
 }
 
@@ -595,8 +596,8 @@ func (r *containerResource) Import(ctx context.Context, req sdk.ImportRequest) s
 	prior["mount"] = cty.SetValEmpty(s.Block.BlockTypes["mount"].Block.ImpliedType())
 	prior["wait"] = cty.NullVal(s.Block.BlockTypes["wait"].Block.ImpliedType())
 	if c.Config != nil {
-		prior["entrypoint"] = listOrNull(emptyIfNil(c.Config.Entrypoint))
-		prior["command"] = listOrNull(emptyIfNil(c.Config.Cmd))
+		prior["entrypoint"] = ctyval.ListOrNull(emptyIfNil(c.Config.Entrypoint))
+		prior["command"] = ctyval.ListOrNull(emptyIfNil(c.Config.Cmd))
 		if c.Config.WorkingDir != "" {
 			prior["working_dir"] = cty.StringVal(c.Config.WorkingDir)
 		}
@@ -605,20 +606,20 @@ func (r *containerResource) Import(ctx context.Context, req sdk.ImportRequest) s
 		}
 	}
 	if len(env) > 0 {
-		prior["env"] = mapOrNull(env)
+		prior["env"] = ctyval.MapOrNull(env)
 	}
 	if len(labels) > 0 {
-		prior["labels"] = mapOrNull(labels)
+		prior["labels"] = ctyval.MapOrNull(labels)
 	}
 	if c.HostConfig != nil {
-		prior["network_mode"] = strOrNull(string(c.HostConfig.NetworkMode))
-		prior["ipc_mode"] = strOrNull(string(c.HostConfig.IpcMode))
+		prior["network_mode"] = ctyval.StrOrNull(string(c.HostConfig.NetworkMode))
+		prior["ipc_mode"] = ctyval.StrOrNull(string(c.HostConfig.IpcMode))
 		if len(c.HostConfig.Ulimits) > 0 {
 			u := map[string]string{}
 			for _, x := range c.HostConfig.Ulimits {
 				u[x.Name] = ulimitString(x)
 			}
-			prior["ulimits"] = mapOrNull(u)
+			prior["ulimits"] = ctyval.MapOrNull(u)
 		}
 	}
 	cgs, _, _ := cgroupsFor(ctx, d, []inspected{{ins: c, found: true}})

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -67,7 +68,7 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 var capRE = regexp.MustCompile(`^[A-Za-z_]+$`)
 
 // parseSpec reads and checks a config value. Unknown parts are skipped (no
-// error); callers that need a complete spec check known() first.
+// error); callers that need a complete spec check ctyval.Known() first.
 func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 	var s spec
 	var diags sdk.Diagnostics
@@ -75,8 +76,8 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		diags = append(diags, sdk.Errorf(sdk.AttrPath(name), summary, format, args...))
 	}
 	get := func(name string) (cty.Value, bool) {
-		a := attr(v, name)
-		return a, known(a) && !a.IsNull()
+		a := ctyval.Attr(v, name)
+		return a, ctyval.Known(a) && !a.IsNull()
 	}
 	if a, ok := get("name"); ok {
 		s.Name = a.AsString()
@@ -91,13 +92,13 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 	}
 	if a, ok := get("entrypoint"); ok {
-		s.Entrypoint = strList(a)
+		s.Entrypoint = ctyval.StrList(a)
 	}
 	if a, ok := get("command"); ok {
-		s.Command = strList(a)
+		s.Command = ctyval.StrList(a)
 	}
 	if a, ok := get("env"); ok {
-		s.Env = strMap(a)
+		s.Env = ctyval.StrMap(a)
 		for k := range s.Env {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				bad("env", "Invalid environment variable name", "%q: a name may not be empty or contain '='", k)
@@ -135,7 +136,7 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		bad("memory", "Memory limit too small", "%s: the engine needs at least 6m", formatSize(s.Memory))
 	}
 	if s.MemorySwap > 0 {
-		if _, ok := get("memory"); !ok && known(attr(v, "memory")) {
+		if _, ok := get("memory"); !ok && ctyval.Known(ctyval.Attr(v, "memory")) {
 			bad("memory_swap", "memory_swap without memory", "memory_swap is memory plus swap; set memory too")
 		} else if s.Memory > 0 && s.MemorySwap < s.Memory {
 			bad("memory_swap", "memory_swap below memory", "memory_swap (%s) is memory plus swap and must be >= memory (%s); equal means no swap",
@@ -143,13 +144,13 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 	}
 	if a, ok := get("cpus"); ok {
-		s.CPUs = number(a)
+		s.CPUs = ctyval.Number(a)
 		if s.CPUs < 0.01 || s.CPUs > 4096 {
 			bad("cpus", "Invalid cpus", "%v: use a number of CPUs between 0.01 and 4096", s.CPUs)
 		}
 	}
 	if a, ok := get("pids_limit"); ok {
-		f := number(a)
+		f := ctyval.Number(a)
 		if f != math.Trunc(f) || f < 1 {
 			bad("pids_limit", "Invalid pids_limit", "%v: use a whole number >= 1 (unset for no limit)", f)
 		}
@@ -157,7 +158,7 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		s.PidsLimit = &n
 	}
 	if a, ok := get("devices"); ok {
-		for i, d := range strList(a) {
+		for i, d := range ctyval.StrList(a) {
 			m, err := parseDevice(d)
 			if err != nil {
 				diags = append(diags, sdk.Errorf(cty.GetAttrPath("devices").IndexInt(i), "Invalid device", "%v", err))
@@ -182,8 +183,8 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 	}
 	if a, ok := get("ulimits"); ok {
-		m := strMap(a)
-		for _, k := range sortedKeys(m) {
+		m := ctyval.StrMap(a)
+		for _, k := range ctyval.SortedKeys(m) {
 			u, err := parseUlimit(k, m[k])
 			if err != nil {
 				bad("ulimits", "Invalid ulimit", "%v", err)
@@ -193,7 +194,7 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 	}
 	if a, ok := get("cap_add"); ok {
-		for _, c := range strList(a) {
+		for _, c := range ctyval.StrList(a) {
 			if !capRE.MatchString(c) {
 				bad("cap_add", "Invalid capability", "%q: use a name such as SYS_NICE or CAP_SYS_NICE", c)
 			}
@@ -202,7 +203,7 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		sort.Strings(s.CapAdd)
 	}
 	if a, ok := get("labels"); ok {
-		s.Labels = strMap(a)
+		s.Labels = ctyval.StrMap(a)
 		for k := range s.Labels {
 			if k == labelAddress || k == labelManaged {
 				bad("labels", "Reserved label", "%q is set by sparkform itself; remove it", k)
@@ -224,14 +225,14 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		s.Restart = rp
 	}
 	if a, ok := get("stop_timeout"); ok {
-		f := number(a)
+		f := ctyval.Number(a)
 		if f != math.Trunc(f) || f < 0 {
 			bad("stop_timeout", "Invalid stop_timeout", "%v: use whole seconds >= 0", f)
 		}
 		n := int(f)
 		s.StopTimeout = &n
 	}
-	s.MustRun = boolean(attr(v, "must_run"), true)
+	s.MustRun = ctyval.Bool(ctyval.Attr(v, "must_run"), true)
 
 	targets := map[string]string{}
 	seen := func(p cty.Path, target, what string) {
@@ -247,10 +248,10 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 		return true
 	}
-	if a := attr(v, "mount"); known(a) {
-		for i, m := range elems(a) {
-			ms := mountSpec{Source: str(attr(m, "source")), Target: str(attr(m, "target")),
-				ReadOnly: boolean(attr(m, "read_only"), false), Create: boolean(attr(m, "create_host_path"), false)}
+	if a := ctyval.Attr(v, "mount"); ctyval.Known(a) {
+		for i, m := range ctyval.Elems(a) {
+			ms := mountSpec{Source: ctyval.Str(ctyval.Attr(m, "source")), Target: ctyval.Str(ctyval.Attr(m, "target")),
+				ReadOnly: ctyval.Bool(ctyval.Attr(m, "read_only"), false), Create: ctyval.Bool(ctyval.Attr(m, "create_host_path"), false)}
 			p := cty.GetAttrPath("mount").IndexInt(i)
 			if absPath(p.GetAttr("source"), "mount source", ms.Source) && absPath(p.GetAttr("target"), "mount target", ms.Target) {
 				seen(p, path.Clean(ms.Target), "mount "+ms.Source)
@@ -258,9 +259,9 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 			s.Mounts = append(s.Mounts, ms)
 		}
 	}
-	if a := attr(v, "bind_files"); known(a) {
-		for i, f := range elems(a) {
-			b := bindFile{Source: str(attr(f, "source")), Target: str(attr(f, "target"))}
+	if a := ctyval.Attr(v, "bind_files"); ctyval.Known(a) {
+		for i, f := range ctyval.Elems(a) {
+			b := bindFile{Source: ctyval.Str(ctyval.Attr(f, "source")), Target: ctyval.Str(ctyval.Attr(f, "target"))}
 			p := cty.GetAttrPath("bind_files").IndexInt(i)
 			if absPath(p.GetAttr("source"), "bind_files source", b.Source) && absPath(p.GetAttr("target"), "bind_files target", b.Target) {
 				seen(p, path.Clean(b.Target), "bind_files "+b.Source)
@@ -272,8 +273,8 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		diags = append(diags, sdk.Errorf(sdk.AttrPath("bind_files"), "Too many binds",
 			"%d binds (mount blocks + bind_files) is more than the kernel's mount-max of %d: bind a directory instead of its files", n, MaxBinds))
 	}
-	if w := attr(v, "wait"); known(w) && !w.IsNull() {
-		ws := &waitSpec{HTTP: str(attr(w, "http")), TCP: str(attr(w, "tcp")), LogLine: str(attr(w, "log_line")), Timeout: defaultWaitTimeout}
+	if w := ctyval.Attr(v, "wait"); ctyval.Known(w) && !w.IsNull() {
+		ws := &waitSpec{HTTP: ctyval.Str(ctyval.Attr(w, "http")), TCP: ctyval.Str(ctyval.Attr(w, "tcp")), LogLine: ctyval.Str(ctyval.Attr(w, "log_line")), Timeout: defaultWaitTimeout}
 		p := cty.GetAttrPath("wait")
 		n := 0
 		for _, x := range []string{ws.HTTP, ws.TCP, ws.LogLine} {
@@ -299,7 +300,7 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 				diags = append(diags, sdk.Errorf(p.GetAttr("log_line"), "Invalid log_line regexp", "%v", err))
 			}
 		}
-		if t := str(attr(w, "timeout")); t != "" {
+		if t := ctyval.Str(ctyval.Attr(w, "timeout")); t != "" {
 			d, err := time.ParseDuration(t)
 			if err != nil || d <= 0 {
 				diags = append(diags, sdk.Errorf(p.GetAttr("timeout"), "Invalid wait timeout", "%q: use a Go duration such as \"90s\" or \"10m\"", t))
@@ -450,7 +451,7 @@ func (s spec) createConfig(address string) (*container.Config, *container.HostCo
 		Labels:      labels,
 		StopTimeout: s.StopTimeout,
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range ctyval.SortedKeys(s.Env) {
 		cfg.Env = append(cfg.Env, k+"="+s.Env[k])
 	}
 	hc := &container.HostConfig{

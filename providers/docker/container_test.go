@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -71,18 +72,18 @@ func seedAttrs(name string, port int, hub, cache string, binds []bindFile) map[s
 	return map[string]cty.Value{
 		"name":         cty.StringVal(name),
 		"image":        cty.StringVal(guardImage),
-		"command":      listOrNull([]string{"--served-model-name", "deepseek-v41-flash-exl3"}),
+		"command":      ctyval.ListOrNull([]string{"--served-model-name", "deepseek-v41-flash-exl3"}),
 		"memory":       cty.StringVal("9g"),
 		"memory_swap":  cty.StringVal("9g"),
 		"cpus":         cty.NumberIntVal(6),
 		"shm_size":     cty.StringVal("2g"),
-		"devices":      listOrNull([]string{"/dev/zero:/dev/dri/card0:rw"}),
-		"ulimits":      mapOrNull(map[string]string{"memlock": "65536"}),
-		"cap_add":      setOrNull([]string{"sys_nice"}),
-		"labels":       mapOrNull(map[string]string{"recipe": "dsv41-flash-exl3-2x"}),
+		"devices":      ctyval.ListOrNull([]string{"/dev/zero:/dev/dri/card0:rw"}),
+		"ulimits":      ctyval.MapOrNull(map[string]string{"memlock": "65536"}),
+		"cap_add":      ctyval.SetOrNull([]string{"sys_nice"}),
+		"labels":       ctyval.MapOrNull(map[string]string{"recipe": "dsv41-flash-exl3-2x"}),
 		"network_mode": cty.StringVal("host"),
 		"stop_timeout": cty.NumberIntVal(3),
-		"env": mapOrNull(map[string]string{
+		"env": ctyval.MapOrNull(map[string]string{
 			"DS41_MAX_MODEL_LEN": "1048576", "VLLM_CACHE_ROOT": "/cache/vllm",
 			"PORT": strconv.Itoa(port), "GUARD_FILES": strings.Join(targets, " "),
 		}),
@@ -198,7 +199,7 @@ func TestContainerSeedLifecycle(t *testing.T) {
 
 			// Changing command replaces the container.
 			attrs2 := seedAttrs(name, port, hub, filepath.Join(dir, "cache"), binds)
-			attrs2["command"] = listOrNull([]string{"--served-model-name", "renamed"})
+			attrs2["command"] = ctyval.ListOrNull([]string{"--served-model-name", "renamed"})
 			config2 := sdktest.Object(t, rs.Block, attrs2)
 			repl := sdktest.Plan(t, p, ctype, n, started.NewState, nil, config2)
 			if got := replacePaths(repl.RequiresReplace); len(got) != 1 || got[0] != "command" {
@@ -329,7 +330,7 @@ func TestContainerReadBatch(t *testing.T) {
 		cleanupContainer(t, api, name)
 		config := sdktest.Object(t, rs.Block, map[string]cty.Value{
 			"name": cty.StringVal(name), "image": cty.StringVal(guardImage), "memory": cty.StringVal("64m"), "cpus": cty.NumberFloatVal(0.5),
-			"entrypoint":   listOrNull([]string{"/bin/busybox", "sh", "-c", "echo booting; echo ready; exec /bin/busybox sleep 600"}),
+			"entrypoint":   ctyval.ListOrNull([]string{"/bin/busybox", "sh", "-c", "echo booting; echo ready; exec /bin/busybox sleep 600"}),
 			"stop_timeout": cty.NumberIntVal(0),
 			"wait": cty.ObjectVal(map[string]cty.Value{"http": cty.NullVal(cty.String), "tcp": cty.NullVal(cty.String),
 				"log_line": cty.StringVal("^ready$"), "timeout": cty.StringVal("30s")}),

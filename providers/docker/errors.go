@@ -8,8 +8,6 @@ var (
 	// ErrNotManaged: a container with the wanted name exists on the node and
 	// sparkform did not create it (no matching address label).
 	ErrNotManaged = errors.New("container exists and was not created by sparkform")
-	// ErrTooManyBinds: more binds than the kernel's mount-max allows.
-	ErrTooManyBinds = errors.New("too many binds")
 	// ErrNotRegularFile: a bind_files source is not a regular file on the node.
 	ErrNotRegularFile = errors.New("bind source is not a regular file")
 	// ErrBadSize: a size string that is not bytes or N[kmgt].
@@ -20,7 +18,4 @@ var (
 	ErrWaitTimeout = errors.New("container did not become ready in time")
 	// ErrContainerExited: the container stopped while we waited for it.
 	ErrContainerExited = errors.New("container exited")
-	// ErrNoStream: become needs `sudo -n docker system dial-stdio` and the
-	// node transport cannot stream a command's stdin/stdout.
-	ErrNoStream = errors.New("node transport cannot stream a command")
 )

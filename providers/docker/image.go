@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -43,19 +44,19 @@ func (r *imageResource) Schema() *sdk.ResourceSchema {
 // Validate implements sdk.Resource.
 func (r *imageResource) Validate(_ context.Context, v cty.Value) sdk.Diagnostics {
 	var diags sdk.Diagnostics
-	if n := attr(v, "name"); isSet(n) {
+	if n := ctyval.Attr(v, "name"); ctyval.IsSet(n) {
 		if _, err := reference.ParseNormalizedNamed(n.AsString()); err != nil {
 			diags = append(diags, sdk.Errorf(sdk.AttrPath("name"), "Invalid image reference", "%q: %v; write it as [registry/]repo[:tag|@digest]", n.AsString(), err))
 		}
 	}
-	if p := attr(v, "pull"); isSet(p) && !pullModes[p.AsString()] {
+	if p := ctyval.Attr(v, "pull"); ctyval.IsSet(p) && !pullModes[p.AsString()] {
 		diags = append(diags, sdk.Errorf(sdk.AttrPath("pull"), "Invalid pull mode", "%q: use \"missing\", \"always\" or \"never\"", p.AsString()))
 	}
 	return diags
 }
 
 func pullMode(v cty.Value) string {
-	if p := str(attr(v, "pull")); p != "" {
+	if p := ctyval.Str(ctyval.Attr(v, "pull")); p != "" {
 		return p
 	}
 	return "missing"
@@ -63,7 +64,7 @@ func pullMode(v cty.Value) string {
 
 // observeImage reads name on the node; found is false when it is absent.
 func observeImage(ctx context.Context, d *dockerClient, base cty.Value) (cty.Value, bool, error) {
-	name := str(attr(base, "name"))
+	name := ctyval.Str(ctyval.Attr(base, "name"))
 	img, err := d.api.ImageInspect(ctx, name)
 	if isNotFound(err) {
 		return cty.NilVal, false, nil
@@ -136,14 +137,14 @@ func (r *imageResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanR
 		resp.Diagnostics = append(resp.Diagnostics, sdk.FromError("Cannot reach Docker on "+req.Node.Name, err))
 		return resp
 	}
-	name := str(req.Proposed.GetAttr("name"))
+	name := ctyval.Str(req.Proposed.GetAttr("name"))
 	dist, err := d.api.DistributionInspect(ctx, name, client.DistributionInspectOptions{})
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, sdk.Diagnostic{Severity: sdk.Warning,
 			Summary: "Cannot check the registry for " + name, Detail: err.Error() + "; keeping the image on the node"})
 		return resp
 	}
-	have := str(req.Prior.GetAttr("repo_digest"))
+	have := ctyval.Str(req.Prior.GetAttr("repo_digest"))
 	if _, dg, _ := strings.Cut(have, "@"); dg == dist.Descriptor.Digest.String() {
 		return resp
 	}
@@ -161,10 +162,10 @@ func (r *imageResource) Apply(ctx context.Context, req sdk.ApplyRequest, progres
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+req.Node.Name, err)}}
 	}
 	if req.Planned.IsNull() {
-		if boolean(attr(req.Prior, "keep_locally"), true) {
+		if ctyval.Bool(ctyval.Attr(req.Prior, "keep_locally"), true) {
 			return sdk.ApplyResponse{NewState: req.Planned, Private: req.Private}
 		}
-		name := str(attr(req.Prior, "name"))
+		name := ctyval.Str(ctyval.Attr(req.Prior, "name"))
 		if _, err := d.api.ImageRemove(ctx, name, client.ImageRemoveOptions{}); err != nil && !isNotFound(err) {
 			return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.FromError(
 				"Cannot remove image "+name, fmt.Errorf("%w (a container may still use it; or set keep_locally = true)", err))}}
@@ -173,13 +174,13 @@ func (r *imageResource) Apply(ctx context.Context, req sdk.ApplyRequest, progres
 		return sdk.ApplyResponse{NewState: req.Planned, Private: req.Private}
 	}
 	base := stripUnknown(req.Planned)
-	name := str(base.GetAttr("name"))
+	name := ctyval.Str(base.GetAttr("name"))
 	cur, found, err := observeImage(ctx, d, base)
 	if err != nil {
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.FromError("Cannot inspect image "+name, err)}}
 	}
 	mode := pullMode(base)
-	needPull := !found || (mode == "always" && !known(req.Planned.GetAttr("repo_digest")))
+	needPull := !found || (mode == "always" && !ctyval.Known(req.Planned.GetAttr("repo_digest")))
 	if needPull && mode == "never" {
 		return sdk.ApplyResponse{NewState: cty.NullVal(r.Schema().Block.ImpliedType()), Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.Errorf(sdk.AttrPath("name"),
 			"Image not on "+req.Node.Name, "%v: %s is not on the node and pull = \"never\"; load it there or set pull = \"missing\"", ErrImageMissing, name)}}

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -48,10 +49,10 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 	// Attributes that can only change by recreating the container: a null
 	// prior means "engine/image default", not drift.
 	if setByPrior("entrypoint") {
-		vals["entrypoint"] = listOrNull(emptyIfNil(cfg.Entrypoint))
+		vals["entrypoint"] = ctyval.ListOrNull(emptyIfNil(cfg.Entrypoint))
 	}
 	if setByPrior("command") {
-		vals["command"] = listOrNull(emptyIfNil(cfg.Cmd))
+		vals["command"] = ctyval.ListOrNull(emptyIfNil(cfg.Cmd))
 	}
 	if setByPrior("env") {
 		env := map[string]string{}
@@ -60,14 +61,14 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 			env[k] = v
 		}
 		// Only the keys the user set: image ENV (PATH, ...) is not drift.
-		want := strMap(p("env"))
+		want := ctyval.StrMap(p("env"))
 		got := map[string]string{}
 		for k := range want {
 			if v, ok := env[k]; ok {
 				got[k] = v
 			}
 		}
-		vals["env"] = mapOrNull(got)
+		vals["env"] = ctyval.MapOrNull(got)
 	}
 	if setByPrior("working_dir") {
 		vals["working_dir"] = cty.StringVal(cfg.WorkingDir)
@@ -90,13 +91,13 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 	}
 	switch {
 	case hc.NanoCPUs > 0:
-		vals["cpus"] = numVal(float64(hc.NanoCPUs) / 1e9)
+		vals["cpus"] = ctyval.NumVal(float64(hc.NanoCPUs) / 1e9)
 	case hc.CPUQuota > 0:
 		period := hc.CPUPeriod
 		if period == 0 {
 			period = cpuPeriod
 		}
-		vals["cpus"] = numVal(math.Round(float64(hc.CPUQuota)/float64(period)*1e6) / 1e6)
+		vals["cpus"] = ctyval.NumVal(math.Round(float64(hc.CPUQuota)/float64(period)*1e6) / 1e6)
 	}
 	if rs := restartString(hc.RestartPolicy); rs != "no" || setByPrior("restart") {
 		vals["restart"] = cty.StringVal(rs)
@@ -115,7 +116,7 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 		for _, d := range hc.Devices {
 			ds = append(ds, deviceString(d))
 		}
-		vals["devices"] = listOrNull(ds)
+		vals["devices"] = ctyval.ListOrNull(ds)
 	}
 	for _, r := range hc.DeviceRequests {
 		if hasGPUCap(r) {
@@ -133,31 +134,31 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 		vals["ipc_mode"] = cty.StringVal(string(hc.IpcMode))
 	}
 	if setByPrior("ulimits") {
-		want := strMap(p("ulimits"))
+		want := ctyval.StrMap(p("ulimits"))
 		got := map[string]string{}
 		for _, u := range hc.Ulimits {
 			if _, ok := want[u.Name]; ok { // daemon-wide default ulimits are not drift
 				got[u.Name] = ulimitString(u)
 			}
 		}
-		vals["ulimits"] = mapOrNull(got)
+		vals["ulimits"] = ctyval.MapOrNull(got)
 	}
 	if len(hc.CapAdd) > 0 || setByPrior("cap_add") {
 		cs := []string{}
 		for _, c := range hc.CapAdd {
 			cs = append(cs, normCap(c))
 		}
-		vals["cap_add"] = setOrNull(cs)
+		vals["cap_add"] = ctyval.SetOrNull(cs)
 	}
 	if setByPrior("labels") {
-		want := strMap(p("labels"))
+		want := ctyval.StrMap(p("labels"))
 		got := map[string]string{}
 		for k := range want {
 			if v, ok := cfg.Labels[k]; ok {
 				got[k] = v
 			}
 		}
-		vals["labels"] = mapOrNull(got)
+		vals["labels"] = ctyval.MapOrNull(got)
 	}
 	if hc.CgroupParent != "" || setByPrior("cgroup_parent") {
 		vals["cgroup_parent"] = cty.StringVal(hc.CgroupParent)
@@ -169,12 +170,12 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 	// Binds: targets prior lists in bind_files are files; every other bind
 	// is a mount block. Volumes the image declares are not ours.
 	fileTargets := map[string]bool{}
-	for _, f := range elems(p("bind_files")) {
-		fileTargets[path.Clean(str(attr(f, "target")))] = true
+	for _, f := range ctyval.Elems(p("bind_files")) {
+		fileTargets[path.Clean(ctyval.Str(ctyval.Attr(f, "target")))] = true
 	}
 	priorMounts := map[string]cty.Value{}
-	for _, m := range elems(p("mount")) {
-		priorMounts[path.Clean(str(attr(m, "target")))] = m
+	for _, m := range ctyval.Elems(p("mount")) {
+		priorMounts[path.Clean(ctyval.Str(ctyval.Attr(m, "target")))] = m
 	}
 	var mounts, files []cty.Value
 	for _, mp := range ins.Mounts {
@@ -191,10 +192,10 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 			"read_only": cty.BoolVal(!mp.RW), "create_host_path": cty.NullVal(cty.Bool),
 		}
 		if pm, ok := priorMounts[t]; ok {
-			if boolean(attr(pm, "read_only"), false) == !mp.RW {
-				m["read_only"] = attr(pm, "read_only")
+			if ctyval.Bool(ctyval.Attr(pm, "read_only"), false) == !mp.RW {
+				m["read_only"] = ctyval.Attr(pm, "read_only")
 			}
-			m["create_host_path"] = attr(pm, "create_host_path")
+			m["create_host_path"] = ctyval.Attr(pm, "create_host_path")
 		}
 		mounts = append(mounts, cty.ObjectVal(m))
 	}
@@ -205,7 +206,7 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 		vals["mount"] = cty.SetVal(mounts)
 	}
 	if len(files) > 0 {
-		vals["bind_files"] = cty.ListVal(orderLike(files, elems(p("bind_files"))))
+		vals["bind_files"] = cty.ListVal(orderLike(files, ctyval.Elems(p("bind_files"))))
 	} else if setByPrior("bind_files") {
 		vals["bind_files"] = cty.ListValEmpty(bindFileType)
 	}
@@ -270,11 +271,11 @@ func hasGPUCap(r container.DeviceRequest) bool {
 func orderLike(got, want []cty.Value) []cty.Value {
 	pos := map[string]int{}
 	for i, w := range want {
-		pos[str(attr(w, "target"))] = i
+		pos[ctyval.Str(ctyval.Attr(w, "target"))] = i
 	}
 	sort.SliceStable(got, func(i, j int) bool {
-		pi, ok1 := pos[str(attr(got[i], "target"))]
-		pj, ok2 := pos[str(attr(got[j], "target"))]
+		pi, ok1 := pos[ctyval.Str(ctyval.Attr(got[i], "target"))]
+		pj, ok2 := pos[ctyval.Str(ctyval.Attr(got[j], "target"))]
 		if !ok1 {
 			pi = math.MaxInt
 		}
@@ -289,7 +290,7 @@ func orderLike(got, want []cty.Value) []cty.Value {
 // equiv reports whether two values of attribute name mean the same to the
 // engine. Unknowns are never equivalent.
 func equiv(name string, a, b cty.Value) bool {
-	if !known(a) || !known(b) {
+	if !ctyval.Known(a) || !ctyval.Known(b) {
 		return false
 	}
 	// Collections are compared once, order-free; a deep cty comparison
@@ -302,7 +303,7 @@ func equiv(name string, a, b cty.Value) bool {
 	case "memory", "memory_swap", "shm_size":
 		return !a.IsNull() && !b.IsNull() && sizesEqual(a.AsString(), b.AsString())
 	case "cpus":
-		return !a.IsNull() && !b.IsNull() && math.Abs(number(a)-number(b)) < 1e-6
+		return !a.IsNull() && !b.IsNull() && math.Abs(ctyval.Number(a)-ctyval.Number(b)) < 1e-6
 	case "restart":
 		ra, rb := "no", "no"
 		if !a.IsNull() {
@@ -313,7 +314,7 @@ func equiv(name string, a, b cty.Value) bool {
 		}
 		return ra == rb
 	case "must_run":
-		return boolean(a, true) == boolean(b, true)
+		return ctyval.Bool(a, true) == ctyval.Bool(b, true)
 	case "image":
 		return !a.IsNull() && !b.IsNull() && normImage(a.AsString()) == normImage(b.AsString())
 	case "env", "labels", "bind_files", "mount", "cap_add", "devices", "ulimits":
@@ -343,13 +344,13 @@ func canonical(name string, v cty.Value) string {
 	var parts []string
 	switch name {
 	case "env", "labels":
-		m := strMap(v)
-		for _, k := range sortedKeys(m) {
+		m := ctyval.StrMap(v)
+		for _, k := range ctyval.SortedKeys(m) {
 			parts = append(parts, k+"="+m[k])
 		}
 	case "ulimits":
-		m := strMap(v)
-		for _, k := range sortedKeys(m) {
+		m := ctyval.StrMap(v)
+		for _, k := range ctyval.SortedKeys(m) {
 			u, err := parseUlimit(k, m[k])
 			if err != nil {
 				parts = append(parts, k+"="+m[k])
@@ -358,22 +359,22 @@ func canonical(name string, v cty.Value) string {
 			parts = append(parts, k+"="+ulimitString(u))
 		}
 	case "cap_add":
-		for _, c := range strList(v) {
+		for _, c := range ctyval.StrList(v) {
 			parts = append(parts, normCap(c))
 		}
 	case "devices":
-		for _, d := range strList(v) {
+		for _, d := range ctyval.StrList(v) {
 			if m, err := parseDevice(d); err == nil {
 				d = deviceString(m)
 			}
 			parts = append(parts, d)
 		}
 	case "bind_files":
-		for _, e := range elems(v) {
-			parts = append(parts, str(attr(e, "source"))+"\x00"+path.Clean(str(attr(e, "target"))))
+		for _, e := range ctyval.Elems(v) {
+			parts = append(parts, ctyval.Str(ctyval.Attr(e, "source"))+"\x00"+path.Clean(ctyval.Str(ctyval.Attr(e, "target"))))
 		}
 	case "mount":
-		for _, e := range elems(v) {
+		for _, e := range ctyval.Elems(v) {
 			parts = append(parts, fmtMount(e))
 		}
 	}
@@ -382,6 +383,6 @@ func canonical(name string, v cty.Value) string {
 }
 
 func fmtMount(e cty.Value) string {
-	return str(attr(e, "source")) + "\x00" + path.Clean(str(attr(e, "target"))) + "\x00" +
-		strconv.FormatBool(boolean(attr(e, "read_only"), false)) + "\x00" + strconv.FormatBool(boolean(attr(e, "create_host_path"), false))
+	return ctyval.Str(ctyval.Attr(e, "source")) + "\x00" + path.Clean(ctyval.Str(ctyval.Attr(e, "target"))) + "\x00" +
+		strconv.FormatBool(ctyval.Bool(ctyval.Attr(e, "read_only"), false)) + "\x00" + strconv.FormatBool(ctyval.Bool(ctyval.Attr(e, "create_host_path"), false))
 }

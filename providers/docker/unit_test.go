@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -58,7 +59,7 @@ func TestFormatSizeRoundTrips(t *testing.T) {
 
 func TestEquiv(t *testing.T) {
 	s := cty.StringVal
-	l := func(ss ...string) cty.Value { return listOrNull(ss) }
+	l := func(ss ...string) cty.Value { return ctyval.ListOrNull(ss) }
 	for _, tc := range []struct {
 		attr string
 		a, b cty.Value
@@ -79,10 +80,10 @@ func TestEquiv(t *testing.T) {
 		{"devices", l("/dev/dri/card0"), l("/dev/dri/card0:/dev/dri/card0:rwm"), true},
 		{"devices", l("/dev/a", "/dev/b"), l("/dev/b:/dev/b:rwm", "/dev/a"), true},
 		{"devices", l("/dev/a:/dev/a:r"), l("/dev/a"), false},
-		{"cap_add", setOrNull([]string{"sys_nice"}), setOrNull([]string{"CAP_SYS_NICE"}), true},
-		{"ulimits", mapOrNull(map[string]string{"memlock": "-1"}), mapOrNull(map[string]string{"memlock": "-1:-1"}), true},
+		{"cap_add", ctyval.SetOrNull([]string{"sys_nice"}), ctyval.SetOrNull([]string{"CAP_SYS_NICE"}), true},
+		{"ulimits", ctyval.MapOrNull(map[string]string{"memlock": "-1"}), ctyval.MapOrNull(map[string]string{"memlock": "-1:-1"}), true},
 		{"env", cty.NullVal(cty.Map(cty.String)), cty.MapValEmpty(cty.String), true},
-		{"env", mapOrNull(map[string]string{"A": "1"}), mapOrNull(map[string]string{"A": "2"}), false},
+		{"env", ctyval.MapOrNull(map[string]string{"A": "1"}), ctyval.MapOrNull(map[string]string{"A": "2"}), false},
 		{"memory", cty.UnknownVal(cty.String), s("9g"), false},
 	} {
 		if got := equiv(tc.attr, tc.a, tc.b); got != tc.want {
@@ -136,13 +137,13 @@ func TestValidateContainer(t *testing.T) {
 		{"bad size", map[string]cty.Value{"memory": cty.StringVal("9 gigs")}, "memory", "9g"},
 		{"swap below memory", map[string]cty.Value{"memory": cty.StringVal("9g"), "memory_swap": cty.StringVal("8g")}, "memory_swap", "no swap"},
 		{"bad name", map[string]cty.Value{"name": cty.StringVal("-x y")}, "name", "letters"},
-		{"bad device", map[string]cty.Value{"devices": listOrNull([]string{"dri/card0"})}, "devices", "absolute"},
-		{"bad perms", map[string]cty.Value{"devices": listOrNull([]string{"/dev/a:/dev/a:rx"})}, "devices", "rwm"},
+		{"bad device", map[string]cty.Value{"devices": ctyval.ListOrNull([]string{"dri/card0"})}, "devices", "absolute"},
+		{"bad perms", map[string]cty.Value{"devices": ctyval.ListOrNull([]string{"/dev/a:/dev/a:rx"})}, "devices", "rwm"},
 		{"bad gpus", map[string]cty.Value{"gpus": cty.StringVal("some")}, "gpus", "all"},
 		{"bad restart", map[string]cty.Value{"restart": cty.StringVal("sometimes")}, "restart", "on-failure"},
-		{"bad ulimit", map[string]cty.Value{"ulimits": mapOrNull(map[string]string{"nofile": "lots"})}, "ulimits", "SOFT:HARD"},
+		{"bad ulimit", map[string]cty.Value{"ulimits": ctyval.MapOrNull(map[string]string{"nofile": "lots"})}, "ulimits", "SOFT:HARD"},
 		{"cgroup mount path", map[string]cty.Value{"cgroup_parent": cty.StringVal("/sys/fs/cgroup/sparkform")}, "cgroup_parent", "/sparkform"},
-		{"reserved label", map[string]cty.Value{"labels": mapOrNull(map[string]string{labelAddress: "x"})}, "labels", "sparkform itself"},
+		{"reserved label", map[string]cty.Value{"labels": ctyval.MapOrNull(map[string]string{labelAddress: "x"})}, "labels", "sparkform itself"},
 		{"too many binds", map[string]cty.Value{"bind_files": files(MaxBinds + 1)}, "bind_files", "mount-max"},
 		{"relative bind", map[string]cty.Value{"bind_files": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("blobs/x"), "target": cty.StringVal("/m/x")})})}, "bind_files", "absolute"},
 		{"wait two kinds", map[string]cty.Value{"wait": cty.ObjectVal(map[string]cty.Value{"http": cty.StringVal("http://127.0.0.1:1/"), "tcp": cty.StringVal("127.0.0.1:1"), "log_line": cty.NullVal(cty.String), "timeout": cty.NullVal(cty.String)})}, "wait", "exactly one"},

@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -25,8 +26,8 @@ func tcpWaitAttrs(name string, listen, waitPort, delay int, timeout string) map[
 	return map[string]cty.Value{
 		"name":         cty.StringVal(name),
 		"image":        cty.StringVal(guardImage),
-		"entrypoint":   listOrNull([]string{"/bin/busybox", "sh", "-c", script}),
-		"env":          mapOrNull(map[string]string{"PORT": strconv.Itoa(listen)}),
+		"entrypoint":   ctyval.ListOrNull([]string{"/bin/busybox", "sh", "-c", script}),
+		"env":          ctyval.MapOrNull(map[string]string{"PORT": strconv.Itoa(listen)}),
 		"network_mode": cty.StringVal("host"),
 		"stop_timeout": cty.NumberIntVal(0),
 		"wait": cty.ObjectVal(map[string]cty.Value{

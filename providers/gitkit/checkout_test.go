@@ -493,7 +493,7 @@ func TestPlanUnknownPath(t *testing.T) {
 // is trusted for the fetch, and only it.
 func TestRepoOwnedByAnotherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
+		if os.Getenv("CI") != "" {
 			t.Fatal("CI=true: this test needs root to hand the repo to another user (CI runs as root)")
 		}
 		t.Skip("needs root to hand the repo to another user")

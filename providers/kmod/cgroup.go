@@ -10,6 +10,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -210,45 +211,22 @@ func cgRecFrom(state cty.Value, private []byte) cgRec {
 		return rec
 	}
 	if !state.IsNull() && state.IsKnown() {
-		rec.Enabled = strList(state.GetAttr("enabled_controllers"))
-		rec.Created = strList(state.GetAttr("created_paths"))
+		rec.Enabled = ctyval.StrList(state.GetAttr("enabled_controllers"))
+		rec.Created = ctyval.StrList(state.GetAttr("created_paths"))
 	}
 	return rec
 }
 
 func (c cgRec) private() []byte { b, _ := json.Marshal(c); return b }
 
-func strList(v cty.Value) []string {
-	var out []string
-	if v.IsNull() || !v.IsWhollyKnown() {
-		return out
-	}
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		out = append(out, e.AsString())
-	}
-	return out
-}
-
-func listVal(s []string) cty.Value {
-	if len(s) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	vals := make([]cty.Value, len(s))
-	for i, x := range s {
-		vals[i] = cty.StringVal(x)
-	}
-	return cty.ListVal(vals)
-}
-
 // cgObservedValue is base corrected by what the node shows: a limit that
 // does not hold is replaced by the observed value, so the plan shows drift.
 func cgObservedValue(base cty.Value, o *cgObs, rec cgRec) cty.Value {
 	attrs := map[string]cty.Value{
 		"exists":              cty.BoolVal(o.Exists),
-		"observed":            mapVal(o.Files),
-		"enabled_controllers": listVal(rec.Enabled),
-		"created_paths":       listVal(rec.Created),
+		"observed":            ctyval.MapVal(o.Files),
+		"enabled_controllers": ctyval.ListVal(rec.Enabled),
+		"created_paths":       ctyval.ListVal(rec.Created),
 	}
 	for _, l := range limits {
 		want, set, err := wantFile(base, l)
@@ -275,7 +253,7 @@ func cgObservedValue(base cty.Value, o *cgObs, rec cgRec) cty.Value {
 			attrs[l.attr] = cty.StringVal(strings.TrimSpace(got))
 		}
 	}
-	return with(base, attrs)
+	return ctyval.With(base, attrs)
 }
 
 // Read implements sdk.Resource: one remote command for every instance.
@@ -287,7 +265,7 @@ func (r *cgroupResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 	var paths []string
 	for _, it := range items {
 		if !it.Prior.IsNull() {
-			paths = append(paths, str(it.Prior, "path"))
+			paths = append(paths, ctyval.Str(it.Prior.GetAttr("path")))
 		}
 	}
 	v2, obs, err := r.observe(ctx, conn, n, paths)
@@ -303,7 +281,7 @@ func (r *cgroupResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 			results[i] = sdk.ReadResult{NewState: it.Prior}
 			continue
 		}
-		results[i] = sdk.ReadResult{NewState: cgObservedValue(it.Prior, obs[str(it.Prior, "path")], cgRecFrom(it.Prior, it.Private)), Private: it.Private}
+		results[i] = sdk.ReadResult{NewState: cgObservedValue(it.Prior, obs[ctyval.Str(it.Prior.GetAttr("path"))], cgRecFrom(it.Prior, it.Private)), Private: it.Private}
 	}
 	return results, 1, nil
 }
@@ -314,7 +292,7 @@ func (r *cgroupResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.Plan
 	resp := sdk.DefaultPlan(s, req)
 	if req.Proposed.IsNull() || req.Prior.IsNull() {
 		if !req.Proposed.IsNull() {
-			resp.Planned = with(resp.Planned, map[string]cty.Value{"exists": cty.True})
+			resp.Planned = ctyval.With(resp.Planned, map[string]cty.Value{"exists": cty.True})
 			// Say at plan time, not halfway through an apply, that the
 			// node has no cgroup v2 (one remote command).
 			if conn, err := r.k.pool.Get(ctx, req.Node); err == nil {
@@ -328,13 +306,13 @@ func (r *cgroupResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.Plan
 	if resp.Planned.RawEquals(req.Prior) && req.Prior.GetAttr("exists").False() {
 		// The group was removed behind our back: create it again (an
 		// update, so the record of enabled controllers is kept).
-		resp.Planned = with(req.Proposed, map[string]cty.Value{
+		resp.Planned = ctyval.With(req.Proposed, map[string]cty.Value{
 			"observed": cty.UnknownVal(cty.Map(cty.String)), "enabled_controllers": cty.UnknownVal(cty.List(cty.String)),
 			"created_paths": cty.UnknownVal(cty.List(cty.String)),
 		})
 	}
 	if !resp.Planned.RawEquals(req.Prior) {
-		resp.Planned = with(resp.Planned, map[string]cty.Value{"exists": cty.True})
+		resp.Planned = ctyval.With(resp.Planned, map[string]cty.Value{"exists": cty.True})
 	}
 	return resp
 }
@@ -377,7 +355,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	if base.IsNull() {
 		base = req.Prior
 	}
-	gpath := str(base, "path")
+	gpath := ctyval.Str(base.GetAttr("path"))
 	rec := cgRecFrom(req.Prior, req.Private)
 	fail := func(state cty.Value, err error) sdk.ApplyResponse {
 		return sdk.ApplyResponse{NewState: state, Private: rec.private(), Diagnostics: sdk.Diagnostics{sdk.FromError("kmod_cgroup "+gpath, err)}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -64,7 +65,7 @@ var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 func normName(s string) string { return strings.ReplaceAll(s, "-", "_") }
 
 func desiredState(v cty.Value) string {
-	if s := str(v, "state"); s != "" {
+	if s := ctyval.Str(v.GetAttr("state")); s != "" {
 		return s
 	}
 	return stateLoaded
@@ -110,7 +111,7 @@ func checkArgs(name string, params map[string]string) error {
 	if !moduleNameRE.MatchString(name) {
 		return fmt.Errorf("%w: %q is not a module name: use letters, digits, '_' or '-' (not first), as in \"nvidia_drm\"", ErrBadValue, name)
 	}
-	for _, k := range sortedKeys(params) {
+	for _, k := range ctyval.SortedKeys(params) {
 		if !paramNameRE.MatchString(k) {
 			return fmt.Errorf("%w: %q is not a module parameter name (letters, digits, '_', not starting with '-')", ErrBadValue, k)
 		}
@@ -221,7 +222,7 @@ func (p *priorRec) value() cty.Value {
 	if p == nil {
 		return cty.NullVal(priorType)
 	}
-	return cty.ObjectVal(map[string]cty.Value{"loaded": cty.BoolVal(p.Loaded), "params": mapVal(p.Params)})
+	return cty.ObjectVal(map[string]cty.Value{"loaded": cty.BoolVal(p.Loaded), "params": ctyval.MapVal(p.Params)})
 }
 
 func priorFrom(state cty.Value, private []byte) *priorRec {
@@ -238,7 +239,7 @@ func priorFrom(state cty.Value, private []byte) *priorRec {
 	if pv.IsNull() || !pv.IsWhollyKnown() {
 		return nil
 	}
-	return &priorRec{Loaded: pv.GetAttr("loaded").True(), Params: strMap(pv.GetAttr("params"))}
+	return &priorRec{Loaded: pv.GetAttr("loaded").True(), Params: ctyval.StrMap(pv.GetAttr("params"))}
 }
 
 // priorFromRecord reads the prior a restore record holds (nil: none).
@@ -276,19 +277,19 @@ func observedValue(base cty.Value, o *observation, p *priorRec) cty.Value {
 	}
 	paramsV := base.GetAttr("params")
 	if o.Loaded && want == stateLoaded && !paramsV.IsNull() && paramsV.IsWhollyKnown() {
-		ps := strMap(paramsV)
+		ps := ctyval.StrMap(paramsV)
 		for key, v := range ps {
 			if ov, ok := o.Params[key]; ok && !paramEqual(v, ov) {
 				ps[key] = ov
 			}
 		}
-		paramsV = mapVal(ps)
+		paramsV = ctyval.MapVal(ps)
 	}
-	return with(base, map[string]cty.Value{
+	return ctyval.With(base, map[string]cty.Value{
 		"state":           stateV,
 		"params":          paramsV,
 		"loaded":          cty.BoolVal(o.Loaded),
-		"observed_params": mapVal(o.Params),
+		"observed_params": ctyval.MapVal(o.Params),
 		"prior":           p.value(),
 	})
 }
@@ -302,7 +303,7 @@ func (r *moduleResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 	var names []string
 	for _, it := range items {
 		if !it.Prior.IsNull() {
-			names = append(names, normName(str(it.Prior, "name")))
+			names = append(names, normName(ctyval.Str(it.Prior.GetAttr("name"))))
 		}
 	}
 	obs, err := r.k.observe(ctx, conn, n, names)
@@ -317,7 +318,7 @@ func (r *moduleResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 		}
 		p := priorFrom(it.Prior, it.Private)
 		results[i] = sdk.ReadResult{
-			NewState: observedValue(it.Prior, obs[normName(str(it.Prior, "name"))], p),
+			NewState: observedValue(it.Prior, obs[normName(ctyval.Str(it.Prior.GetAttr("name")))], p),
 			Private:  it.Private,
 		}
 	}
@@ -330,9 +331,9 @@ func paramsDiffer(cfgParams, stateParams, observed cty.Value) bool {
 	if !cfgParams.IsWhollyKnown() {
 		return true
 	}
-	cur := strMap(stateParams)
-	obs := strMap(observed)
-	for key, v := range strMap(cfgParams) {
+	cur := ctyval.StrMap(stateParams)
+	obs := ctyval.StrMap(observed)
+	for key, v := range ctyval.StrMap(cfgParams) {
 		if ov, ok := obs[key]; ok {
 			if !paramEqual(v, ov) {
 				return true
@@ -372,7 +373,7 @@ func (r *moduleResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.Plan
 				priorV = p.value()
 			}
 		}
-		return sdk.PlanResponse{Planned: with(cfg, map[string]cty.Value{
+		return sdk.PlanResponse{Planned: ctyval.With(cfg, map[string]cty.Value{
 			"loaded":          loadedV,
 			"observed_params": cty.UnknownVal(cty.Map(cty.String)),
 			"prior":           priorV,
@@ -398,7 +399,7 @@ func (r *moduleResource) Plan(ctx context.Context, req sdk.PlanRequest) sdk.Plan
 	if len(replace) > 0 || priorV.IsNull() {
 		priorV = cty.UnknownVal(priorType)
 	}
-	return sdk.PlanResponse{Planned: with(cfg, map[string]cty.Value{
+	return sdk.PlanResponse{Planned: ctyval.With(cfg, map[string]cty.Value{
 		"loaded":          loadedV,
 		"observed_params": cty.UnknownVal(cty.Map(cty.String)),
 		"prior":           priorV,
@@ -437,7 +438,7 @@ func (r *moduleResource) displaced(ctx context.Context, n sdk.Node, cfg cty.Valu
 		return p, nil
 	}
 	var kv []string
-	for _, k := range sortedKeys(o.Params) {
+	for _, k := range ctyval.SortedKeys(o.Params) {
 		kv = append(kv, k+"="+o.Params[k])
 	}
 	params := strings.Join(kv, " ")
@@ -454,9 +455,9 @@ func (r *moduleResource) displaced(ctx context.Context, n sdk.Node, cfg cty.Valu
 		what = "it is built into the kernel, so apply cannot reload it and will fail"
 	case desiredState(cfg) == stateUnloaded:
 		what = "apply unloads it"
-	case !cfg.GetAttr("params").IsWhollyKnown() || len(strMap(cfg.GetAttr("params"))) > 0:
+	case !cfg.GetAttr("params").IsWhollyKnown() || len(ctyval.StrMap(cfg.GetAttr("params"))) > 0:
 		what = "apply unloads and reloads it"
-		if d, _ := mismatch(strMap(cfg.GetAttr("params")), o); len(d) == 0 && cfg.GetAttr("params").IsWhollyKnown() {
+		if d, _ := mismatch(ctyval.StrMap(cfg.GetAttr("params")), o); len(d) == 0 && cfg.GetAttr("params").IsWhollyKnown() {
 			what = "its parameters already match, so apply leaves it loaded"
 		}
 	default:
@@ -498,7 +499,7 @@ func (r *moduleResource) unload(ctx context.Context, conn node.Conn, n sdk.Node,
 
 func (r *moduleResource) load(ctx context.Context, conn node.Conn, n sdk.Node, name string, params map[string]string, progress func(sdk.Progress)) error {
 	argv := []string{r.k.cfg.For(n).Modprobe, name}
-	for _, key := range sortedKeys(params) {
+	for _, key := range ctyval.SortedKeys(params) {
 		argv = append(argv, key+"="+params[key])
 	}
 	progress(sdk.Progress{Message: strings.Join(argv[1:], " ")})
@@ -511,7 +512,7 @@ func (r *moduleResource) load(ctx context.Context, conn node.Conn, n sdk.Node, n
 // mismatch lists the parameters the kernel shows with other values than
 // want, and those it does not show at all.
 func mismatch(want map[string]string, o *observation) (diff, hidden []string) {
-	for _, key := range sortedKeys(want) {
+	for _, key := range ctyval.SortedKeys(want) {
 		ov, ok := o.Params[key]
 		switch {
 		case !ok:
@@ -530,14 +531,14 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	if base.IsNull() {
 		base = req.Prior
 	}
-	name := normName(str(base, "name"))
+	name := normName(ctyval.Str(base.GetAttr("name")))
 	p := priorFrom(req.Prior, req.Private)
 	fail := func(state cty.Value, err error) sdk.ApplyResponse {
 		return sdk.ApplyResponse{NewState: state, Private: p.private(), Diagnostics: sdk.Diagnostics{sdk.FromError("kmod_module "+name, err)}}
 	}
 	var params map[string]string
 	if !req.Planned.IsNull() {
-		params = strMap(req.Planned.GetAttr("params"))
+		params = ctyval.StrMap(req.Planned.GetAttr("params"))
 	}
 	if err := checkArgs(name, params); err != nil {
 		return fail(req.Prior, err)
@@ -611,7 +612,7 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	}
 
 	planned := req.Planned
-	want := strMap(planned.GetAttr("params"))
+	want := ctyval.StrMap(planned.GetAttr("params"))
 	var diags sdk.Diagnostics
 	if desiredState(planned) == stateUnloaded {
 		if o.Loaded {
@@ -657,7 +658,7 @@ func (r *moduleResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 				"on modprobe; check for an install/options rule in the node's modprobe.d", ErrNotTaken, name, n.Name, strings.Join(diff, ", ")))
 		}
 		if len(hidden) > 0 {
-			visible := sortedKeys(o.Params)
+			visible := ctyval.SortedKeys(o.Params)
 			sort.Strings(visible)
 			diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Parameters not visible in sysfs",
 				Detail: fmt.Sprintf("%s on %s does not show %s under parameters/ (it shows %v), so sparkform cannot verify them. "+
@@ -712,7 +713,7 @@ func (r *moduleResource) restore(ctx context.Context, conn node.Conn, n sdk.Node
 		return err
 	}
 	var explicit map[string]string
-	for _, key := range sortedKeys(p.Params) {
+	for _, key := range ctyval.SortedKeys(p.Params) {
 		if ov, ok := o.Params[key]; ok && !paramEqual(p.Params[key], ov) {
 			if explicit == nil {
 				explicit = map[string]string{}

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/internal/units"
 )
@@ -136,55 +133,4 @@ func pidsNorm(s string) (string, error) {
 		return "", fmt.Errorf("%w: pids_max = %q: want a number of processes or \"max\"", ErrBadValue, s)
 	}
 	return t, nil
-}
-
-// Small cty helpers.
-
-func str(v cty.Value, attr string) string {
-	a := v.GetAttr(attr)
-	if a.IsNull() || !a.IsKnown() {
-		return ""
-	}
-	return a.AsString()
-}
-
-func strMap(v cty.Value) map[string]string {
-	out := map[string]string{}
-	if v.IsNull() || !v.IsKnown() {
-		return out
-	}
-	for k, e := range v.AsValueMap() {
-		if !e.IsNull() && e.IsKnown() {
-			out[k] = e.AsString()
-		}
-	}
-	return out
-}
-
-func mapVal(m map[string]string) cty.Value {
-	if len(m) == 0 {
-		return cty.MapValEmpty(cty.String)
-	}
-	vals := make(map[string]cty.Value, len(m))
-	for k, v := range m {
-		vals[k] = cty.StringVal(v)
-	}
-	return cty.MapVal(vals)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func with(v cty.Value, attrs map[string]cty.Value) cty.Value {
-	m := v.AsValueMap()
-	for k, a := range attrs {
-		m[k] = a
-	}
-	return cty.ObjectVal(m)
 }

@@ -17,7 +17,7 @@ import (
 func startAgent(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") == "true" {
+		if os.Getenv("CI") != "" {
 			t.Fatal("ssh-agent missing (apt-get install openssh-client)")
 		}
 		t.Skip("ssh-agent missing")

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/cobra"
+)
+
+func newFmtCommand(m *meta) *cobra.Command {
+	var check, list bool
+	cmd := &cobra.Command{
+		Use:   "fmt [FILE...]",
+		Short: "Rewrite *.sf.hcl files in the canonical format",
+		Long:  "Rewrite configuration files in the canonical HCL style. With -check, change nothing and exit 3 when a file would change.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files := args
+			if len(files) == 0 {
+				matches, _ := filepath.Glob(filepath.Join(m.Dir(), "*.sf.hcl"))
+				files = matches
+			}
+			sort.Strings(files)
+			changed := 0
+			for _, f := range files {
+				src, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				_, ds := hclwrite.ParseConfig(src, f, hcl.InitialPos)
+				if ds.HasErrors() {
+					m.files = map[string]*hcl.File{}
+					m.diags(ds)
+					return &exitError{1}
+				}
+				out := hclwrite.Format(src)
+				if bytes.Equal(out, src) {
+					continue
+				}
+				changed++
+				if list || check {
+					fmt.Fprintln(m.stdout, f)
+				}
+				if !check {
+					if err := os.WriteFile(f, out, 0o644); err != nil {
+						return err
+					}
+				}
+			}
+			if check && changed > 0 {
+				return &exitError{3}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "only check; exit 3 when a file is not formatted")
+	cmd.Flags().BoolVar(&list, "list", true, "list the files that change")
+	return cmd
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sparkform/sparkform/engine"
+)
+
+// newStateHistoryCommand is `sparkform state history`: it lists the earlier records of an instance, newest first.
+func newStateHistoryCommand(m *meta) *cobra.Command {
+	return &cobra.Command{
+		Use: "history ADDRESS", Short: "Show the earlier values of an instance, newest first", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := m.openStateReadOnly()
+			if err != nil {
+				return noStateHint(err)
+			}
+			defer st.Close()
+			hs, err := st.History(args[0])
+			if err != nil {
+				return err
+			}
+			if len(hs) == 0 {
+				fmt.Fprintf(m.stdout, "No history for %s.\n", args[0])
+			}
+			for _, h := range hs {
+				fmt.Fprintf(m.stdout, "serial %d  %s  %s", h.Serial, h.Time.Format("2006-01-02 15:04:05"), h.Action)
+				if h.Peer != "" {
+					fmt.Fprintf(m.stdout, " (%s)", h.Peer)
+				}
+				fmt.Fprintln(m.stdout)
+				if h.Prior != nil {
+					v, _ := engine.DecodeValue(h.Prior.Value)
+					fmt.Fprintf(m.stdout, "  before: %s\n", (&renderer{}).value(v, "  "))
+				} else {
+					fmt.Fprintln(m.stdout, "  before: (not in state)")
+				}
+			}
+			if len(hs) > 0 {
+				fmt.Fprintf(m.stdout, "\nTo put an earlier record back: sparkform state undo %s SERIAL\n", args[0])
+			}
+			return nil
+		},
+	}
+}

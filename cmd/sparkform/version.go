@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/state"
+)
+
+func newVersionCommand(m *meta) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the sparkform version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(m.stdout, "sparkform v%s\non %s_%s, %s, provider protocol 1, state format %d, plan format %d\nbuilt-in providers: %s\n",
+				version, runtime.GOOS, runtime.GOARCH, runtime.Version(), state.FormatVersion, plans.FormatVersion, strings.Join(builtinProviders(), ", "))
+			return nil
+		},
+	}
+}
