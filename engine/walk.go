@@ -545,10 +545,48 @@ func nodeFromValue(v cty.Value) (sdk.Node, error) {
 	if a, ok := get("become"); ok && a.Type() == cty.Bool {
 		n.Become = a.True()
 	}
+	if a, ok := get("identities_only"); ok && a.Type() == cty.Bool {
+		n.IdentitiesOnly = a.True()
+	}
+	n.IdentityFiles = stringsOf(v, "identity_files")
+	if a, ok := get("proxy_jump"); ok && a.CanIterateElements() {
+		for it := a.ElementIterator(); it.Next(); {
+			_, h := it.Element()
+			hop := sdk.Node{Name: n.Name + " via " + h.GetAttr("host").AsString(), Transport: "ssh",
+				Host: h.GetAttr("host").AsString(), User: h.GetAttr("user").AsString(),
+				IdentityFiles: stringsOf(h, "identity_files"), IdentitiesOnly: h.GetAttr("identities_only").True(),
+				KnownHosts: n.KnownHosts, Timeout: n.Timeout}
+			p, _ := h.GetAttr("port").AsBigFloat().Int64()
+			hop.Port = int(p)
+			n.ProxyJump = append(n.ProxyJump, hop)
+		}
+	}
 	if s := str("timeout"); s != "" {
 		if d, err := time.ParseDuration(s); err == nil {
 			n.Timeout = d
 		}
 	}
+	for i := range n.ProxyJump {
+		n.ProxyJump[i].Timeout = n.Timeout
+	}
 	return n, nil
+}
+
+// stringsOf reads a list-of-strings attribute of an object, if it has one.
+func stringsOf(v cty.Value, name string) []string {
+	if !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
+		return nil
+	}
+	l := v.GetAttr(name)
+	if l.IsNull() || !l.IsKnown() || !l.CanIterateElements() {
+		return nil
+	}
+	var out []string
+	for it := l.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.Type() == cty.String && e.IsKnown() && !e.IsNull() {
+			out = append(out, e.AsString())
+		}
+	}
+	return out
 }

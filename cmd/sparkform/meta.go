@@ -177,7 +177,10 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, ".sparkform", "plugins"))
 	}
-	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger})
+	// Notices (a node's connection being retried) go to stderr as they
+	// happen, so stdout keeps only what the command produces.
+	notice := func(msg string) { fmt.Fprintln(m.stderr, msg) }
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger, Notice: notice})
 	return m.host, nil
 }
 

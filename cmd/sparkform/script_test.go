@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,6 +71,10 @@ func TestScripts(t *testing.T) {
 			"etcdstop":    cmdEtcdStop,
 			"etcdstart":   cmdEtcdStart,
 			"etcdhealthy": cmdEtcdHealthy,
+			"sshjumps":    cmdSSHJumps,
+			"sshkill":     cmdSSHKill,
+			"sshrevive":   cmdSSHRevive,
+			"envsubst":    cmdEnvSubst,
 		},
 	})
 }
@@ -93,6 +98,85 @@ func cmdSSHNodes(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(func() { bed.Stop() })
 	for k, v := range bed.Env() {
 		ts.Setenv(k, v)
+	}
+}
+
+// beds are the running beds by script work directory, for sshkill and
+// sshrevive.
+var beds sync.Map
+
+// sshjumps J N: start N real sshd nodes reachable only through a chain of
+// J jump hosts (network namespaces) and export their SF_* variables,
+// SF_JUMPi_HOST and SF_JUMPi_PORT included.
+func cmdSSHJumps(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: sshjumps J N")
+	}
+	j, err1 := strconv.Atoi(args[0])
+	n, err2 := strconv.Atoi(args[1])
+	if err1 != nil || err2 != nil {
+		ts.Fatalf("sshjumps: J and N must be numbers")
+	}
+	if err := testbed.Available(); err != nil {
+		ts.Fatalf("sshd test bed unavailable: %v (install openssh-server and iproute2; .ci/run does)", err)
+	}
+	bed, err := testbed.StartBehindJumps("", j, n)
+	if err != nil {
+		ts.Fatalf("sshjumps: %v", err)
+	}
+	ts.Defer(func() { bed.Stop() })
+	beds.Store(ts.Getenv("WORK"), bed)
+	for k, v := range bed.Env() {
+		ts.Setenv(k, v)
+	}
+}
+
+// sshkill I: stop node I's sshd (as a restart would).
+func cmdSSHKill(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(bedNode(ts, args).Kill())
+}
+
+// sshrevive I DURATION: start node I's sshd again after DURATION, in the
+// background (the next command meets a refusing node meanwhile).
+func cmdSSHRevive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: sshrevive I DURATION")
+	}
+	n := bedNode(ts, args[:1])
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(d)
+		done <- n.Revive()
+	}()
+	ts.Defer(func() {
+		if err := <-done; err != nil {
+			ts.Logf("sshrevive: %v", err)
+		}
+	})
+}
+
+func bedNode(ts *testscript.TestScript, args []string) *testbed.Node {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sshkill I")
+	}
+	v, ok := beds.Load(ts.Getenv("WORK"))
+	if !ok {
+		ts.Fatalf("no bed: run sshjumps first")
+	}
+	i, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	return v.(*testbed.Bed).Nodes[i]
+}
+
+// envsubst FILE...: replace $NAME and ${NAME} in each file with the
+// script's environment (e.g. an ssh_config naming the bed's addresses).
+func cmdEnvSubst(ts *testscript.TestScript, neg bool, args []string) {
+	for _, f := range args {
+		b, err := os.ReadFile(ts.MkAbs(f))
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(string(b), ts.Getenv)), 0o600))
 	}
 }
 

@@ -2,8 +2,8 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -27,14 +27,16 @@ func body(t *testing.T, src string) hcl.Body {
 }
 
 func TestDecodeNode(t *testing.T) {
-	home, _ := os.UserHomeDir()
+	home := t.TempDir() // no ~/.ssh/config here
+	t.Setenv("HOME", home)
 	me := currentUser()
+	sc := filepath.Join(home, ".ssh/config")
 	ctx := (&Scope{Variables: map[string]cty.Value{"host": cty.StringVal("10.0.0.5")}, Each: &EachValues{Key: cty.StringVal("a"), Value: cty.StringVal("x")}}).EvalContext()
 	tests := []struct {
 		src  string
 		want NodeConfig
 	}{
-		{`host = "10.0.0.1"`, NodeConfig{Transport: "ssh", Host: "10.0.0.1", Port: 22, User: me, KnownHosts: filepath.Join(home, ".ssh/known_hosts"), Timeout: 15 * time.Second}},
+		{`host = "10.0.0.1"`, NodeConfig{Transport: "ssh", Host: "10.0.0.1", Port: 22, User: me, KnownHosts: filepath.Join(home, ".ssh/known_hosts"), SSHConfig: sc, Timeout: 15 * time.Second}},
 		{`transport = "local"`, NodeConfig{Transport: "local", Port: 22, User: me, Timeout: 15 * time.Second}},
 		{`
 host          = var.host
@@ -44,11 +46,11 @@ identity_file = "~/.ssh/id_ed25519"
 known_hosts   = "/etc/ssh/kh"
 become        = true
 timeout       = "1m30s"
-`, NodeConfig{Transport: "ssh", Host: "10.0.0.5", Port: 2222, User: "kilork-a", IdentityFile: filepath.Join(home, ".ssh/id_ed25519"), KnownHosts: "/etc/ssh/kh", Become: true, Timeout: 90 * time.Second}},
+`, NodeConfig{Transport: "ssh", Host: "10.0.0.5", Port: 2222, User: "kilork-a", IdentityFile: filepath.Join(home, ".ssh/id_ed25519"), KnownHosts: "/etc/ssh/kh", SSHConfig: sc, Become: true, Timeout: 90 * time.Second}},
 		{`
 host = "h"
 user = null
-`, NodeConfig{Transport: "ssh", Host: "h", Port: 22, User: me, KnownHosts: filepath.Join(home, ".ssh/known_hosts"), Timeout: 15 * time.Second}},
+`, NodeConfig{Transport: "ssh", Host: "h", Port: 22, User: me, KnownHosts: filepath.Join(home, ".ssh/known_hosts"), SSHConfig: sc, Timeout: 15 * time.Second}},
 	}
 	for _, tt := range tests {
 		got, diags := DecodeNode(body(t, tt.src), ctx)
@@ -56,7 +58,7 @@ user = null
 			t.Errorf("%s: %s", tt.src, diags.Error())
 			continue
 		}
-		if got != tt.want {
+		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.src, got, tt.want)
 		}
 	}
@@ -91,6 +93,8 @@ func TestNodeValue(t *testing.T) {
 		"name": cty.StringVal(`node.spark["a"]`), "transport": cty.StringVal("ssh"), "host": cty.StringVal("h"),
 		"port": cty.NumberIntVal(2222), "user": cty.StringVal("u"), "identity_file": cty.StringVal("/k"),
 		"known_hosts": cty.StringVal("/kh"), "become": cty.True, "timeout": cty.StringVal("20s"),
+		"ssh_config": cty.StringVal(""), "identity_files": cty.ListValEmpty(cty.String), "identities_only": cty.False,
+		"proxy_jump": cty.ListValEmpty(HopType),
 	}
 	if len(v.Type().AttributeTypes()) != len(want) {
 		t.Errorf("attributes: %v", v.Type().AttributeTypes())

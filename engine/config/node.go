@@ -11,16 +11,40 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/sparkform/sparkform/internal/sshconfig"
 )
 
-// NodeConfig is one node instance's connection details.
+// NodeConfig is one node instance's connection details, after ssh_config
+// (see DecodeNode).
 type NodeConfig struct {
 	Transport, Host                string
 	Port                           int
 	User, IdentityFile, KnownHosts string
-	Become                         bool
-	Timeout                        time.Duration
+	// SSHConfig is the ssh_config file read ("none": none).
+	SSHConfig string
+	// IdentityFiles and IdentitiesOnly come from ssh_config; they are
+	// used when IdentityFile is not set.
+	IdentityFiles  []string
+	IdentitiesOnly bool
+	// ProxyJump are the hops to the node, the first dialled first.
+	ProxyJump []Hop
+	Become    bool
+	Timeout   time.Duration
 }
+
+// Hop is one ProxyJump host, resolved through ssh_config.
+type Hop struct {
+	Host           string
+	Port           int
+	User           string
+	IdentityFiles  []string
+	IdentitiesOnly bool
+}
+
+// DefaultSSHConfig is read when a node does not name an ssh_config file;
+// it may be missing.
+const DefaultSSHConfig = "~/.ssh/config"
 
 // Node defaults.
 const (
@@ -33,6 +57,7 @@ var nodeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "transport"}, {Name: "host"}, {Name: "port"}, {Name: "user"},
 		{Name: "identity_file"}, {Name: "known_hosts"}, {Name: "become"}, {Name: "timeout"},
+		{Name: "ssh_config"},
 	},
 }
 
@@ -45,6 +70,12 @@ func checkNodeBody(body hcl.Body) hcl.Diagnostics {
 
 // DecodeNode evaluates one node instance's body. Defaults: transport
 // "ssh", port 22, the current user, ~/.ssh/known_hosts, timeout 15s.
+//
+// For ssh, host is looked up in the ssh_config file (ssh_config, default
+// ~/.ssh/config, "none" for none) as OpenSSH does: an alias gives its
+// HostName, and Port, User, IdentityFile, IdentitiesOnly,
+// UserKnownHostsFile and ProxyJump apply where the node block does not set
+// port, user, identity_file or known_hosts: the block wins.
 func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostics) {
 	nc := NodeConfig{Transport: DefaultTransport, Port: DefaultPort, Timeout: DefaultTimeout}
 	content, diags := body.Content(nodeSchema)
@@ -106,9 +137,16 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 			nc.Port = int(p)
 		}
 	}
-	str("user", &nc.User)
-	str("identity_file", &nc.IdentityFile)
-	str("known_hosts", &nc.KnownHosts)
+	uAttr := str("user", &nc.User)
+	idAttr := str("identity_file", &nc.IdentityFile)
+	khAttr := str("known_hosts", &nc.KnownHosts)
+	portSet := false
+	if a := content.Attributes["port"]; a != nil {
+		if v, d := a.Expr.Value(ctx); !d.HasErrors() && !v.IsNull() {
+			portSet = true
+		}
+	}
+	scAttr := str("ssh_config", &nc.SSHConfig)
 	if v, _, ok := get("become", cty.Bool); ok {
 		nc.Become = v.True()
 	}
@@ -127,6 +165,9 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 			Detail:  "An ssh node needs host = \"NAME_OR_ADDRESS\". For this machine without SSH, set transport = \"local\".",
 			Subject: rangeOf(hAttr, body)})
 	}
+	if nc.Transport == "ssh" && nc.Host != "" && !diags.HasErrors() {
+		diags = append(diags, applySSHConfig(&nc, body, scAttr, hAttr, portSet, uAttr != nil && nc.User != "", idAttr != nil && nc.IdentityFile != "", khAttr != nil && nc.KnownHosts != "")...)
+	}
 	if nc.User == "" {
 		nc.User = currentUser()
 	}
@@ -136,6 +177,59 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 	nc.KnownHosts = expandHome(nc.KnownHosts)
 	nc.IdentityFile = expandHome(nc.IdentityFile)
 	return nc, diags
+}
+
+// applySSHConfig looks nc.Host up in the node's ssh_config file and fills
+// in what the block left unset.
+func applySSHConfig(nc *NodeConfig, body hcl.Body, scAttr, hAttr *hcl.Attribute, portSet, userSet, idSet, khSet bool) hcl.Diagnostics {
+	path, explicit := nc.SSHConfig, nc.SSHConfig != ""
+	if !explicit {
+		path = DefaultSSHConfig
+	}
+	if path == "none" {
+		return nil
+	}
+	bad := func(err error, at *hcl.Attribute) hcl.Diagnostics {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot use the ssh_config file",
+			Detail:  fmt.Sprintf("%s. Fix the file, name another with ssh_config = \"PATH\", or set ssh_config = \"none\" to connect with the node block's settings only.", err),
+			Subject: rangeOf(at, body)}}
+	}
+	cfg, err := sshconfig.Load(path, explicit)
+	if err != nil {
+		return bad(err, scAttr)
+	}
+	nc.SSHConfig = cfg.Path
+	h, err := cfg.Resolve(nc.Host)
+	if err != nil {
+		if scAttr == nil {
+			return bad(err, hAttr)
+		}
+		return bad(err, scAttr)
+	}
+	nc.Host = h.HostName
+	if !portSet && h.Port != 0 {
+		nc.Port = h.Port
+	}
+	if !userSet {
+		nc.User = h.User
+	}
+	if !idSet {
+		nc.IdentityFiles, nc.IdentitiesOnly = h.IdentityFiles, h.IdentitiesOnly
+	}
+	if !khSet && h.KnownHostsFile != "" {
+		nc.KnownHosts = h.KnownHostsFile
+	}
+	for _, j := range h.Jumps {
+		hop := Hop{Host: j.HostName, Port: j.Port, User: j.User, IdentityFiles: j.IdentityFiles, IdentitiesOnly: j.IdentitiesOnly}
+		if hop.Port == 0 {
+			hop.Port = DefaultPort
+		}
+		if hop.User == "" {
+			hop.User = currentUser()
+		}
+		nc.ProxyJump = append(nc.ProxyJump, hop)
+	}
+	return nil
 }
 
 // rangeOf points at an attribute's value, or else at the block body.
@@ -182,14 +276,49 @@ func expandHome(p string) string {
 // duration string ("15s").
 func NodeValue(name string, nc NodeConfig) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{
-		"name":          cty.StringVal(name),
-		"transport":     cty.StringVal(nc.Transport),
-		"host":          cty.StringVal(nc.Host),
-		"port":          cty.NumberIntVal(int64(nc.Port)),
-		"user":          cty.StringVal(nc.User),
-		"identity_file": cty.StringVal(nc.IdentityFile),
-		"known_hosts":   cty.StringVal(nc.KnownHosts),
-		"become":        cty.BoolVal(nc.Become),
-		"timeout":       cty.StringVal(nc.Timeout.String()),
+		"name":            cty.StringVal(name),
+		"transport":       cty.StringVal(nc.Transport),
+		"host":            cty.StringVal(nc.Host),
+		"port":            cty.NumberIntVal(int64(nc.Port)),
+		"user":            cty.StringVal(nc.User),
+		"identity_file":   cty.StringVal(nc.IdentityFile),
+		"known_hosts":     cty.StringVal(nc.KnownHosts),
+		"become":          cty.BoolVal(nc.Become),
+		"timeout":         cty.StringVal(nc.Timeout.String()),
+		"ssh_config":      cty.StringVal(nc.SSHConfig),
+		"identity_files":  stringList(nc.IdentityFiles),
+		"identities_only": cty.BoolVal(nc.IdentitiesOnly),
+		"proxy_jump":      hopList(nc.ProxyJump),
 	})
+}
+
+// HopType is the type of one element of a node value's proxy_jump.
+var HopType = cty.Object(map[string]cty.Type{
+	"host": cty.String, "port": cty.Number, "user": cty.String,
+	"identity_files": cty.List(cty.String), "identities_only": cty.Bool,
+})
+
+func hopList(hops []Hop) cty.Value {
+	if len(hops) == 0 {
+		return cty.ListValEmpty(HopType)
+	}
+	vals := make([]cty.Value, len(hops))
+	for i, h := range hops {
+		vals[i] = cty.ObjectVal(map[string]cty.Value{
+			"host": cty.StringVal(h.Host), "port": cty.NumberIntVal(int64(h.Port)), "user": cty.StringVal(h.User),
+			"identity_files": stringList(h.IdentityFiles), "identities_only": cty.BoolVal(h.IdentitiesOnly),
+		})
+	}
+	return cty.ListVal(vals)
+}
+
+func stringList(ss []string) cty.Value {
+	if len(ss) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vals)
 }

@@ -34,6 +34,9 @@ type Options struct {
 	PluginDirs []string
 	// Logger receives the host's and the plugins' log lines; may be nil.
 	Logger hclog.Logger
+	// Notice receives the lines plugins write for the user (sdk.Notice),
+	// such as a connection being retried; nil logs them as warnings.
+	Notice func(msg string)
 }
 
 // StderrTailSize is how much of a plugin's stderr is kept for diagnostics.
@@ -190,7 +193,13 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 			}
 		}
 	}
-	syncLog := &lineLogger{log: func(line string) { inst.log.Debug(line) }}
+	syncLog := &lineLogger{log: func(line string) {
+		if msg, ok := strings.CutPrefix(line, sdk.NoticePrefix); ok {
+			h.notice(msg)
+			return
+		}
+		inst.log.Debug(line)
+	}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          goplugin.PluginSet{sdk.PluginName: &sdk.GRPCProviderPlugin{}},
@@ -338,4 +347,13 @@ func (h *Host) Close() {
 		wg.Go(inst.client.Kill)
 	}
 	wg.Wait()
+}
+
+// notice shows a plugin's line for the user (Options.Notice).
+func (h *Host) notice(msg string) {
+	if h.opts.Notice != nil {
+		h.opts.Notice(msg)
+		return
+	}
+	h.log.Warn(msg)
 }

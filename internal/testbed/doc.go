@@ -14,6 +14,11 @@
 // All nodes run on this machine, so they share one filesystem: tests that
 // need per-node state use Node.Root, a fresh directory owned by User.
 //
+// StartBehindJumps puts the nodes behind a chain of jump hosts, each in its
+// own network namespace, so that they are reachable only through the whole
+// chain (ProxyJump tests); Node.Kill and Node.Revive stop and restart one
+// sshd in place (retry tests).
+//
 // Starting a bed needs root (to create users and run sshd) and sshd; when
 // either is missing Start returns an error wrapping ErrUnavailable, and
 // StartT skips the test, or fails it when CI=true.

@@ -31,3 +31,28 @@ func StartT(t testing.TB, n int) *Bed {
 	})
 	return b
 }
+
+// StartBehindJumpsT is StartBehindJumps under t.TempDir(), stopped when
+// the test ends; skipped (or failed under CI=true) when it cannot run.
+func StartBehindJumpsT(t testing.TB, jumps, n int) *Bed {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v (CI=true: the test bed is required)", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	b, err := StartBehindJumps(t.TempDir(), jumps, n)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
+			t.Skipf("skipping: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("testbed stop: %v", err)
+		}
+	})
+	return b
+}

@@ -53,11 +53,13 @@ type Node struct {
 	// HostKey is the node's public host key.
 	HostKey ssh.PublicKey
 
-	dir     string
-	log     string
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when cmd has been waited for
-	waitErr error
+	netns    string // the network namespace sshd runs in; "" for this one
+	authKeys string
+	dir      string
+	log      string
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when cmd has been waited for
+	waitErr  error
 }
 
 // SDK returns the sdk.Node that reaches n as User over SSH.
@@ -95,6 +97,12 @@ type Bed struct {
 	// User and NoSudoUser are the login users (see the package doc).
 	User       string
 	NoSudoUser string
+	// Jumps are the jump hosts of a bed started by StartBehindJumps, the
+	// one reachable from here first; Nodes are reachable only through all
+	// of them, in order.
+	Jumps []*Node
+
+	netns []string // namespaces to delete on Stop
 
 	public  string // world-readable dir: authorized_keys and node roots
 	ownsDir bool
@@ -123,11 +131,22 @@ func Start(dir string, n int) (*Bed, error) {
 		return nil, err
 	}
 	b.Dir = dir
-	if err := b.start(n); err != nil {
+	specs := make([]nodeSpec, n)
+	for i := range specs {
+		specs[i] = nodeSpec{name: "node" + strconv.Itoa(i), host: "127.0.0." + strconv.Itoa(10+i%240)}
+	}
+	if err := b.start(specs); err != nil {
 		b.Stop()
 		return nil, err
 	}
 	return b, nil
+}
+
+// nodeSpec is one sshd to start: targets get a Root folder, jump hosts
+// (jump) do not and go to Bed.Jumps.
+type nodeSpec struct {
+	name, host, netns string
+	jump              bool
 }
 
 // Available reports why a bed cannot start here, or nil.
@@ -141,7 +160,7 @@ func Available() error {
 	return nil
 }
 
-func (b *Bed) start(n int) error {
+func (b *Bed) start(specs []nodeSpec) error {
 	if err := ensureUsers(); err != nil {
 		return err
 	}
@@ -181,26 +200,33 @@ func (b *Bed) start(n int) error {
 		return err
 	}
 	var known strings.Builder
-	for i := 0; i < n; i++ {
+	for _, sp := range specs {
 		node := &Node{
-			Name:         "node" + strconv.Itoa(i),
-			Host:         "127.0.0." + strconv.Itoa(10+i%240),
+			Name:         sp.name,
+			Host:         sp.host,
 			User:         User,
 			NoSudoUser:   NoSudoUser,
 			IdentityFile: b.IdentityFile,
 			KnownHosts:   b.KnownHosts,
-			Root:         filepath.Join(pub, "node"+strconv.Itoa(i)),
-			dir:          filepath.Join(b.Dir, "node"+strconv.Itoa(i)),
+			netns:        sp.netns,
+			dir:          filepath.Join(b.Dir, sp.name),
 		}
-		b.Nodes = append(b.Nodes, node)
+		if sp.jump {
+			b.Jumps = append(b.Jumps, node)
+		} else {
+			b.Nodes = append(b.Nodes, node)
+		}
 		if err := os.MkdirAll(node.dir, 0o700); err != nil {
 			return err
 		}
-		if err := os.Mkdir(node.Root, 0o755); err != nil {
-			return err
-		}
-		if err := os.Chown(node.Root, uid, gid); err != nil {
-			return err
+		if !sp.jump {
+			node.Root = filepath.Join(pub, sp.name)
+			if err := os.Mkdir(node.Root, 0o755); err != nil {
+				return err
+			}
+			if err := os.Chown(node.Root, uid, gid); err != nil {
+				return err
+			}
 		}
 		hostPriv, hostPub, err := newKey("sparkform-testbed " + node.Name)
 		if err != nil {
@@ -232,9 +258,15 @@ func KnownHostsLine(host string, port int, key ssh.PublicKey) string {
 // startSSHD picks a free port and starts sshd on it, retrying when another
 // process took the port in between.
 func (n *Node) startSSHD(hostKey, authKeys string) error {
+	n.authKeys = authKeys
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort(n.Host)
+		if n.netns != "" {
+			// A fresh namespace has nothing else listening; the test
+			// process cannot bind its addresses to ask.
+			port, err = 20000+int(randUint32()%40000), nil
+		}
 		if err != nil {
 			return fmt.Errorf("testbed: %s: no free port on %s: %w", n.Name, n.Host, err)
 		}
@@ -284,6 +316,9 @@ func (n *Node) tryStart(hostKey, authKeys string) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", config)
+	if n.netns != "" {
+		cmd = exec.Command("ip", "netns", "exec", n.netns, SSHDPath, "-D", "-e", "-f", config)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Pdeathsig: a test binary killed by its timeout takes its sshds along.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -296,7 +331,13 @@ func (n *Node) tryStart(hostKey, authKeys string) error {
 
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		if err := probe(n.Addr()); err == nil {
+		if n.netns != "" {
+			// Not reachable from here (that is the point): sshd says
+			// when it listens.
+			if strings.Contains(n.Log(), "Server listening on") {
+				return nil
+			}
+		} else if err := probe(n.Addr()); err == nil {
 			return nil
 		}
 		select {
@@ -364,9 +405,14 @@ func newKey(comment string) ([]byte, ssh.PublicKey, error) {
 func (b *Bed) Stop() error {
 	b.stop.Do(func() {
 		var errs []error
-		for _, n := range b.Nodes {
+		for _, n := range append(append([]*Node{}, b.Nodes...), b.Jumps...) {
 			if err := n.stopSSHD(); err != nil {
 				errs = append(errs, err)
+			}
+		}
+		for _, ns := range b.netns {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("testbed: ip netns del %s: %v: %s", ns, err, out))
 			}
 		}
 		if b.public != "" {
@@ -440,7 +486,8 @@ func childrenOf(pid int) []int {
 //
 //	SF_NODES=N  SF_NODE_USER  SF_NODE_NOSUDO_USER  SF_IDENTITY_FILE
 //	SF_KNOWN_HOSTS  SF_BED_DIR  and per node i: SF_NODEi_NAME,
-//	SF_NODEi_HOST, SF_NODEi_PORT, SF_NODEi_ROOT
+//	SF_NODEi_HOST, SF_NODEi_PORT, SF_NODEi_ROOT; behind jump hosts also
+//	SF_JUMPS=K and per jump host i: SF_JUMPi_HOST, SF_JUMPi_PORT
 func (b *Bed) Env() map[string]string {
 	env := map[string]string{
 		"SF_NODES":            strconv.Itoa(len(b.Nodes)),
@@ -457,5 +504,15 @@ func (b *Bed) Env() map[string]string {
 		env[p+"PORT"] = strconv.Itoa(n.Port)
 		env[p+"ROOT"] = n.Root
 	}
+	if len(b.Jumps) > 0 {
+		env["SF_JUMPS"] = strconv.Itoa(len(b.Jumps))
+	}
+	for i, n := range b.Jumps {
+		p := "SF_JUMP" + strconv.Itoa(i) + "_"
+		env[p+"HOST"] = n.Host
+		env[p+"PORT"] = strconv.Itoa(n.Port)
+	}
 	return env
 }
+
+func (n *Node) hostKeyFile() string { return filepath.Join(n.dir, "ssh_host_ed25519_key") }

@@ -9,11 +9,19 @@
 // password the error is a *BecomeError matching ErrBecome.
 //
 // Host keys are always checked against known_hosts (Node.KnownHosts,
-// default ~/.ssh/known_hosts); there is no option to skip it. An unknown,
+// default ~/.ssh/known_hosts), for the node and for every ProxyJump hop
+// (each hop's connection is carried inside the previous one, as ssh -J
+// does); there is no option to skip it. An unknown,
 // changed or revoked key is a *HostKeyError whose message names the host,
 // the fingerprint and the fix. Login: Node.IdentityFile (an encrypted one
-// through the ssh-agent holding it), else the ssh-agent at SSH_AUTH_SOCK
-// plus ~/.ssh/id_ed25519 and ~/.ssh/id_rsa.
+// through the ssh-agent holding it), else Node.IdentityFiles (from
+// ssh_config) plus the agent's keys unless IdentitiesOnly, else the
+// ssh-agent at SSH_AUTH_SOCK plus ~/.ssh/id_ed25519 and ~/.ssh/id_rsa.
+//
+// DialSSH retries transient failures (refused, reset, timeouts, a hop that
+// cannot reach the next yet) with exponential backoff (cenkalti/backoff)
+// for RetryWindow(Node.Timeout), telling Notify (sdk.Notice: a line the
+// user sees) before each retry; Transient says which errors those are.
 //
 // Each Run is one SSH session (at most 8 at once per connection, below
 // OpenSSH's default MaxSessions of 10); file operations share one sftp

@@ -18,8 +18,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -43,6 +45,7 @@ const (
 type SSH struct {
 	node   sdk.Node
 	client *ssh.Client
+	jumps  []*ssh.Client // the ProxyJump hops' connections, first hop first
 	trips  atomic.Int64
 	slots  chan struct{}
 	done   chan struct{} // closed when the connection is gone
@@ -53,88 +56,236 @@ type SSH struct {
 
 var _ Conn = (*SSH)(nil)
 
-// DialSSH connects to n. The host key is always checked against
-// n.KnownHosts (default ~/.ssh/known_hosts); login uses n.IdentityFile,
-// else the ssh-agent at SSH_AUTH_SOCK and ~/.ssh/id_ed25519, ~/.ssh/id_rsa.
+// Notify receives the lines a dial writes for the user (a connection
+// being retried). The plugin shows them through sdk.Notice; tests and
+// embedders may replace it before dialling.
+var Notify = sdk.Notice
+
+// RetryWindow is how long DialSSH keeps retrying a transient failure for a
+// node whose connect timeout is timeout: 4 timeouts, at least 5s.
+func RetryWindow(timeout time.Duration) time.Duration {
+	return max(4*timeout, 5*time.Second)
+}
+
+// DialSSH connects to n, through n.ProxyJump's hops when there are any
+// (each hop's connection carried inside the previous one, as ssh -J
+// does). Every host key, hops' included, is checked against known_hosts
+// (n.KnownHosts, default ~/.ssh/known_hosts); login uses n.IdentityFile,
+// else n.IdentityFiles plus (unless IdentitiesOnly) the ssh-agent's keys,
+// else the agent and ~/.ssh/id_ed25519, ~/.ssh/id_rsa.
+//
+// A transient failure (refused or reset while sshd restarts, a timeout,
+// a jump host that cannot reach the node yet) is retried with exponential
+// backoff for RetryWindow(n.Timeout), with a Notify line for each retry.
+// A refused host key or login is not retried.
 func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
+	n, err := normalize(n, n.Name)
+	if err != nil {
+		return nil, err
+	}
+	hops := make([]sdk.Node, len(n.ProxyJump))
+	for i, j := range n.ProxyJump {
+		if j.KnownHosts == "" {
+			j.KnownHosts = n.KnownHosts
+		}
+		if j.Timeout <= 0 {
+			j.Timeout = n.Timeout
+		}
+		name := fmt.Sprintf("%s (jump host %d of %d)", n.Name, i+1, len(n.ProxyJump))
+		if hops[i], err = normalize(j, name); err != nil {
+			return nil, err
+		}
+	}
+
+	window := RetryWindow(n.Timeout)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 250 * time.Millisecond
+	b.MaxInterval = 5 * time.Second
+	start := time.Now()
+	tries := 0
+	s, err := backoff.Retry(ctx, func() (*SSH, error) {
+		tries++
+		s, err := dialChain(ctx, n, hops)
+		if err != nil && !Transient(err) {
+			return nil, backoff.Permanent(err)
+		}
+		return s, err
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(window), backoff.WithNotify(func(err error, next time.Duration) {
+		Notify(fmt.Sprintf("%s; retrying in %s (attempt %d; sparkform gives up %s after the first)", err, next.Round(10*time.Millisecond), tries+1, window))
+	}))
+	if err != nil {
+		if tries > 1 {
+			return nil, fmt.Errorf("%w (gave up after %d attempts in %s)", err, tries, time.Since(start).Round(100*time.Millisecond))
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// normalize checks n's address and fills in the defaults.
+func normalize(n sdk.Node, name string) (sdk.Node, error) {
+	n.Name = name
 	if n.Host == "" {
-		return nil, fmt.Errorf("node %s: host is empty: set host, or transport = \"local\" for this machine", n.Name)
+		return n, fmt.Errorf("node %s: host is empty: set host, or transport = \"local\" for this machine", n.Name)
 	}
 	if n.Port == 0 {
 		n.Port = 22
 	}
 	if n.Port < 0 || n.Port > 65535 {
-		return nil, fmt.Errorf("node %s: port %d is out of range 1-65535", n.Name, n.Port)
+		return n, fmt.Errorf("node %s: port %d is out of range 1-65535", n.Name, n.Port)
 	}
 	if n.User == "" {
 		u, err := user.Current()
 		if err != nil {
-			return nil, fmt.Errorf("node %s: user is empty and the current user is unknown (%v): set user", n.Name, err)
+			return n, fmt.Errorf("node %s: user is empty and the current user is unknown (%v): set user", n.Name, err)
 		}
 		n.User = u.Username
 	}
 	if n.Timeout <= 0 {
 		n.Timeout = DefaultTimeout
 	}
-	addr := net.JoinHostPort(n.Host, strconv.Itoa(n.Port))
+	return n, nil
+}
 
-	hostKey, algos, err := hostKeyPolicy(n, addr)
+// dialChain makes one attempt: TCP to the first hop (or the node), then
+// an SSH handshake with each hop in turn, the next one's stream opened by
+// the previous hop's sshd (direct-tcpip).
+func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
+	all := append(append([]sdk.Node{}, hops...), n)
+	var clients []*ssh.Client
+	closeAll := func() {
+		for i := len(clients) - 1; i >= 0; i-- {
+			clients[i].Close()
+		}
+	}
+	for i, h := range all {
+		addr := net.JoinHostPort(h.Host, strconv.Itoa(h.Port))
+		dctx, cancel := context.WithTimeout(ctx, h.Timeout)
+		var conn net.Conn
+		var err error
+		if i == 0 {
+			d := net.Dialer{KeepAlive: 30 * time.Second}
+			conn, err = d.DialContext(dctx, "tcp", addr)
+			if err != nil {
+				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, addr, err)
+			}
+		} else {
+			conn, err = clients[i-1].DialContext(dctx, "tcp", addr)
+			if err != nil {
+				prev := net.JoinHostPort(all[i-1].Host, strconv.Itoa(all[i-1].Port))
+				err = fmt.Errorf("node %s: jump host %s could not connect to %s: %w", n.Name, prev, addr, err)
+			}
+		}
+		if err != nil {
+			cancel()
+			closeAll()
+			return nil, err
+		}
+		c, err := handshake(ctx, dctx, h, conn, addr)
+		cancel()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	s := &SSH{
+		node:   n,
+		client: clients[len(clients)-1],
+		jumps:  clients[:len(clients)-1],
+		slots:  make(chan struct{}, maxSessions),
+		done:   make(chan struct{}),
+	}
+	go func() {
+		_ = s.client.Wait()
+		for i := len(s.jumps) - 1; i >= 0; i-- {
+			s.jumps[i].Close()
+		}
+		close(s.done)
+	}()
+	go s.keepalive()
+	return s, nil
+}
+
+// handshake runs the SSH handshake for h over conn, bounded by dctx (the
+// attempt's timeout) and ctx; conn is closed on failure.
+func handshake(ctx, dctx context.Context, h sdk.Node, conn net.Conn, addr string) (*ssh.Client, error) {
+	hostKey, algos, err := hostKeyPolicy(h, addr)
 	if err != nil {
+		conn.Close()
 		return nil, err
 	}
-	auth, cleanup, err := authMethods(n)
+	auth, cleanup, err := authMethods(h)
 	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	defer cleanup()
 	cfg := &ssh.ClientConfig{
-		User:              n.User,
+		User:              h.User,
 		Auth:              auth,
 		HostKeyCallback:   hostKey,
 		HostKeyAlgorithms: algos,
-		Timeout:           n.Timeout,
+		Timeout:           h.Timeout,
 	}
-
-	dctx, cancel := context.WithTimeout(ctx, n.Timeout)
-	defer cancel()
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	tcp, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: connect to %s: %w", n.Name, addr, err)
-	}
-	// The handshake is bounded by the timeout and by ctx.
-	_ = tcp.SetDeadline(time.Now().Add(n.Timeout))
-	stop := context.AfterFunc(dctx, func() { _ = tcp.SetDeadline(time.Unix(1, 0)) })
-	cc, chans, reqs, err := ssh.NewClientConn(tcp, addr, cfg)
+	// A hop's stream has no deadlines; closing it ends a stuck handshake.
+	_ = conn.SetDeadline(time.Now().Add(h.Timeout))
+	stop := context.AfterFunc(dctx, func() {
+		_ = conn.SetDeadline(time.Unix(1, 0))
+		conn.Close()
+	})
+	cc, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
 	if !stop() && err == nil {
 		cc.Close()
 		err = dctx.Err()
 	}
 	if err != nil {
-		tcp.Close()
+		conn.Close()
 		var hk *HostKeyError
 		if errors.As(err, &hk) {
 			return nil, hk
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", n.Name, n.User, addr, authDesc(n), err)
+			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", h.Name, h.User, addr, authDesc(h), err)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("node %s: ssh %s: %w", n.Name, addr, ctx.Err())
+			return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, ctx.Err())
 		}
-		return nil, fmt.Errorf("node %s: ssh %s: %w", n.Name, addr, err)
+		if dctx.Err() != nil {
+			return nil, fmt.Errorf("node %s: ssh %s: timeout: no SSH answer within %s: %w", h.Name, addr, h.Timeout, dctx.Err())
+		}
+		return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, err)
 	}
-	_ = tcp.SetDeadline(time.Time{})
+	_ = conn.SetDeadline(time.Time{})
+	return ssh.NewClient(cc, chans, reqs), nil
+}
 
-	s := &SSH{
-		node:   n,
-		client: ssh.NewClient(cc, chans, reqs),
-		slots:  make(chan struct{}, maxSessions),
-		done:   make(chan struct{}),
+// Transient reports whether a dial error may go away by itself: a refused
+// or reset connection (sshd restarting), a timeout, an unreachable
+// network, or a jump host that could not reach the next hop. A refused
+// host key or login, a bad address and a cancelled context are not.
+func Transient(err error) bool {
+	var hk *HostKeyError
+	switch {
+	case errors.As(err, &hk), errors.Is(err, ErrNoAuth), errors.Is(err, context.Canceled),
+		strings.Contains(err.Error(), "unable to authenticate"):
+		return false
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ETIMEDOUT),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
 	}
-	go func() { _ = s.client.Wait(); close(s.done) }()
-	go s.keepalive()
-	return s, nil
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var oc *ssh.OpenChannelError
+	if errors.As(err, &oc) && oc.Reason == ssh.ConnectionFailed {
+		return true
+	}
+	// x/crypto/ssh flattens some handshake errors to text.
+	msg := err.Error()
+	return strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer")
 }
 
 // keepalive probes the server; a probe unanswered within the node's
@@ -263,11 +414,16 @@ func authDesc(n sdk.Node) string {
 	if n.IdentityFile != "" {
 		return "identity_file " + expandHome(n.IdentityFile)
 	}
-	parts := []string{}
-	if os.Getenv("SSH_AUTH_SOCK") != "" {
+	var parts []string
+	if len(n.IdentityFiles) > 0 {
+		parts = append(parts, "ssh_config IdentityFile "+strings.Join(n.IdentityFiles, ", "))
+	}
+	if os.Getenv("SSH_AUTH_SOCK") != "" && !n.IdentitiesOnly {
 		parts = append(parts, "ssh-agent keys")
 	}
-	parts = append(parts, "~/.ssh/id_ed25519", "~/.ssh/id_rsa")
+	if len(n.IdentityFiles) == 0 {
+		parts = append(parts, "~/.ssh/id_ed25519", "~/.ssh/id_rsa")
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -285,46 +441,62 @@ func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
 			cleanup = func() { c.Close() }
 		}
 	}
+	fail := func(err error) ([]ssh.AuthMethod, func(), error) {
+		cleanup()
+		return nil, noop, err
+	}
 	if n.IdentityFile != "" {
 		file := expandHome(n.IdentityFile)
-		pem, err := os.ReadFile(file)
-		if err != nil {
-			cleanup()
-			return nil, noop, fmt.Errorf("node %s: identity_file: %w", n.Name, err)
-		}
-		signer, err := ssh.ParsePrivateKey(pem)
+		signer, err := loadKey(file, agentSigners)
 		var pm *ssh.PassphraseMissingError
-		if errors.As(err, &pm) {
-			// An encrypted key is usable through the agent holding it.
-			for _, s := range agentSigners {
-				if pm.PublicKey != nil && bytes.Equal(s.PublicKey().Marshal(), pm.PublicKey.Marshal()) {
-					return []ssh.AuthMethod{ssh.PublicKeys(s)}, cleanup, nil
-				}
-			}
-			cleanup()
-			return nil, noop, fmt.Errorf("node %s: identity_file %s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and run with SSH_AUTH_SOCK set", n.Name, file, file)
-		}
-		if err != nil {
-			cleanup()
-			return nil, noop, fmt.Errorf("node %s: identity_file %s is not a private key: %w", n.Name, file, err)
+		switch {
+		case errors.As(err, &pm):
+			return fail(fmt.Errorf("node %s: identity_file %s is protected by a passphrase: add it to ssh-agent (ssh-add %s) and run with SSH_AUTH_SOCK set", n.Name, file, file))
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+			return fail(fmt.Errorf("node %s: identity_file: %w", n.Name, err))
+		case err != nil:
+			return fail(fmt.Errorf("node %s: identity_file %s is not a private key: %w", n.Name, file, err))
 		}
 		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, cleanup, nil
 	}
-	signers := agentSigners
-	for _, f := range []string{"~/.ssh/id_ed25519", "~/.ssh/id_rsa"} {
-		pem, err := os.ReadFile(expandHome(f))
-		if err != nil {
-			continue
-		}
-		if s, err := ssh.ParsePrivateKey(pem); err == nil {
+	var signers []ssh.Signer
+	files := n.IdentityFiles
+	if len(files) == 0 {
+		files = []string{"~/.ssh/id_ed25519", "~/.ssh/id_rsa"}
+	}
+	// As OpenSSH: the identity files first (missing or locked ones
+	// skipped), then, unless IdentitiesOnly, every agent key.
+	for _, f := range files {
+		if s, err := loadKey(expandHome(f), agentSigners); err == nil {
 			signers = append(signers, s)
 		}
 	}
+	if !n.IdentitiesOnly {
+		signers = append(signers, agentSigners...)
+	}
 	if len(signers) == 0 {
-		cleanup()
-		return nil, noop, fmt.Errorf("node %s: %w: set identity_file, load a key into ssh-agent (SSH_AUTH_SOCK), or create ~/.ssh/id_ed25519", n.Name, ErrNoAuth)
+		return fail(fmt.Errorf("node %s: %w (tried %s): set identity_file, load a key into ssh-agent (SSH_AUTH_SOCK), or create ~/.ssh/id_ed25519", n.Name, ErrNoAuth, authDesc(n)))
 	}
 	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, cleanup, nil
+}
+
+// loadKey reads a private key; an encrypted one is usable through the
+// agent signer holding it.
+func loadKey(file string, agentSigners []ssh.Signer) (ssh.Signer, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	var pm *ssh.PassphraseMissingError
+	if errors.As(err, &pm) {
+		for _, s := range agentSigners {
+			if pm.PublicKey != nil && bytes.Equal(s.PublicKey().Marshal(), pm.PublicKey.Marshal()) {
+				return s, nil
+			}
+		}
+	}
+	return signer, err
 }
 
 // Name implements Conn.
@@ -342,6 +514,9 @@ func (s *SSH) Close() error {
 	}
 	s.mu.Unlock()
 	err := s.client.Close()
+	for i := len(s.jumps) - 1; i >= 0; i-- {
+		s.jumps[i].Close()
+	}
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}

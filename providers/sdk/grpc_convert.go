@@ -209,16 +209,23 @@ func decodeValue(b []byte, ty cty.Type) (cty.Value, error) {
 }
 
 func nodeToProto(n Node) *proto.Node {
+	var jumps []*proto.Node
+	for _, j := range n.ProxyJump {
+		jumps = append(jumps, nodeToProto(j))
+	}
 	return &proto.Node{
-		Name:         n.Name,
-		Transport:    n.Transport,
-		Host:         n.Host,
-		Port:         int64(n.Port),
-		User:         n.User,
-		IdentityFile: n.IdentityFile,
-		KnownHosts:   n.KnownHosts,
-		Become:       n.Become,
-		TimeoutNs:    int64(n.Timeout),
+		Name:           n.Name,
+		Transport:      n.Transport,
+		Host:           n.Host,
+		Port:           int64(n.Port),
+		User:           n.User,
+		IdentityFile:   n.IdentityFile,
+		KnownHosts:     n.KnownHosts,
+		Become:         n.Become,
+		TimeoutNs:      int64(n.Timeout),
+		IdentityFiles:  n.IdentityFiles,
+		IdentitiesOnly: n.IdentitiesOnly,
+		ProxyJump:      jumps,
 	}
 }
 
@@ -226,16 +233,23 @@ func nodeFromProto(p *proto.Node) Node {
 	if p == nil {
 		return Node{}
 	}
+	var jumps []Node
+	for _, j := range p.ProxyJump {
+		jumps = append(jumps, nodeFromProto(j))
+	}
 	return Node{
-		Name:         p.Name,
-		Transport:    p.Transport,
-		Host:         p.Host,
-		Port:         int(p.Port),
-		User:         p.User,
-		IdentityFile: p.IdentityFile,
-		KnownHosts:   p.KnownHosts,
-		Become:       p.Become,
-		Timeout:      time.Duration(p.TimeoutNs),
+		Name:           p.Name,
+		Transport:      p.Transport,
+		Host:           p.Host,
+		Port:           int(p.Port),
+		User:           p.User,
+		IdentityFile:   p.IdentityFile,
+		KnownHosts:     p.KnownHosts,
+		Become:         p.Become,
+		Timeout:        time.Duration(p.TimeoutNs),
+		IdentityFiles:  p.IdentityFiles,
+		IdentitiesOnly: p.IdentitiesOnly,
+		ProxyJump:      jumps,
 	}
 }
 

@@ -174,7 +174,9 @@ func newThing(t *testing.T) (*thing, sdk.Provider) {
 }
 
 var node = sdk.Node{Name: `node.spark["spark-01"]`, Transport: "ssh", Host: "127.0.0.2", Port: 2222, User: "kilork",
-	IdentityFile: "/id", KnownHosts: "/kh", Become: true, Timeout: 1500 * time.Millisecond}
+	IdentityFile: "/id", KnownHosts: "/kh", Become: true, Timeout: 1500 * time.Millisecond,
+	IdentityFiles: []string{"/a", "/b"}, IdentitiesOnly: true,
+	ProxyJump: []sdk.Node{{Host: "outer", Port: 443, User: "j"}, {Host: "bastion", Port: 22, User: "k", IdentityFiles: []string{"/c"}}}}
 
 // fullConfig is a config value with unknowns, nulls, nested blocks, a
 // dynamic value and a sensitive (marked) attribute.
@@ -322,7 +324,7 @@ func TestPlanCarriesUnknownsNullsAndNestedBlocks(t *testing.T) {
 		t.Fatal(resp.Diagnostics.Err())
 	}
 	seen := r.last().(sdk.PlanRequest)
-	if seen.Address != `test_thing.x["a"]` || seen.Node != node || string(seen.PriorPrivate) != "pp" || !seen.Replaces.RawEquals(old) || !seen.Offline {
+	if seen.Address != `test_thing.x["a"]` || !reflect.DeepEqual(seen.Node, node) || string(seen.PriorPrivate) != "pp" || !seen.Replaces.RawEquals(old) || !seen.Offline {
 		t.Errorf("provider saw address %q node %+v private %q replaces %#v", seen.Address, seen.Node, seen.PriorPrivate, seen.Replaces)
 	}
 	if !seen.Prior.RawEquals(null) {
@@ -412,7 +414,7 @@ func TestReadBatchInOrder(t *testing.T) {
 	if resp.RoundTrips != 3 { // 2 from test_thing, 1 from test_other
 		t.Errorf("round trips %d; want 3", resp.RoundTrips)
 	}
-	if got := r.last().(sdk.Node); got != node {
+	if got := r.last().(sdk.Node); !reflect.DeepEqual(got, node) {
 		t.Errorf("provider saw node %+v; want %+v", got, node)
 	}
 	want := []struct {
@@ -683,7 +685,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Progress]():        {"Message", "Current", "Total", "Elapsed"},
 		reflect.TypeFor[sdk.ImportRequest]():   {"TypeName", "Node", "ID"},
 		reflect.TypeFor[sdk.ImportResponse]():  {"State", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.Node]():            {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "KnownHosts", "Become", "Timeout"},
+		reflect.TypeFor[sdk.Node]():            {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
 		reflect.TypeFor[sdk.Diagnostic]():      {"Severity", "Summary", "Detail", "Path"},
 		reflect.TypeFor[sdk.Schema]():          {"ResourceTypes"},
 		reflect.TypeFor[sdk.ResourceSchema]():  {"Version", "Description", "Block"},

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -12,12 +13,21 @@ type Node struct {
 	// Name is the node's address in config, e.g. `node.spark["spark-01"]`.
 	Name string
 	// Transport is "ssh" or "local".
-	Transport    string
-	Host         string
-	Port         int
-	User         string
-	IdentityFile string
-	KnownHosts   string
+	Transport string
+	Host      string
+	Port      int
+	User      string
+	// IdentityFile is the node block's key: when set, it is the only key
+	// offered. Otherwise IdentityFiles (from ssh_config) are offered, with
+	// the ssh-agent's keys unless IdentitiesOnly.
+	IdentityFile   string
+	IdentityFiles  []string
+	IdentitiesOnly bool
+	KnownHosts     string
+	// ProxyJump are the hops to go through, the first dialled first (from
+	// ssh_config's ProxyJump). Each hop's host key is checked against
+	// KnownHosts as the node's is; a hop's own ProxyJump is unused.
+	ProxyJump []Node
 	// Become runs privileged work through `sudo -n`.
 	Become  bool
 	Timeout time.Duration
@@ -29,5 +39,13 @@ func (n Node) Key() string {
 	if n.Transport == "local" {
 		return "local"
 	}
-	return n.Transport + "://" + n.User + "@" + n.Host + ":" + strconv.Itoa(n.Port) + "?id=" + n.IdentityFile + "&kh=" + n.KnownHosts
+	var b strings.Builder
+	b.WriteString(n.Transport + "://" + n.User + "@" + n.Host + ":" + strconv.Itoa(n.Port) + "?id=" + n.IdentityFile + "&kh=" + n.KnownHosts)
+	if len(n.IdentityFiles) > 0 || n.IdentitiesOnly {
+		b.WriteString("&ids=" + strings.Join(n.IdentityFiles, ",") + "&only=" + strconv.FormatBool(n.IdentitiesOnly))
+	}
+	for _, j := range n.ProxyJump {
+		b.WriteString("&via=" + j.User + "@" + j.Host + ":" + strconv.Itoa(j.Port) + "/" + strings.Join(j.IdentityFiles, ",") + "/" + strconv.FormatBool(j.IdentitiesOnly))
+	}
+	return b.String()
 }

@@ -124,18 +124,21 @@ func (NestedBlock_NestingMode) EnumDescriptor() ([]byte, []int) {
 
 // Node is how a provider reaches the machine a resource lives on.
 type Node struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Transport     string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
-	Host          string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
-	Port          int64                  `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
-	User          string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`
-	IdentityFile  string                 `protobuf:"bytes,6,opt,name=identity_file,json=identityFile,proto3" json:"identity_file,omitempty"`
-	KnownHosts    string                 `protobuf:"bytes,7,opt,name=known_hosts,json=knownHosts,proto3" json:"known_hosts,omitempty"`
-	Become        bool                   `protobuf:"varint,8,opt,name=become,proto3" json:"become,omitempty"`
-	TimeoutNs     int64                  `protobuf:"varint,9,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Transport      string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	Host           string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	Port           int64                  `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	User           string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`
+	IdentityFile   string                 `protobuf:"bytes,6,opt,name=identity_file,json=identityFile,proto3" json:"identity_file,omitempty"`
+	KnownHosts     string                 `protobuf:"bytes,7,opt,name=known_hosts,json=knownHosts,proto3" json:"known_hosts,omitempty"`
+	Become         bool                   `protobuf:"varint,8,opt,name=become,proto3" json:"become,omitempty"`
+	TimeoutNs      int64                  `protobuf:"varint,9,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	IdentityFiles  []string               `protobuf:"bytes,10,rep,name=identity_files,json=identityFiles,proto3" json:"identity_files,omitempty"`
+	IdentitiesOnly bool                   `protobuf:"varint,11,opt,name=identities_only,json=identitiesOnly,proto3" json:"identities_only,omitempty"`
+	ProxyJump      []*Node                `protobuf:"bytes,12,rep,name=proxy_jump,json=proxyJump,proto3" json:"proxy_jump,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -229,6 +232,27 @@ func (x *Node) GetTimeoutNs() int64 {
 		return x.TimeoutNs
 	}
 	return 0
+}
+
+func (x *Node) GetIdentityFiles() []string {
+	if x != nil {
+		return x.IdentityFiles
+	}
+	return nil
+}
+
+func (x *Node) GetIdentitiesOnly() bool {
+	if x != nil {
+		return x.IdentitiesOnly
+	}
+	return false
+}
+
+func (x *Node) GetProxyJump() []*Node {
+	if x != nil {
+		return x.ProxyJump
+	}
+	return nil
 }
 
 // AttributePath names a value inside a resource object.
@@ -2165,7 +2189,7 @@ var File_provider_proto protoreflect.FileDescriptor
 
 const file_provider_proto_rawDesc = "" +
 	"\n" +
-	"\x0eprovider.proto\x12\x15sparkform.provider.v1\"\xf1\x01\n" +
+	"\x0eprovider.proto\x12\x15sparkform.provider.v1\"\xfd\x02\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x12\n" +
@@ -2177,7 +2201,12 @@ const file_provider_proto_rawDesc = "" +
 	"knownHosts\x12\x16\n" +
 	"\x06become\x18\b \x01(\bR\x06become\x12\x1d\n" +
 	"\n" +
-	"timeout_ns\x18\t \x01(\x03R\ttimeoutNs\"\x94\x02\n" +
+	"timeout_ns\x18\t \x01(\x03R\ttimeoutNs\x12%\n" +
+	"\x0eidentity_files\x18\n" +
+	" \x03(\tR\ridentityFiles\x12'\n" +
+	"\x0fidentities_only\x18\v \x01(\bR\x0eidentitiesOnly\x12:\n" +
+	"\n" +
+	"proxy_jump\x18\f \x03(\v2\x1b.sparkform.provider.v1.NodeR\tproxyJump\"\x94\x02\n" +
 	"\rAttributePath\x12?\n" +
 	"\x05steps\x18\x01 \x03(\v2).sparkform.provider.v1.AttributePath.StepR\x05steps\x1a\xc1\x01\n" +
 	"\x04Step\x12'\n" +
@@ -2386,54 +2415,55 @@ var file_provider_proto_goTypes = []any{
 	(*Stop_Response)(nil),                   // 38: sparkform.provider.v1.Stop.Response
 }
 var file_provider_proto_depIdxs = []int32{
-	17, // 0: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
-	0,  // 1: sparkform.provider.v1.Diagnostic.severity:type_name -> sparkform.provider.v1.Diagnostic.Severity
-	3,  // 2: sparkform.provider.v1.Diagnostic.attribute:type_name -> sparkform.provider.v1.AttributePath
-	18, // 3: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
-	7,  // 4: sparkform.provider.v1.ResourceSchema.block:type_name -> sparkform.provider.v1.Block
-	19, // 5: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
-	20, // 6: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
-	1,  // 7: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
-	7,  // 8: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
-	6,  // 9: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
-	8,  // 10: sparkform.provider.v1.Block.AttributesEntry.value:type_name -> sparkform.provider.v1.Attribute
-	9,  // 11: sparkform.provider.v1.Block.BlockTypesEntry.value:type_name -> sparkform.provider.v1.NestedBlock
-	5,  // 12: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
-	4,  // 13: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	4,  // 14: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	4,  // 15: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 16: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
-	25, // 17: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
-	26, // 18: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
-	4,  // 19: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 20: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	3,  // 21: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
-	4,  // 22: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 23: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 24: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	32, // 25: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
-	33, // 26: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
-	2,  // 27: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 28: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	21, // 29: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
-	23, // 30: sparkform.provider.v1.Provider.ValidateResourceConfig:input_type -> sparkform.provider.v1.ValidateResourceConfig.Request
-	27, // 31: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
-	29, // 32: sparkform.provider.v1.Provider.PlanResourceChange:input_type -> sparkform.provider.v1.PlanResourceChange.Request
-	31, // 33: sparkform.provider.v1.Provider.ApplyResourceChange:input_type -> sparkform.provider.v1.ApplyResourceChange.Request
-	35, // 34: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
-	37, // 35: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
-	22, // 36: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
-	24, // 37: sparkform.provider.v1.Provider.ValidateResourceConfig:output_type -> sparkform.provider.v1.ValidateResourceConfig.Response
-	28, // 38: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
-	30, // 39: sparkform.provider.v1.Provider.PlanResourceChange:output_type -> sparkform.provider.v1.PlanResourceChange.Response
-	34, // 40: sparkform.provider.v1.Provider.ApplyResourceChange:output_type -> sparkform.provider.v1.ApplyResourceChange.Event
-	36, // 41: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
-	38, // 42: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	2,  // 0: sparkform.provider.v1.Node.proxy_jump:type_name -> sparkform.provider.v1.Node
+	17, // 1: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
+	0,  // 2: sparkform.provider.v1.Diagnostic.severity:type_name -> sparkform.provider.v1.Diagnostic.Severity
+	3,  // 3: sparkform.provider.v1.Diagnostic.attribute:type_name -> sparkform.provider.v1.AttributePath
+	18, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
+	7,  // 5: sparkform.provider.v1.ResourceSchema.block:type_name -> sparkform.provider.v1.Block
+	19, // 6: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
+	20, // 7: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
+	1,  // 8: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
+	7,  // 9: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
+	6,  // 10: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
+	8,  // 11: sparkform.provider.v1.Block.AttributesEntry.value:type_name -> sparkform.provider.v1.Attribute
+	9,  // 12: sparkform.provider.v1.Block.BlockTypesEntry.value:type_name -> sparkform.provider.v1.NestedBlock
+	5,  // 13: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
+	4,  // 14: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	4,  // 15: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	4,  // 16: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 17: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
+	25, // 18: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
+	26, // 19: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
+	4,  // 20: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 21: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	3,  // 22: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
+	4,  // 23: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 24: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 25: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	32, // 26: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
+	33, // 27: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
+	2,  // 28: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 29: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	21, // 30: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
+	23, // 31: sparkform.provider.v1.Provider.ValidateResourceConfig:input_type -> sparkform.provider.v1.ValidateResourceConfig.Request
+	27, // 32: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
+	29, // 33: sparkform.provider.v1.Provider.PlanResourceChange:input_type -> sparkform.provider.v1.PlanResourceChange.Request
+	31, // 34: sparkform.provider.v1.Provider.ApplyResourceChange:input_type -> sparkform.provider.v1.ApplyResourceChange.Request
+	35, // 35: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
+	37, // 36: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
+	22, // 37: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
+	24, // 38: sparkform.provider.v1.Provider.ValidateResourceConfig:output_type -> sparkform.provider.v1.ValidateResourceConfig.Response
+	28, // 39: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
+	30, // 40: sparkform.provider.v1.Provider.PlanResourceChange:output_type -> sparkform.provider.v1.PlanResourceChange.Response
+	34, // 41: sparkform.provider.v1.Provider.ApplyResourceChange:output_type -> sparkform.provider.v1.ApplyResourceChange.Event
+	36, // 42: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
+	38, // 43: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
+	37, // [37:44] is the sub-list for method output_type
+	30, // [30:37] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
