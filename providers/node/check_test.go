@@ -61,7 +61,9 @@ func TestCheckExplains(t *testing.T) {
 		node sdk.Node
 		want string
 	}{
-		{"refused", sdk.Node{Name: "node.a", Host: "127.0.0.1", Port: closedPort},
+		// A refused connection is retried for RetryWindow (5s at most
+		// for this timeout) before it is explained.
+		{"refused", sdk.Node{Name: "node.a", Host: "127.0.0.1", Port: closedPort, Timeout: time.Second},
 			"connection refused: check that sshd is running on 127.0.0.1 and listens on port"},
 		{"timeout", sdk.Node{Name: "node.a", Host: "127.0.0.1", Port: silentPort, Timeout: 300 * time.Millisecond},
 			"no answer from 127.0.0.1:"},

@@ -62,9 +62,11 @@ var _ Conn = (*SSH)(nil)
 var Notify = sdk.Notice
 
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
-// node whose connect timeout is timeout: 4 timeouts, at least 5s.
+// node whose connect timeout is timeout: two timeouts, from 5s to 30s
+// (an sshd restart takes a second or two; a node that stays down should
+// fail the plan soon).
 func RetryWindow(timeout time.Duration) time.Duration {
-	return max(4*timeout, 5*time.Second)
+	return min(max(2*timeout, 5*time.Second), 30*time.Second)
 }
 
 // DialSSH connects to n, through n.ProxyJump's hops when there are any
