@@ -54,8 +54,20 @@ func sameKeyReferences(r *config.Resource) map[string]bool {
 			return "", false
 		}
 		root, ok1 := t[0].(hcl.TraverseRoot)
+		if !ok1 || addrs.ReservedRoot(root.Name) {
+			return "", false
+		}
+		// A resource of a module instance, flattened: TYPE["MODULE.NAME"].
+		if _, ok := t[1].(hcl.TraverseIndex); ok {
+			if ref, d := addrs.ParseRef(t[:2]); !d.HasErrors() {
+				if r, ok := ref.Subject.(addrs.Resource); ok && r.Module != "" {
+					return r.String(), true
+				}
+			}
+			return "", false
+		}
 		attr, ok2 := t[1].(hcl.TraverseAttr)
-		if !ok1 || !ok2 || addrs.ReservedRoot(root.Name) {
+		if !ok2 {
 			return "", false
 		}
 		return root.Name + "." + attr.Name, true
@@ -241,9 +253,9 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 			if !ok {
 				v = cty.DynamicVal
 			}
-			byType[subj.Type][subj.Name] = cty.ObjectVal(map[string]cty.Value{keyText(iv.Key): v})
+			byType[subj.Type][subj.ScopeKey()] = cty.ObjectVal(map[string]cty.Value{keyText(iv.Key): v})
 		} else {
-			byType[subj.Type][subj.Name] = b.value()
+			byType[subj.Type][subj.ScopeKey()] = b.value()
 		}
 	}
 	ev.mu.RUnlock()

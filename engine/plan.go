@@ -29,16 +29,28 @@ type targetFilter struct {
 	blocks    map[string]bool // vertices included (targets and what they need)
 	instances map[string]bool // instance addresses named exactly
 	whole     map[string]bool // resources targeted whole
+	modules   []string        // module calls or instances targeted whole
 }
 
-func (f *targetFilter) vertex(v string) bool { return f == nil || f.blocks[v] }
+func (f *targetFilter) vertex(v string) bool { return f == nil || f.blocks[v] || f.inModule(v) }
+
+// inModule reports whether a resource or instance address lies in a
+// targeted module.
+func (f *targetFilter) inModule(addr string) bool {
+	for _, m := range f.modules {
+		if addrs.WithinModule(addr, m) {
+			return true
+		}
+	}
+	return false
+}
 
 func (f *targetFilter) instance(addr string) bool {
 	if f == nil {
 		return true
 	}
 	res := resourceOfInstance(addr)
-	if f.whole[res] || f.instances[addr] {
+	if f.whole[res] || f.instances[addr] || f.inModule(res) {
 		return true
 	}
 	// Dependencies of a target are planned whole.
@@ -61,11 +73,16 @@ func parseTargets(targets []string) (*targetFilter, hcl.Diagnostics) {
 	f := &targetFilter{blocks: map[string]bool{}, instances: map[string]bool{}, whole: map[string]bool{}}
 	var diags hcl.Diagnostics
 	for _, t := range targets {
-		res, key, d := addrs.ParseTarget(t)
+		tg, d := addrs.ParseTargetAny(t)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
 		}
+		if tg.Resource == nil {
+			f.modules = append(f.modules, tg.Module)
+			continue
+		}
+		res, key := *tg.Resource, tg.Key
 		if key == nil {
 			f.whole[res.String()] = true
 		} else {
@@ -86,6 +103,13 @@ func (f *targetFilter) expand(cg *configGraph) {
 	}
 	for a := range f.instances {
 		stack = append(stack, resourceOfInstance(a))
+	}
+	if cg != nil && len(f.modules) > 0 {
+		for _, v := range cg.g.Vertices() {
+			if isResourceVertex(v) && f.inModule(v) {
+				stack = append(stack, v)
+			}
+		}
 	}
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -125,6 +127,13 @@ func newIntent(in *instance, action string) (*state.Intent, error) {
 // resourceOfInstance strips the instance key and a deposed suffix:
 // `a.b["k"]` -> `a.b`, `a.b#deposed` -> `a.b`.
 func resourceOfInstance(addr string) string {
+	if strings.HasPrefix(addr, "module.") {
+		// Module keys hold brackets too: parse it (a deposed suffix first).
+		a, _, _ := strings.Cut(addr, "#")
+		if ri, d := addrs.ParseResourceInstance(a); !d.HasErrors() {
+			return ri.Resource.String()
+		}
+	}
 	for i := 0; i < len(addr); i++ {
 		if addr[i] == '[' || addr[i] == '#' {
 			return addr[:i]

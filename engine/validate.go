@@ -42,7 +42,7 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 		if unknownScope.Resources[r.Addr.Type] == nil {
 			unknownScope.Resources[r.Addr.Type] = map[string]cty.Value{}
 		}
-		unknownScope.Resources[r.Addr.Type][r.Addr.Name] = cty.DynamicVal
+		unknownScope.Resources[r.Addr.Type][r.Addr.ScopeKey()] = cty.DynamicVal
 	}
 	base := unknownScope.EvalContext()
 	ictx := base.NewChild()

@@ -350,7 +350,7 @@ func (ev *evaluator) scope(v string) *hcl.EvalContext {
 				if s.Resources[subj.Type] == nil {
 					s.Resources[subj.Type] = map[string]cty.Value{}
 				}
-				s.Resources[subj.Type][subj.Name] = b.value()
+				s.Resources[subj.Type][subj.ScopeKey()] = b.value()
 			}
 		}
 	}
@@ -407,7 +407,7 @@ func (ev *evaluator) evalNode(name string) hcl.Diagnostics {
 		if d.HasErrors() {
 			continue
 		}
-		b.set(k, config.NodeValue(nodeVertex(name)+k.String(), nc))
+		b.set(k, config.NodeValue(addrs.NodeBlock{Name: name}.Instance(k).String(), nc))
 	}
 	return diags
 }

@@ -347,13 +347,47 @@ func (s *BoltStore) MoveResource(from, to string) error {
 // keeps its type, provider and value, and show would print the old type).
 // Every backend's MoveResource calls it.
 func CheckMove(r *Resource, to string) error {
-	from, _, _ := strings.Cut(r.Address, ".")
-	t, _, _ := strings.Cut(to, ".")
+	from, t := typeOfAddress(r.Address), typeOfAddress(to)
 	if t != from {
 		return fmt.Errorf("%w: %s is a %s; %s names a %s. A move only renames an object and cannot change its type: "+
 			"to manage it as another type, remove it from state (state rm) and import it as that type", ErrInvalid, r.Address, from, to, t)
 	}
 	return nil
+}
+
+// typeOfAddress is the resource type of an instance address, after any
+// module.NAME[KEY] steps (keys are HCL strings and may hold dots and
+// brackets, so quoted text is skipped).
+func typeOfAddress(addr string) string {
+	for strings.HasPrefix(addr, "module.") {
+		i := len("module.")
+		for i < len(addr) && addr[i] != '.' && addr[i] != '[' {
+			i++
+		}
+		if i < len(addr) && addr[i] == '[' {
+			inStr := false
+			for ; i < len(addr); i++ {
+				c := addr[i]
+				if inStr && c == '\\' {
+					i++
+					continue
+				}
+				if c == '"' {
+					inStr = !inStr
+				}
+				if !inStr && c == ']' {
+					i++
+					break
+				}
+			}
+		}
+		if i >= len(addr) || addr[i] != '.' {
+			return addr
+		}
+		addr = addr[i+1:]
+	}
+	t, _, _ := strings.Cut(addr, ".")
+	return t
 }
 
 // PutIntent journals in before a provider call; it returns once durable.

@@ -20,6 +20,9 @@ func newGraphCommand(m *meta) *cobra.Command {
 			if !ok {
 				return &exitError{1}
 			}
+			if mod, ok = m.flatten(mod, nil); !ok {
+				return &exitError{1}
+			}
 			host, err := m.pluginHost()
 			if err != nil {
 				return err

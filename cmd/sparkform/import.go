@@ -28,6 +28,9 @@ afterwards to see how the object differs from it.`,
 			if !ok {
 				return &exitError{1}
 			}
+			if mod, ok = m.flatten(mod, vals); !ok {
+				return &exitError{1}
+			}
 			st, err := m.openState(lockTimeout, "sparkform import")
 			if err != nil {
 				return err

@@ -105,6 +105,16 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	return mod, true
 }
 
+// flatten brings the module instances into one configuration (vals nil:
+// validate, with every value unknown).
+func (m *meta) flatten(mod *config.Module, vals map[string]cty.Value) (*config.Module, bool) {
+	flat, ds := config.Flatten(mod, vals)
+	if m.diags(ds) {
+		return nil, false
+	}
+	return flat, true
+}
+
 // variables resolves -var, -var-file and SPARKFORM_VAR_*.
 func (m *meta) variables(mod *config.Module, vf *varFlags) (map[string]cty.Value, bool) {
 	vals, ds := config.ResolveVariables(mod, vf.sources, os.Environ())

@@ -121,6 +121,9 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 	if !ok {
 		return nil, nil, 1
 	}
+	if mod, ok = m.flatten(mod, vals); !ok {
+		return nil, nil, 1
+	}
 	if f.mode() == plans.NormalMode {
 		// Config errors are reported before state is touched, so bad input
 		// never creates or locks anything.
@@ -139,6 +142,10 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		return nil, nil, 1
 	}
 	m.onClose(func() { st.Close() })
+	if err := m.applyMoved(st, mod.Moved, f.json); err != nil {
+		fmt.Fprintln(m.stderr, "Error:", err)
+		return nil, nil, 1
+	}
 	hooks := newUIHooks(m.stdout, f.json, debugLog())
 	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
 	if err != nil {
@@ -238,6 +245,9 @@ func (m *meta) applySaved(path string, f *planFlags) error {
 	}
 	if p.ConfigDigest != "" && p.ConfigDigest != configDigest(mod) {
 		return fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan)
+	}
+	if mod, ok = m.flatten(mod, p.Variables); !ok {
+		return &exitError{1}
 	}
 	st, err := m.openState(f.lockTimeout, "sparkform apply "+path)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -223,6 +224,11 @@ func outputsChange(p *plans.Plan) bool {
 }
 
 func nameOf(addr string) string {
+	if strings.HasPrefix(addr, "module.") {
+		if ri, d := addrs.ParseResourceInstance(strings.SplitN(addr, "#", 2)[0]); !d.HasErrors() {
+			return ri.Resource.Name
+		}
+	}
 	res := addr
 	if i := strings.IndexByte(res, '['); i >= 0 {
 		res = res[:i]

@@ -23,6 +23,9 @@ own checks. Errors are printed with file:line:col and a source snippet.`,
 			if !ok {
 				return &exitError{1}
 			}
+			if mod, ok = m.flatten(mod, nil); !ok {
+				return &exitError{1}
+			}
 			host, err := m.pluginHost()
 			if err != nil {
 				return err

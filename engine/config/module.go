@@ -33,6 +33,12 @@ type Module struct {
 	Resources map[string]*Resource // by "type.name"
 	// Backend is the sparkform block's backend (nil: the local file).
 	Backend *Backend
+	// ModuleCalls are the module blocks, by name; Children the modules
+	// they call, loaded from their sources (same names).
+	ModuleCalls map[string]*ModuleCall
+	Children    map[string]*Module
+	// Moved are the moved blocks, in file order.
+	Moved []*Moved
 }
 
 // Variable is a `variable "NAME"` block.
@@ -111,11 +117,18 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "node", LabelNames: []string{"name"}},
 		{Type: "resource", LabelNames: []string{"type", "name"}},
 		{Type: "sparkform"},
+		{Type: "module", LabelNames: []string{"name"}},
+		{Type: "moved"},
 	},
 }
 
-// LoadDir parses every *.sf.hcl file in dir, in name order.
+// LoadDir parses every *.sf.hcl file in dir, in name order, and the
+// modules its module blocks call (recursively).
 func LoadDir(dir string) (*Module, hcl.Diagnostics) {
+	return loadDir(dir, nil)
+}
+
+func loadDir(dir string, chain []string) (*Module, hcl.Diagnostics) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return newModule(dir), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration directory",
@@ -133,11 +146,16 @@ func LoadDir(dir string) (*Module, hcl.Diagnostics) {
 		return newModule(dir), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No configuration files",
 			Detail: fmt.Sprintf("The directory %s has no *%s files. Write one (see examples/), or pass -chdir=DIR to use another directory.", dir, FileSuffix)}}
 	}
-	return LoadFiles(dir, names)
+	return loadFiles(dir, names, chain)
 }
 
-// LoadFiles parses the named files (relative to dir) into one module.
+// LoadFiles parses the named files (relative to dir) into one module, and
+// the modules it calls.
 func LoadFiles(dir string, names []string) (*Module, hcl.Diagnostics) {
+	return loadFiles(dir, names, nil)
+}
+
+func loadFiles(dir string, names []string, chain []string) (*Module, hcl.Diagnostics) {
 	m := newModule(dir)
 	names = append([]string(nil), names...)
 	sort.Strings(names)
@@ -162,6 +180,7 @@ func LoadFiles(dir string, names []string) (*Module, hcl.Diagnostics) {
 		m.Files[path] = f
 		diags = append(diags, m.loadFile(f)...)
 	}
+	diags = append(diags, m.loadChildren(chain)...)
 	return m, diags
 }
 
@@ -174,6 +193,9 @@ func newModule(dir string) *Module {
 		Outputs:   map[string]*Output{},
 		Nodes:     map[string]*Node{},
 		Resources: map[string]*Resource{},
+
+		ModuleCalls: map[string]*ModuleCall{},
+		Children:    map[string]*Module{},
 	}
 }
 
@@ -237,6 +259,23 @@ func (m *Module) loadFile(f *hcl.File) hcl.Diagnostics {
 			}
 			if be != nil {
 				m.Backend = be
+			}
+		case "module":
+			mc, d := decodeModuleCall(b, m.Dir)
+			diags = append(diags, d...)
+			if mc == nil {
+				continue
+			}
+			if prev, ok := m.ModuleCalls[mc.Name]; ok {
+				diags = append(diags, duplicate("module", mc.Name, prev.DeclRange, mc.DeclRange))
+				continue
+			}
+			m.ModuleCalls[mc.Name] = mc
+		case "moved":
+			mv, d := decodeMoved(b)
+			diags = append(diags, d...)
+			if mv != nil {
+				m.Moved = append(m.Moved, mv)
 			}
 		case "resource":
 			r, d := decodeResourceBlock(b)

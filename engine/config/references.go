@@ -66,6 +66,18 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		check(k, syntaxTraversals(r.Config, map[string]bool{"lifecycle": true}))
 		check(k, r.DependsOn)
 	}
+	for _, name := range sortedKeys(m.ModuleCalls) {
+		mc := m.ModuleCalls[name]
+		check(blockKind{what: "the for_each or count of module." + name}, ExprReferences(mc.ForEach, mc.Count))
+		k := blockKind{what: "module." + name, forEach: mc.ForEach != nil, counted: mc.Count != nil}
+		for _, an := range sortedKeys(mc.Args) {
+			check(k, mc.Args[an].Expr.Variables())
+		}
+		check(k, mc.DependsOn)
+	}
+	for _, name := range sortedKeys(m.Children) {
+		diags = append(diags, m.Children[name].CheckReferences()...)
+	}
 	return diags
 }
 
@@ -126,6 +138,25 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 			return d
 		}
 		return keyCheck(s.String(), r.ForEach != nil, r.Count != nil, ref)
+	case addrs.ModuleCall:
+		mc, ok := m.ModuleCalls[s.Name]
+		if !ok {
+			return undeclared("module", s.Name, sortedKeys(m.ModuleCalls), fmt.Sprintf("Declare it with a module %q { source = \"./...\" } block.", s.Name))
+		}
+		if d := keyCheck(s.String(), mc.ForEach != nil, mc.Count != nil, ref); d != nil {
+			return d
+		}
+		child := m.Children[s.Name]
+		if child == nil || len(ref.Remaining) == 0 || (mc.ForEach != nil || mc.Count != nil) && ref.Key == nil {
+			return nil
+		}
+		if a, ok := ref.Remaining[0].(hcl.TraverseAttr); ok {
+			if _, ok := child.Outputs[a.Name]; !ok {
+				d := undeclared("output", a.Name, sortedKeys(child.Outputs), fmt.Sprintf("Module %q (%s) has no such output; declare it there with an output %q {} block.", s.Name, mc.Source, a.Name))
+				d.Summary = "Reference to undeclared module output"
+				return d
+			}
+		}
 	case addrs.EachKey, addrs.EachValue:
 		if !k.forEach {
 			return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to \"each\" in context without for_each",

@@ -1,0 +1,687 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/sparkform/sparkform/engine/addrs"
+)
+
+// Modules are flattened before the engine sees them: every module
+// instance's nodes, locals and resources become blocks of one flat Module,
+// named with the instance's address, and every reference inside them is
+// rewritten to the flat name. The engine then walks one graph whose
+// vertices are the instances of every module, so a module instance is no
+// barrier: a resource waits only for what it really uses, across module
+// boundaries, instance by instance.
+//
+// Flat names (P is the module instance, e.g. module.dsv41["a"]):
+//
+//	var.x inside P           local["P.var.x"]      (the caller's argument, converted and validated)
+//	local.x inside P         local["P.local.x"]
+//	path.module inside P     local["P.path.module"]
+//	output "o" of P          local["P.output.o"]
+//	module.m / module.m[k]   local["Q.module.m"] / local["Q.module.m[k]"] in the caller Q
+//	node.n inside P          node["P.n"]           (rendered P.node.n)
+//	TYPE.NAME inside P       TYPE["P.NAME"]        (address P.TYPE.NAME)
+//
+// Root blocks keep their names; only their module.* references change.
+
+// Flatten returns root with every module instance brought in. vars are
+// the root's variable values; module for_each and count must be known from
+// them (and from locals that need nothing else). With vars nil (validate),
+// a module whose expansion is not known yet gets one instance whose
+// each.key, each.value and count.index are unknown. A root without module
+// blocks is returned as it is.
+func Flatten(root *Module, vars map[string]cty.Value) (*Module, hcl.Diagnostics) {
+	if len(root.ModuleCalls) == 0 {
+		return root, nil
+	}
+	flat := &Module{
+		Dir: root.Dir, Files: root.Files, Variables: root.Variables, Outputs: map[string]*Output{},
+		Locals: map[string]*Local{}, Nodes: map[string]*Node{}, Resources: map[string]*Resource{},
+		Backend: root.Backend, Moved: root.Moved, ModuleCalls: root.ModuleCalls, Children: root.Children,
+	}
+	f := &flattener{flat: flat, vars: vars, static: map[string]cty.Value{}, busy: map[string]bool{}}
+	if vars == nil {
+		// Validate: defaults are what plan would use without -var.
+		f.vars = map[string]cty.Value{}
+		for n, v := range root.Variables {
+			if v.Default != cty.NilVal {
+				f.vars[n] = v.Default
+			}
+		}
+		f.validate = true
+	}
+	rw := &rewriter{mod: root, f: f}
+	for n, l := range root.Locals {
+		rw.expr(l.Expr)
+		flat.Locals[n] = l
+	}
+	for n, nd := range root.Nodes {
+		rw.node(nd)
+		flat.Nodes[n] = nd
+	}
+	for k, r := range root.Resources {
+		rw.resource(r)
+		flat.Resources[k] = r
+	}
+	for n, o := range root.Outputs {
+		rw.expr(o.Expr)
+		flat.Outputs[n] = o
+	}
+	var diags hcl.Diagnostics
+	diags = append(diags, f.calls(root, nil, rw)...)
+	diags = append(diags, f.moduleDependsOn()...)
+	// References to a module instance that is not there: a key the call
+	// does not have (validate, which cannot know the keys, lets them be).
+	for _, r := range f.refs {
+		if _, ok := flat.Locals[r.name]; ok {
+			continue
+		}
+		if f.validate {
+			flat.Locals[r.name] = &Local{Name: r.name, Expr: hcl.StaticExpr(cty.DynamicVal, r.rng), DeclRange: r.rng}
+			continue
+		}
+		rng := r.rng
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared module instance",
+			Detail:  fmt.Sprintf("There is no module instance %s: check the key against the module block's for_each or count.", r.name),
+			Subject: &rng})
+	}
+	return flat, diags
+}
+
+// callMode says how a module call's instances are keyed.
+type callMode int
+
+const (
+	singleMode callMode = iota
+	forEachMode
+	countMode
+)
+
+type flattener struct {
+	flat *Module
+	vars map[string]cty.Value
+	// static caches locals evaluated before the walk (for module
+	// for_each/count); busy guards against cycles among them.
+	static map[string]cty.Value
+	busy   map[string]bool
+	// pending are depends_on entries naming a module, resolved once every
+	// module is in.
+	pending []pendingDep
+	// refs are the module instances references name, checked at the end.
+	refs     []moduleRef
+	validate bool
+}
+
+type moduleRef struct {
+	name string
+	rng  hcl.Range
+}
+
+type pendingDep struct {
+	r      *Resource
+	module string // flat prefix of the call or instance
+	rng    hcl.Range
+}
+
+// calls brings in every module m calls, as instances of path.
+func (f *flattener) calls(m *Module, path addrs.ModuleInstance, rw *rewriter) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	names := make([]string, 0, len(m.ModuleCalls))
+	for n := range m.ModuleCalls {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		diags = append(diags, f.call(m, path, rw, m.ModuleCalls[n])...)
+	}
+	return diags
+}
+
+func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter, mc *ModuleCall) hcl.Diagnostics {
+	child := parent.Children[mc.Name]
+	if child == nil {
+		return nil // loading reported why
+	}
+	var diags hcl.Diagnostics
+	for _, a := range mc.Args {
+		rw.expr(a.Expr)
+	}
+	if mc.ForEach != nil {
+		rw.expr(mc.ForEach)
+	}
+	if mc.Count != nil {
+		rw.expr(mc.Count)
+	}
+	var deps []hcl.Traversal
+	for _, tr := range mc.DependsOn {
+		deps = append(deps, rw.traversal(tr))
+	}
+	// Unknown arguments, and required ones left out, before anything else.
+	for _, an := range sortedKeys(mc.Args) {
+		if _, ok := child.Variables[an]; !ok {
+			a := mc.Args[an]
+			detail := fmt.Sprintf("Module %q (%s) has no variable named %q.", mc.Name, mc.Source, an)
+			if s := addrs.Suggest(an, sortedKeys(child.Variables)); s != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", s)
+			} else {
+				detail += " Declare it in the module with a variable block, or remove the argument."
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unsupported argument", Detail: detail, Subject: a.NameRange.Ptr()})
+		}
+	}
+	for _, vn := range sortedKeys(child.Variables) {
+		if _, ok := mc.Args[vn]; !ok && child.Variables[vn].Default == cty.NilVal {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
+				Detail:  fmt.Sprintf("Module %q (%s) needs the argument %q: its variable has no default. Add %s = ... to the module block.", mc.Name, mc.Source, vn, vn),
+				Subject: mc.DeclRange.Ptr()})
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+
+	callPrefix := addrs.Prefix(path.String(), "module."+mc.Name)
+	exp, mode, d := f.expandCall(mc)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return diags
+	}
+	for _, k := range exp.Keys {
+		ipath := path.Child(mc.Name, k)
+		p := ipath.String()
+		inst, d := loadDir(child.Dir, nil)
+		// Reload for a fresh syntax tree per instance (the references in
+		// it are rewritten for this instance); loading errors were
+		// reported when the configuration was loaded.
+		if d.HasErrors() {
+			return diags
+		}
+		var each *EachValues
+		countIndex := cty.NilVal
+		if ev, ok := exp.Each[k]; ok {
+			each = &ev
+		} else if k != addrs.NoKey {
+			countIndex = k.Value()
+		} else if mode != singleMode {
+			// Validate, expansion not known: one instance, unknown key.
+			if mode == forEachMode {
+				each = &EachValues{Key: cty.UnknownVal(cty.String), Value: cty.DynamicVal}
+			} else {
+				countIndex = cty.UnknownVal(cty.Number)
+			}
+		}
+		for _, vn := range sortedKeys(inst.Variables) {
+			v := inst.Variables[vn]
+			ve := &moduleVarExpr{v: v, each: each, countIndex: countIndex, instance: p, rng: mc.DeclRange}
+			if a, ok := mc.Args[vn]; ok {
+				ve.inner, ve.rng = a.Expr, a.Expr.Range()
+			}
+			f.flat.Locals[p+".var."+vn] = &Local{Name: p + ".var." + vn, Expr: ve, DeclRange: v.DeclRange}
+		}
+		abs, _ := filepath.Abs(inst.Dir)
+		f.flat.Locals[p+".path.module"] = &Local{Name: p + ".path.module", Expr: hcl.StaticExpr(cty.StringVal(abs), mc.DeclRange), DeclRange: mc.DeclRange}
+		irw := &rewriter{mod: inst, prefix: p, f: f}
+		for n, l := range inst.Locals {
+			irw.expr(l.Expr)
+			f.flat.Locals[p+".local."+n] = &Local{Name: p + ".local." + n, Expr: l.Expr, DeclRange: l.DeclRange}
+		}
+		for n, nd := range inst.Nodes {
+			irw.node(nd)
+			nd.Name = p + "." + n
+			f.flat.Nodes[nd.Name] = nd
+		}
+		for _, r := range inst.Resources {
+			irw.resource(r)
+			r.Addr.Module = p
+			r.DependsOn = append(r.DependsOn, deps...)
+			f.flat.Resources[r.Addr.String()] = r
+		}
+		outs := make([]string, 0, len(inst.Outputs))
+		for n, o := range inst.Outputs {
+			irw.expr(o.Expr)
+			f.flat.Locals[p+".output."+n] = &Local{Name: p + ".output." + n, Expr: o.Expr, DeclRange: o.DeclRange}
+			outs = append(outs, n)
+		}
+		sort.Strings(outs)
+		// module.m[k] as the caller sees it: an object of the outputs.
+		var src strings.Builder
+		src.WriteString("{")
+		for _, o := range outs {
+			fmt.Fprintf(&src, "\n%s = local[%s]", o, quote(p+".output."+o))
+		}
+		src.WriteString("\n}")
+		f.syntheticLocal(callPrefix+k.String(), src.String(), mc.DeclRange)
+		diags = append(diags, f.calls(inst, ipath, irw)...)
+		for _, r := range inst.Resources {
+			f.queueModuleDeps(r, irw)
+		}
+	}
+	// module.m: the instance itself (defined above under the same name,
+	// as is the one instance of a call whose expansion validate cannot
+	// know), an object by key, or a tuple.
+	if len(exp.Keys) == 1 && exp.Keys[0] == addrs.NoKey {
+		return diags
+	}
+	var src strings.Builder
+	switch mode {
+	case forEachMode:
+		src.WriteString("{")
+		for _, k := range exp.Keys {
+			fmt.Fprintf(&src, "\n%s = local[%s]", quote(string(k.(addrs.StringKey))), quote(callPrefix+k.String()))
+		}
+		src.WriteString("\n}")
+	case countMode:
+		src.WriteString("[")
+		for i, k := range exp.Keys {
+			if i > 0 {
+				src.WriteString(", ")
+			}
+			fmt.Fprintf(&src, "local[%s]", quote(callPrefix+k.String()))
+		}
+		src.WriteString("]")
+	}
+	f.syntheticLocal(callPrefix, src.String(), mc.DeclRange)
+	return diags
+}
+
+// queueModuleDeps records depends_on entries of r that name a module:
+// they become every resource of that module once all are in.
+func (f *flattener) queueModuleDeps(r *Resource, rw *rewriter) {
+	kept := r.DependsOn[:0]
+	for _, tr := range r.DependsOn {
+		if mod, ok := rw.moduleDep(tr); ok {
+			f.pending = append(f.pending, pendingDep{r: r, module: mod, rng: tr.SourceRange()})
+			continue
+		}
+		kept = append(kept, tr)
+	}
+	r.DependsOn = kept
+}
+
+// moduleDependsOn resolves depends_on entries that name modules, in root
+// resources and module resources alike.
+func (f *flattener) moduleDependsOn() hcl.Diagnostics {
+	rw := &rewriter{mod: &Module{}}
+	for _, k := range sortedKeys(f.flat.Resources) {
+		r := f.flat.Resources[k]
+		if r.Addr.Module == "" {
+			f.queueModuleDeps(r, rw)
+		}
+	}
+	var diags hcl.Diagnostics
+	keys := sortedKeys(f.flat.Resources)
+	for _, p := range f.pending {
+		found := false
+		for _, k := range keys {
+			o := f.flat.Resources[k]
+			if !addrs.WithinModule(o.Addr.String(), p.module) || o == p.r {
+				continue
+			}
+			found = true
+			p.r.DependsOn = append(p.r.DependsOn, hcl.Traversal{
+				hcl.TraverseRoot{Name: o.Addr.Type, SrcRange: p.rng},
+				hcl.TraverseIndex{Key: cty.StringVal(o.Addr.ScopeKey()), SrcRange: p.rng},
+			})
+		}
+		if !found {
+			if _, ok := f.flat.Locals[p.module]; !ok {
+				rng := p.rng
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared module",
+					Detail: fmt.Sprintf("depends_on names %s, which is not a module instance of this configuration.", p.module), Subject: &rng})
+			}
+		}
+	}
+	return diags
+}
+
+func (f *flattener) syntheticLocal(name, src string, rng hcl.Range) {
+	expr, d := hclsyntax.ParseExpression([]byte(src), rng.Filename, rng.Start)
+	if d.HasErrors() {
+		panic(fmt.Sprintf("config: synthetic module value does not parse: %s\n%s", d.Error(), src))
+	}
+	f.flat.Locals[name] = &Local{Name: name, Expr: &rangedExpr{Expression: expr, rng: rng}, DeclRange: rng}
+}
+
+// rangedExpr reports diagnostics at the module block rather than at
+// positions of the generated text.
+type rangedExpr struct {
+	hcl.Expression
+	rng hcl.Range
+}
+
+func (e *rangedExpr) Range() hcl.Range      { return e.rng }
+func (e *rangedExpr) StartRange() hcl.Range { return e.rng }
+
+func quote(s string) string {
+	return addrs.StringKey(s).String()[1 : len(addrs.StringKey(s).String())-1]
+}
+
+// expandCall evaluates a call's for_each or count before the walk.
+func (f *flattener) expandCall(mc *ModuleCall) (*Expansion, callMode, hcl.Diagnostics) {
+	mode := singleMode
+	switch {
+	case mc.ForEach != nil:
+		mode = forEachMode
+	case mc.Count != nil:
+		mode = countMode
+	default:
+		return &Expansion{Keys: []addrs.InstanceKey{addrs.NoKey}}, mode, nil
+	}
+	expr := mc.ForEach
+	if expr == nil {
+		expr = mc.Count
+	}
+	ctx := f.staticContext(expr)
+	v, _ := expr.Value(ctx)
+	if !v.IsWhollyKnown() {
+		if f.validate {
+			return &Expansion{Keys: []addrs.InstanceKey{addrs.NoKey}}, mode, nil
+		}
+		what := "for_each"
+		if mc.Count != nil {
+			what = "count"
+		}
+		return nil, mode, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid module " + what,
+			Detail:  fmt.Sprintf("The %s of module %q must be known before the plan: it may use variables, literals and locals made of those, not values of resources or nodes.", what, mc.Name),
+			Subject: expr.Range().Ptr()}}
+	}
+	exp, d := Expand(mc.ForEach, mc.Count, ctx)
+	return exp, mode, d
+}
+
+// staticContext evaluates what expr needs that is known before the walk:
+// root variables and the locals made of them; anything else is unknown.
+func (f *flattener) staticContext(expr hcl.Expression) *hcl.EvalContext {
+	locals := map[string]cty.Value{}
+	for _, tr := range expr.Variables() {
+		if name, ok := localName(tr); ok {
+			locals[name] = f.staticLocal(name)
+		}
+	}
+	vars := map[string]cty.Value{}
+	for n, v := range f.flat.Variables {
+		if val, ok := f.vars[n]; ok {
+			vars[n] = val
+		} else {
+			vars[n] = cty.UnknownVal(v.Type)
+		}
+	}
+	s := &Scope{BaseDir: f.flat.Dir, Variables: vars, Locals: locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
+	ctx := s.EvalContext()
+	for _, tr := range expr.Variables() {
+		root := tr.RootName()
+		if _, ok := ctx.Variables[root]; !ok && !ReservedRootName(root) {
+			ctx.Variables[root] = cty.DynamicVal
+		}
+	}
+	ctx.Variables["node"] = cty.DynamicVal
+	return ctx
+}
+
+// ReservedRootName reports whether name is a keyword root of references.
+func ReservedRootName(name string) bool { return addrs.ReservedRoot(name) }
+
+func (f *flattener) staticLocal(name string) cty.Value {
+	if v, ok := f.static[name]; ok {
+		return v
+	}
+	l, ok := f.flat.Locals[name]
+	if !ok || f.busy[name] {
+		return cty.DynamicVal
+	}
+	f.busy[name] = true
+	v, d := l.Expr.Value(f.staticContext(l.Expr))
+	delete(f.busy, name)
+	if d.HasErrors() {
+		v = cty.DynamicVal
+	}
+	f.static[name] = v
+	return v
+}
+
+func localName(tr hcl.Traversal) (string, bool) {
+	if tr.RootName() != "local" || len(tr) < 2 {
+		return "", false
+	}
+	switch s := tr[1].(type) {
+	case hcl.TraverseAttr:
+		return s.Name, true
+	case hcl.TraverseIndex:
+		if s.Key.Type() == cty.String && s.Key.IsKnown() && !s.Key.IsNull() {
+			return s.Key.AsString(), true
+		}
+	}
+	return "", false
+}
+
+// rewriter turns the references of one module instance's blocks into
+// flat names. It rewrites syntax trees in place, so each instance is
+// loaded afresh.
+type rewriter struct {
+	f      *flattener
+	mod    *Module
+	prefix string // the module instance; "" for the root
+}
+
+func (rw *rewriter) expr(e hcl.Expression) {
+	if e == nil {
+		return
+	}
+	if n, ok := e.(hclsyntax.Node); ok {
+		rw.visit(n)
+	}
+}
+
+func (rw *rewriter) visit(n hclsyntax.Node) {
+	hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
+		if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
+			st.Traversal = rw.traversal(st.Traversal)
+		}
+		return nil
+	})
+}
+
+func (rw *rewriter) node(n *Node) {
+	rw.expr(n.ForEach)
+	rw.expr(n.Count)
+	if b, ok := n.Config.(*hclsyntax.Body); ok {
+		rw.visit(b)
+	}
+}
+
+func (rw *rewriter) resource(r *Resource) {
+	rw.expr(r.ForEach)
+	rw.expr(r.Count)
+	rw.expr(r.NodeExpr)
+	if b, ok := r.Config.(*hclsyntax.Body); ok {
+		rw.visit(b)
+	}
+	for i, tr := range r.DependsOn {
+		r.DependsOn[i] = rw.traversal(tr)
+	}
+}
+
+// moduleDep reports whether tr (a depends_on entry, already rewritten)
+// names a module call or instance, and which, as a flat prefix: depends_on
+// refuses local.*, so a local there is a module reference.
+func (rw *rewriter) moduleDep(tr hcl.Traversal) (string, bool) {
+	if len(tr) == 2 {
+		if name, ok := localName(tr); ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func (rw *rewriter) traversal(tr hcl.Traversal) hcl.Traversal {
+	if len(tr) < 2 {
+		return tr
+	}
+	root, ok := tr[0].(hcl.TraverseRoot)
+	if !ok {
+		return tr
+	}
+	attr, ok := tr[1].(hcl.TraverseAttr)
+	if !ok {
+		return tr // already flat, or an index the checks report
+	}
+	flatTo := func(newRoot, name string, rest hcl.Traversal) hcl.Traversal {
+		out := hcl.Traversal{
+			hcl.TraverseRoot{Name: newRoot, SrcRange: root.SrcRange},
+			hcl.TraverseIndex{Key: cty.StringVal(name), SrcRange: attr.SrcRange},
+		}
+		return append(out, rest...)
+	}
+	p := rw.prefix
+	switch root.Name {
+	case "module":
+		name := addrs.Prefix(p, "module."+attr.Name)
+		rest := tr[2:]
+		if len(rest) > 0 {
+			if ix, ok := rest[0].(hcl.TraverseIndex); ok {
+				if k, err := addrs.KeyFromValue(ix.Key); err == nil {
+					name += k.String()
+					rest = rest[1:]
+				}
+			}
+		}
+		if rw.f != nil {
+			rw.f.refs = append(rw.f.refs, moduleRef{name: name, rng: tr.SourceRange()})
+		}
+		return flatTo("local", name, rest)
+	}
+	if p == "" {
+		return tr
+	}
+	switch root.Name {
+	case "var":
+		return flatTo("local", p+".var."+attr.Name, tr[2:])
+	case "local":
+		return flatTo("local", p+".local."+attr.Name, tr[2:])
+	case "path":
+		if attr.Name == "module" {
+			return flatTo("local", p+".path.module", tr[2:])
+		}
+		return tr
+	case "node":
+		if _, ok := rw.mod.Nodes[attr.Name]; ok {
+			return flatTo("node", p+"."+attr.Name, tr[2:])
+		}
+		return tr
+	case "each", "count":
+		return tr
+	}
+	if _, ok := rw.mod.Resources[root.Name+"."+attr.Name]; ok {
+		return flatTo(root.Name, p+"."+attr.Name, tr[2:])
+	}
+	return tr
+}
+
+// moduleVarExpr is a module instance's input variable: the caller's
+// argument (evaluated where the caller is, with the instance's each and
+// count), or the default, converted to the variable's type and checked by
+// its validations.
+type moduleVarExpr struct {
+	v          *Variable
+	inner      hcl.Expression // nil: the default
+	each       *EachValues
+	countIndex cty.Value
+	instance   string
+	rng        hcl.Range
+}
+
+var _ hcl.Expression = (*moduleVarExpr)(nil)
+
+func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if e.inner == nil {
+		return e.v.Default, nil
+	}
+	child := ctx
+	if e.each != nil || e.countIndex != cty.NilVal {
+		child = ctx.NewChild()
+		child.Variables = map[string]cty.Value{}
+		if e.each != nil {
+			child.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": e.each.Key, "value": e.each.Value})
+		}
+		if e.countIndex != cty.NilVal {
+			child.Variables["count"] = cty.ObjectVal(map[string]cty.Value{"index": e.countIndex})
+		}
+	}
+	val, diags := e.inner.Value(child)
+	if diags.HasErrors() {
+		return cty.UnknownVal(e.v.Type), diags
+	}
+	if val.IsNull() && e.v.Default != cty.NilVal {
+		return e.v.Default, diags
+	}
+	if e.v.typeDefaults != nil {
+		val = e.v.typeDefaults.Apply(val)
+	}
+	cv, err := convert.Convert(val, e.v.Type)
+	if err != nil {
+		return cty.UnknownVal(e.v.Type), append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for module argument",
+			Detail:  fmt.Sprintf("The argument %q of %s does not match the type of its variable, %s: %s. The variable is declared at %s.", e.v.Name, e.instance, typeString(e.v.Type), convErr(err), posString(e.v.DeclRange)),
+			Subject: e.rng.Ptr()})
+	}
+	if !cv.IsWhollyKnown() {
+		return cv, diags
+	}
+	vctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{e.v.Name: cv})}, Functions: ctx.Functions}
+	for _, val := range e.v.Validations {
+		cond, d := val.Condition.Value(vctx)
+		if d.HasErrors() {
+			diags = append(diags, d...)
+			continue
+		}
+		if cond.IsNull() || !cond.IsKnown() {
+			continue
+		}
+		if c, err := convert.Convert(cond, cty.Bool); err != nil || c.True() {
+			continue
+		}
+		msg := fmt.Sprintf("The value of var.%s failed its validation.", e.v.Name)
+		if mv, d := val.ErrorMessage.Value(vctx); !d.HasErrors() {
+			if s, err := convert.Convert(mv, cty.String); err == nil && !s.IsNull() && s.IsKnown() {
+				msg = s.AsString()
+			}
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for module argument",
+			Detail:  fmt.Sprintf("%s\n\nThis is the argument %q of %s, checked by the validation rule at %s.", msg, e.v.Name, e.instance, posString(val.DeclRange)),
+			Subject: e.rng.Ptr()})
+	}
+	return cv, diags
+}
+
+func (e *moduleVarExpr) Variables() []hcl.Traversal {
+	if e.inner == nil {
+		return nil
+	}
+	var out []hcl.Traversal
+	for _, tr := range e.inner.Variables() {
+		switch tr.RootName() {
+		case "each":
+			if e.each != nil {
+				continue
+			}
+		case "count":
+			if e.countIndex != cty.NilVal {
+				continue
+			}
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+func (e *moduleVarExpr) Range() hcl.Range      { return e.rng }
+func (e *moduleVarExpr) StartRange() hcl.Range { return e.rng }
