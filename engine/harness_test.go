@@ -165,6 +165,10 @@ func (b *bed) cfg(fixture string, vars ...string) *run {
 	if diags.HasErrors() {
 		b.t.Fatalf("variables of %s: %s", fixture, diagString(diags))
 	}
+	mod, diags = config.Flatten(mod, vals)
+	if diags.HasErrors() {
+		b.t.Fatalf("modules of %s: %s", fixture, diagString(diags))
+	}
 	return &run{b: b, vars: vals, e: &Engine{Module: mod, Providers: b.provs, Store: b.st, Hooks: b.hooks, Parallelism: 4}}
 }
 

@@ -233,6 +233,7 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 		ctx.Variables = map[string]cty.Value{}
 	}
 	byType := map[string]map[string]cty.Value{}
+	preciseTypes := map[string]bool{}
 	ev.mu.RLock()
 	for _, ref := range ev.cg.refs[iv.Block] {
 		subj, ok := ref.Subject.(addrs.Resource)
@@ -247,6 +248,9 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 			byType[subj.Type] = map[string]cty.Value{}
 		}
 		if containsString(iv.Precise, subj.String()) {
+			// By type, not by address prefix: a module's resource is
+			// MODULE.TYPE.NAME.
+			preciseTypes[subj.Type] = true
 			b.mu.Lock()
 			v, ok := b.vals[iv.Key]
 			b.mu.Unlock()
@@ -260,11 +264,8 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 	}
 	ev.mu.RUnlock()
 	for typ, names := range byType {
-		for _, ref := range iv.Precise {
-			if strings.HasPrefix(ref, typ+".") {
-				ctx.Variables[typ] = cty.ObjectVal(names)
-				break
-			}
+		if preciseTypes[typ] {
+			ctx.Variables[typ] = cty.ObjectVal(names)
 		}
 	}
 	return ctx

@@ -30,6 +30,12 @@
 //   - Module.CheckReferences is the static reference check for validate:
 //     undeclared var/local/node/resource (with "Did you mean"), misuse of
 //     each/count, and instance keys that do not match for_each/count.
+//   - Modules: LoadDir also loads the folder each module block names
+//     (Children), refusing a cycle with its path. Flatten, once variables
+//     are known, brings every module instance's blocks into one Module
+//     under their full addresses and rewrites the references inside them
+//     (see flatten.go for the flat names); the engine walks that as one
+//     configuration. A root without module blocks is returned as is.
 //   - Nothing here talks to a provider or a node: resource bodies are
 //     decoded against an sdk.Block the caller fetched.
 package config

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sparkform/sparkform/engine/plans"
+)
+
+// TestModuleFailureHoldsBackOnlyItsNode: the graph is one graph of
+// instances across module instances, so a create that fails on one node
+// of one module instance holds back only what depends on it there: the
+// same module's other node and the other module instance go on.
+func TestModuleFailureHoldsBackOnlyItsNode(t *testing.T) {
+	const (
+		failed  = `module.stack["s1"].sftest_thing.first["n2"]`
+		blocked = `module.stack["s1"].sftest_thing.second["n2"]`
+	)
+	b := newBed(t)
+	r := b.cfg("modules", `fail={"s1/n2"="create"}`)
+	p := r.plan(PlanOptions{})
+	if n := len(p.Changes); n != 8 {
+		t.Fatalf("plan has %d changes, want 8: %v", n, actions(p))
+	}
+	if c := p.Change(blocked); c == nil || c.Action != plans.Create {
+		t.Fatalf("plan lacks %s: %v", blocked, actions(p))
+	}
+	_, diags := r.applyE(context.Background(), p)
+	if !hasErrorContaining(diags, failed) {
+		t.Fatalf("apply does not name %s: %s", failed, diagString(diags))
+	}
+	for _, o := range b.tp.ops() {
+		if strings.HasSuffix(o, " "+blocked) {
+			t.Errorf("%s was tried although %s failed: %q", blocked, failed, b.tp.ops())
+		}
+	}
+	want := []string{
+		`module.stack["s1"].sftest_thing.first["n1"]`,
+		`module.stack["s1"].sftest_thing.second["n1"]`,
+		`module.stack["s2"].sftest_thing.first["n1"]`,
+		`module.stack["s2"].sftest_thing.first["n2"]`,
+		`module.stack["s2"].sftest_thing.second["n1"]`,
+		`module.stack["s2"].sftest_thing.second["n2"]`,
+	}
+	if got := b.addrs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("state = %v\nwant %v", got, want)
+	}
+	// Fixed, the next plan finishes exactly the held-back pair.
+	r = b.cfg("modules")
+	p = r.plan(PlanOptions{})
+	if got := actions(p); !reflect.DeepEqual(got, map[string]plans.Action{failed: plans.Create, blocked: plans.Create}) {
+		t.Fatalf("plan after the failure = %v", got)
+	}
+	r.apply(p)
+	if p := r.plan(PlanOptions{}); p.HasChanges() {
+		t.Errorf("not converged: %v", actions(p))
+	}
+	// A targeted destroy of one module instance leaves the other.
+	p = r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: []string{`module.stack["s1"]`}})
+	for a, act := range actions(p) {
+		if act != plans.Delete || !strings.HasPrefix(a, `module.stack["s1"].`) {
+			t.Errorf("targeted destroy plans %s %s", act, a)
+		}
+	}
+	r.apply(p)
+	if got := b.addrs(); len(got) != 4 || !strings.HasPrefix(got[0], `module.stack["s2"]`) {
+		t.Errorf("after destroying module.stack[\"s1\"]: %v", got)
+	}
+}
