@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,34 @@ func TestAgentAuth(t *testing.T) {
 		}
 		c.Close()
 	})
+	// ssh_config's IdentityFile (IdentityFiles) is offered with the
+	// agent's keys, unless IdentitiesOnly: then only the files are.
+	stranger := filepath.Join(t.TempDir(), "stranger")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", stranger).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	for _, tc := range []struct {
+		name     string
+		files    []string
+		only, ok bool
+	}{
+		{"a file the node does not know, plus the agent", []string{stranger}, false, true},
+		{"a file the node does not know, IdentitiesOnly", []string{stranger}, true, false},
+		{"the right file, IdentitiesOnly", []string{stranger, b.IdentityFile}, true, true},
+		{"missing files are skipped", []string{filepath.Join(t.TempDir(), "gone"), b.IdentityFile}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := b.Nodes[0].SDK()
+			n.IdentityFile, n.IdentityFiles, n.IdentitiesOnly = "", tc.files, tc.only
+			c, err := node.DialSSH(ctxT(t), n)
+			if tc.ok != (err == nil) {
+				t.Fatalf("dial: %v, want success %v", err, tc.ok)
+			}
+			if err == nil {
+				c.Close()
+			} else if !strings.Contains(err.Error(), "refused every key offered (ssh_config IdentityFile "+stranger+")") {
+				t.Errorf("message does not say what was offered: %v", err)
+			}
+		})
+	}
 }
