@@ -571,7 +571,7 @@ func (r *run) nodeOf(t *testing.T) sdk.Node {
 func thingVal(id, value string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{
 		"id": cty.StringVal(id), "value": cty.StringVal(value), "key": cty.NullVal(cty.String),
-		"fail": cty.StringVal(""), "sleep_ms": cty.NullVal(cty.Number),
+		"fail": cty.StringVal(""), "sleep_ms": cty.NullVal(cty.Number), "owns": cty.NullVal(cty.String),
 	})
 }
 

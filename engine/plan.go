@@ -330,6 +330,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		}
 	}
 	diags = append(diags, e.checkPreventDestroy(p)...)
+	diags = append(diags, e.checkCollisions(ctx, p)...)
 	p.Sort()
 	return p, diags
 }

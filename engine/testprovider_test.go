@@ -35,7 +35,10 @@ var thingSchema = &sdk.ResourceSchema{
 		"fail":     {Type: cty.String, Optional: true},
 		"sleep_ms": {Type: cty.Number, Optional: true},
 		"id":       {Type: cty.String, Computed: true},
+		// owns is the object's identity on its node (Identity below).
+		"owns": {Type: cty.String, Optional: true},
 	}},
+	Identity: []string{"owns"},
 }
 
 var thingType = thingSchema.Block.ImpliedType()

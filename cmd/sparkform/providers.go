@@ -36,7 +36,11 @@ func newProvidersCommand(m *meta) *cobra.Command {
 				}
 				types := map[string]any{}
 				for tn, rs := range s.ResourceTypes {
-					types[tn] = map[string]any{"version": rs.Version, "description": rs.Description, "block": blockJSON(rs.Block)}
+					t := map[string]any{"version": rs.Version, "description": rs.Description, "block": blockJSON(rs.Block)}
+					if len(rs.Identity) > 0 {
+						t["identity"] = rs.Identity
+					}
+					types[tn] = t
 				}
 				provs[name] = map[string]any{"resource_schemas": types}
 			}

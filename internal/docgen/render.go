@@ -26,9 +26,10 @@ type providerSchema struct {
 }
 
 type resourceSchema struct {
-	Version     int    `json:"version"`
-	Description string `json:"description"`
-	Block       block  `json:"block"`
+	Version     int      `json:"version"`
+	Description string   `json:"description"`
+	Block       block    `json:"block"`
+	Identity    []string `json:"identity"`
 }
 
 type block struct {
@@ -91,6 +92,9 @@ func renderResource(prov, typ string, rs resourceSchema) ([]byte, error) {
 	fmt.Fprintf(&b, "# %s\n\nProvider `%s`, schema version %d.\n\n", typ, prov, rs.Version)
 	if rs.Description != "" {
 		b.WriteString(rs.Description + "\n\n")
+	}
+	if len(rs.Identity) > 0 {
+		fmt.Fprintf(&b, "On a node, an instance is identified by `%s`: two instances (anywhere in the configuration, modules included) with the same value on one node are refused at plan, naming both.\n\n", strings.Join(rs.Identity, "`, `"))
 	}
 	if err := renderBlock(&b, typ, rs.Block, "##"); err != nil {
 		return nil, err

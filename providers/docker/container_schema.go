@@ -35,6 +35,9 @@ func containerSchema() *sdk.ResourceSchema {
 		return &sdk.Attribute{Type: t, Computed: true, Description: desc}
 	}
 	return &sdk.ResourceSchema{
+		// What an instance manages on its node: two instances with the same
+		// value on one node are refused at plan.
+		Identity: []string{"name"},
 		Description: "A Docker container on the node, created and started through the Engine API. " +
 			"memory, memory_swap, cpus and restart change in place; any other change replaces the container.",
 		Block: &sdk.Block{

@@ -28,6 +28,9 @@ var pullModes = map[string]bool{"missing": true, "always": true, "never": true}
 func (r *imageResource) Schema() *sdk.ResourceSchema {
 	r.once.Do(func() {
 		r.schema = &sdk.ResourceSchema{
+			// What an instance manages on its node: two instances with the same
+			// value on one node are refused at plan.
+			Identity:    []string{"name"},
 			Description: "An image present on the node, pulled through the Engine API with per-layer progress.",
 			Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
 				"name":         {Type: cty.String, Required: true, ForceNew: true, Description: "Image reference, e.g. \"ghcr.io/org/img:tag\" or \"127.0.0.1:5000/img@sha256:...\"."},

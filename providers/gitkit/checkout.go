@@ -39,6 +39,9 @@ const (
 )
 
 var checkoutSchema = &sdk.ResourceSchema{
+	// What an instance manages on its node: two instances with the same
+	// value on one node are refused at plan.
+	Identity:    []string{"path"},
 	Version:     1,
 	Description: "One folder of a git repository at a pinned commit, staged at an absolute path on the node. Edits on the node are drift: the next apply re-stages the tree.",
 	Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{

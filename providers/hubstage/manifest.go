@@ -30,6 +30,9 @@ var configAttrs = []string{"hub_dir", "repo_id", "repo_type", "revision", "targe
 var computedAttrs = []string{"commit", "files", "file_count", "total_bytes", "digest", "manifest_sha256", SummaryAttribute}
 
 var schema = &sdk.ResourceSchema{
+	// What an instance manages on its node: two instances with the same
+	// value on one node are refused at plan.
+	Identity: []string{"manifest_path"},
 	Description: "A per-file bind manifest of a Hugging Face hub snapshot, resolved on the node: every file of " +
 		"snapshots/<commit> followed through its relative symlinks (repo blobs and the hub-level shared blob store) " +
 		"to the real regular file, so a container can bind each one as a regular file (runtimes that open files " +

@@ -40,6 +40,9 @@ func cgroupSchema() *sdk.ResourceSchema {
 		return &sdk.Attribute{Type: t, Computed: true, Description: d}
 	}
 	return &sdk.ResourceSchema{
+		// What an instance manages on its node: two instances with the same
+		// value on one node are refused at plan.
+		Identity: []string{"path"},
 		Description: "A cgroup v2 group with resource limits (the seed's serving guard: memory.max 9g, no swap, " +
 			"cpu quota <= 6). docker_container.cgroup_parent can point at it. Destroy removes the group when empty and " +
 			"disables only the controllers sparkform enabled.",

@@ -31,6 +31,9 @@ const (
 
 func moduleSchema() *sdk.ResourceSchema {
 	return &sdk.ResourceSchema{
+		// What an instance manages on its node: two instances with the same
+		// value on one node are refused at plan.
+		Identity: []string{"name"},
 		Description: "A kernel module loaded (or not) with given parameters, temporarily: nothing is written to " +
 			"/etc/modprobe.d or modules-load.d, a reboot resets it and the next plan shows the drift. " +
 			"Destroy puts back exactly what was there before sparkform first changed it (`prior`, also kept in a restore record " +

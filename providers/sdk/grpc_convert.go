@@ -385,7 +385,7 @@ func schemaToProto(s *Schema) (*proto.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b}
+		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity}
 	}
 	return out, nil
 }
@@ -439,7 +439,7 @@ func schemaFromProto(p *proto.Schema) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b}
+		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity()}
 	}
 	return out, nil
 }

@@ -19,6 +19,12 @@ type ResourceSchema struct {
 	Version     int64
 	Description string
 	Block       *Block
+	// Identity names the attributes whose values identify, on one node,
+	// the object an instance manages (kmod_module: name; gitkit_checkout:
+	// path; docker_container: name). Two instances on one node with equal
+	// values of all of them would manage the same object, and the engine
+	// refuses that at plan. Empty: instances never collide.
+	Identity []string
 }
 
 // Block is a set of attributes and nested blocks, as in a resource body.

@@ -413,10 +413,14 @@ func (x *Schema) GetResourceTypes() map[string]*ResourceSchema {
 }
 
 type ResourceSchema struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       int64                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Version     int64                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Block       *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	// Identity names the attributes whose values, on one node, identify the
+	// object an instance manages (a module name, a path, a container name):
+	// the engine refuses two instances with equal identities on one node.
+	Identity      []string `protobuf:"bytes,4,rep,name=identity,proto3" json:"identity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -468,6 +472,13 @@ func (x *ResourceSchema) GetDescription() string {
 func (x *ResourceSchema) GetBlock() *Block {
 	if x != nil {
 		return x.Block
+	}
+	return nil
+}
+
+func (x *ResourceSchema) GetIdentity() []string {
+	if x != nil {
+		return x.Identity
 	}
 	return nil
 }
@@ -2230,11 +2241,12 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\x80\x01\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\x9c\x01\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
-	"\x05block\x18\x03 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\"\xe8\x02\n" +
+	"\x05block\x18\x03 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\x12\x1a\n" +
+	"\bidentity\x18\x04 \x03(\tR\bidentity\"\xe8\x02\n" +
 	"\x05Block\x12L\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2,.sparkform.provider.v1.Block.AttributesEntryR\n" +
