@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,37 +10,44 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-// uiHooks prints apply and refresh progress, one line per event, and keeps
-// the refresh cost for -json and SPARKFORM_LOG=debug.
+// uiHooks reports refresh and apply events through an opDisplay (plain
+// lines, redrawn terminal lines, or the -json stream) and keeps the
+// refresh cost for -json and SPARKFORM_LOG=debug.
 type uiHooks struct {
-	w     io.Writer
-	quiet bool // -json: no progress lines
+	d     opDisplay
+	json  *jsonView // -json: refresh events go to the stream
 	debug bool
 
 	mu           sync.Mutex
-	lastProgress map[string]time.Time
-	lastMessage  map[string]string
 	refreshCalls int
 	roundTrips   int
 }
 
 var _ engine.Hooks = (*uiHooks)(nil)
 
-func newUIHooks(w io.Writer, quiet, debug bool) *uiHooks {
-	return &uiHooks{w: w, quiet: quiet, debug: debug, lastProgress: map[string]time.Time{}, lastMessage: map[string]string{}}
-}
-
-func (h *uiHooks) printf(format string, args ...any) {
-	if h.quiet {
-		return
+// newUIHooks picks the display: the stream for -json, redrawn lines on a
+// terminal, plain throttled lines otherwise.
+func (m *meta) newUIHooks(debug bool) *uiHooks {
+	h := &uiHooks{debug: debug, json: m.jsonOut}
+	switch {
+	case m.jsonOut != nil:
+		h.d = newJSONDisplay(m.jsonOut)
+	case m.stdoutIsTerminal() && !m.plainProgress():
+		h.d = newBarDisplay(m.stdout)
+	default:
+		h.d = newPlainDisplay(m.stdout)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	fmt.Fprintf(h.w, format, args...)
+	m.onClose(h.d.close)
+	return h
 }
 
 func (h *uiHooks) PreRefresh(provider, node string, n int) {
-	h.printf("%s: refreshing %d %s of provider %s...\n", orLocal(node), n, plural(n, "instance", "instances"), provider)
+	if h.json != nil {
+		h.json.emit("info", "refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
+			map[string]any{"refresh": map[string]any{"provider": provider, "node": node, "instances": n}})
+		return
+	}
+	h.d.line(fmt.Sprintf("%s: refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider))
 }
 
 func (h *uiHooks) PostRefresh(provider, node string, n int, took time.Duration, roundTrips int, err error) {
@@ -50,9 +55,18 @@ func (h *uiHooks) PostRefresh(provider, node string, n int, took time.Duration, 
 	h.refreshCalls++
 	h.roundTrips += roundTrips
 	h.mu.Unlock()
+	if h.json != nil {
+		level, msg := "info", fmt.Sprintf("%s: Refresh complete after %s", orLocal(node), took.Round(time.Millisecond))
+		if err != nil {
+			level, msg = "error", fmt.Sprintf("%s: Refresh errored after %s", orLocal(node), took.Round(time.Millisecond))
+		}
+		h.json.emit(level, "refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
+			"instances": n, "remote_round_trips": roundTrips, "elapsed_seconds": took.Seconds()}})
+		return
+	}
 	if h.debug {
-		h.printf("[DEBUG] refresh %s on %s: %d instances, 1 ReadResources call, %d remote round trips, %s\n",
-			provider, orLocal(node), n, roundTrips, took.Round(time.Millisecond))
+		h.d.line(fmt.Sprintf("[DEBUG] refresh %s on %s: %d instances, 1 ReadResources call, %d remote round trips, %s",
+			provider, orLocal(node), n, roundTrips, took.Round(time.Millisecond)))
 	}
 }
 
@@ -73,40 +87,10 @@ var doneVerb = map[plans.Action]string{
 	plans.DeleteThenCreate: "Creation", plans.CreateThenDelete: "Creation",
 }
 
-func (h *uiHooks) PreApply(addr string, a plans.Action) {
-	h.printf("%s: %s...\n", addr, presentVerb[a])
-}
-
-// Progress prints a provider's progress line; repeats of the same message
-// are throttled to one a second so a long pull stays readable.
-func (h *uiHooks) Progress(addr string, p sdk.Progress) {
-	h.mu.Lock()
-	now := time.Now()
-	if h.lastMessage[addr] == p.Message && now.Sub(h.lastProgress[addr]) < time.Second {
-		h.mu.Unlock()
-		return
-	}
-	h.lastMessage[addr], h.lastProgress[addr] = p.Message, now
-	h.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(addr + ": " + p.Message)
-	if p.Total > 0 {
-		fmt.Fprintf(&b, " (%d/%d)", p.Current, p.Total)
-	} else if p.Current > 0 {
-		fmt.Fprintf(&b, " (%d)", p.Current)
-	}
-	if p.Elapsed > 0 {
-		fmt.Fprintf(&b, " [%s elapsed]", p.Elapsed.Round(time.Second))
-	}
-	h.printf("%s\n", b.String())
-}
-
+func (h *uiHooks) PreApply(addr string, a plans.Action) { h.d.start(addr, a) }
+func (h *uiHooks) Progress(addr string, p sdk.Progress) { h.d.progress(addr, p) }
 func (h *uiHooks) PostApply(addr string, a plans.Action, took time.Duration, err error) {
-	if err != nil {
-		h.printf("%s: %s failed after %s\n", addr, presentVerb[a], took.Round(100*time.Millisecond))
-		return
-	}
-	h.printf("%s: %s complete after %s\n", addr, doneVerb[a], took.Round(100*time.Millisecond))
+	h.d.finish(addr, a, took, err)
 }
 
 func (h *uiHooks) Note(msg string) {}

@@ -29,7 +29,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	defer startProfiles("")()
-	root := newRootCommand(stdin, stdout, stderr)
+	root, m := newRoot(stdin, stdout, stderr)
 	root.SetArgs(normalizeArgs(args))
 	err := root.Execute()
 	var ee *exitError
@@ -38,6 +38,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case m.jsonOut != nil:
+		m.fail(err) // a diagnostic line: nothing but JSON on stdout
+		return 1
 	default:
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1

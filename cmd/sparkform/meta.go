@@ -34,6 +34,11 @@ type meta struct {
 	chdir          string
 	noColor        bool
 
+	// jsonOut, when set (-json on plan, apply, destroy, validate), is the
+	// machine-readable stream: diagnostics and events go there, as JSON
+	// lines on stdout, and nothing else is printed to stdout.
+	jsonOut *jsonView
+
 	files map[string]*hcl.File // for rendering diagnostics
 	be    state.Backend        // where state lives (see backend)
 
@@ -66,6 +71,10 @@ func (m *meta) color() bool {
 func (m *meta) diags(ds hcl.Diagnostics) bool {
 	if len(ds) == 0 {
 		return false
+	}
+	if m.jsonOut != nil {
+		m.jsonOut.diagnostics(ds, m.files)
+		return ds.HasErrors()
 	}
 	for _, d := range dedupe(ds) {
 		writeDiagnostic(m.stderr, d, m.files, m.color())

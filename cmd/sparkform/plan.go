@@ -15,6 +15,7 @@ import (
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/state"
 )
 
 // planFlags are shared by plan, apply and destroy.
@@ -27,9 +28,11 @@ type planFlags struct {
 	lockTimeout      time.Duration
 	parallelism      int
 	json             bool
+	input            bool // -input=false: fail instead of asking
+	lock             bool // -lock=false: read state without the lock (plan only)
 }
 
-func addPlanFlags(cmd *cobra.Command, f *planFlags, withDestroy bool) {
+func addPlanFlags(cmd *cobra.Command, m *meta, f *planFlags, withDestroy bool) {
 	addVarFlags(cmd, &f.vars)
 	if withDestroy {
 		cmd.Flags().BoolVar(&f.destroy, "destroy", false, "plan to destroy every managed object")
@@ -40,7 +43,10 @@ func addPlanFlags(cmd *cobra.Command, f *planFlags, withDestroy bool) {
 	cmd.Flags().StringArrayVar(&f.replace, "replace", nil, "force replacement of this instance (repeatable)")
 	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "how long to wait for the state lock (e.g. 30s)")
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many provider operations run at once")
-	cmd.Flags().BoolVar(&f.json, "json", false, "machine-readable output")
+	cmd.Flags().BoolVar(&f.json, "json", false, "machine-readable output: one JSON object per line (see docs/cli.md)")
+	cmd.Flags().BoolVar(&f.input, "input", true, "ask for input when needed; -input=false fails instead (for automation)")
+	cmd.Flags().BoolVar(&f.lock, "lock", true, "take the state lock; -lock=false reads state without it (plan only; a warning says so)")
+	registerAddressCompletion(cmd, m, "target", "replace")
 }
 
 func (f *planFlags) mode() plans.Mode {
@@ -82,6 +88,9 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer m.close()
+			if f.json {
+				m.startJSON()
+			}
 			p, _, code := m.makePlan(&f, "sparkform plan")
 			if p == nil {
 				return &exitError{code}
@@ -103,7 +112,7 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 			return nil
 		},
 	}
-	addPlanFlags(cmd, &f, true)
+	addPlanFlags(cmd, m, &f, true)
 	cmd.Flags().StringVar(&out, "out", "", "write the plan to this file, for apply to carry out exactly")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
 	return cmd
@@ -129,27 +138,33 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		// never creates or locks anything.
 		host, err := m.pluginHost()
 		if err != nil {
-			fmt.Fprintln(m.stderr, "Error:", err)
+			m.fail(err)
 			return nil, nil, 1
 		}
 		if m.diags((&engine.Engine{Module: mod, Providers: host}).Validate(context.Background())) {
 			return nil, nil, 1
 		}
 	}
-	st, err := m.openState(f.lockTimeout, command)
+	var st state.Store
+	var err error
+	if f.lock {
+		st, err = m.openState(f.lockTimeout, command)
+	} else {
+		st, err = m.openStateUnlocked()
+	}
 	if err != nil {
-		fmt.Fprintln(m.stderr, "Error:", err)
+		m.fail(err)
 		return nil, nil, 1
 	}
 	m.onClose(func() { st.Close() })
-	if err := m.applyMoved(st, mod.Moved, f.json); err != nil {
-		fmt.Fprintln(m.stderr, "Error:", err)
+	if err := m.applyMoved(st, mod.Moved, m.jsonOut != nil); err != nil {
+		m.fail(err)
 		return nil, nil, 1
 	}
-	hooks := newUIHooks(m.stdout, f.json, debugLog())
+	hooks := m.newUIHooks(debugLog())
 	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
 	if err != nil {
-		fmt.Fprintln(m.stderr, "Error:", err)
+		m.fail(err)
 		return nil, nil, 1
 	}
 	ctx, stop := m.interruptible()
@@ -159,12 +174,15 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		return nil, nil, 1
 	}
 	p.ConfigDigest = configDigest(mod)
-	if f.json {
+	if m.jsonOut != nil {
 		var rpcs map[string]map[string]int64
 		if m.host != nil {
 			rpcs = m.host.Stats()
 		}
-		_ = writePlanJSON(m.stdout, p, &jsonRefresh{ReadResourcesCalls: hooks.refreshCalls, RemoteRoundTrips: hooks.roundTrips, RPCs: rpcs})
+		m.jsonOut.emit("info", "refresh_summary", fmt.Sprintf("Refreshed with %d ReadResources %s, %d remote round trips",
+			hooks.refreshCalls, plural(hooks.refreshCalls, "call", "calls"), hooks.roundTrips),
+			map[string]any{"refresh": jsonRefresh{ReadResourcesCalls: hooks.refreshCalls, RemoteRoundTrips: hooks.roundTrips, RPCs: rpcs}})
+		m.jsonOut.plan(p)
 	} else {
 		if hooks.refreshCalls > 0 {
 			fmt.Fprintln(m.stdout)
@@ -203,6 +221,18 @@ parameters observed before the first apply. Same as apply -destroy.`
 			if destroy {
 				f.destroy = true
 			}
+			if f.json {
+				m.startJSON()
+			}
+			if !f.lock {
+				m.fail(fmt.Errorf("-lock=false is for read-only use (plan); %s changes the nodes and always takes the state lock", cmd.Name()))
+				return &exitError{1}
+			}
+			if len(args) == 0 && !autoApprove && f.json {
+				// Nobody reads a question in the stream: refuse before planning.
+				m.fail(fmt.Errorf("%s -json needs -auto-approve (or a saved plan file): there is no one to ask for approval", cmd.Name()))
+				return &exitError{1}
+			}
 			if len(args) == 1 {
 				return m.applySaved(args[0], &f)
 			}
@@ -212,10 +242,17 @@ parameters observed before the first apply. Same as apply -destroy.`
 			}
 			if !p.HasChanges() {
 				if f.mode() == plans.RefreshOnlyMode || len(p.Drift) == 0 {
+					if m.jsonOut != nil {
+						m.jsonOut.changeSummary(jsonOperation(p), fmt.Sprintf("%s complete! Resources: 0 added, 0 changed, 0 destroyed.", applyWord(p)), 0, 0, 0)
+					}
 					return nil
 				}
 			}
-			if !autoApprove && !f.json {
+			if !autoApprove && !f.input {
+				m.fail(fmt.Errorf("approval needed, but -input=false forbids asking: run %s again with -auto-approve, or save the plan (plan -out FILE) and apply that file", cmd.Name()))
+				return &exitError{1}
+			}
+			if !autoApprove {
 				q, d := "Do you want to perform these actions?", "sparkform will perform the actions described above."
 				if f.destroy {
 					q, d = "Do you really want to destroy all resources?", "sparkform will destroy all your managed objects and restore the nodes. There is no undo."
@@ -228,7 +265,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 			return m.runApply(eng, p, &f)
 		},
 	}
-	addPlanFlags(cmd, &f, !destroy)
+	addPlanFlags(cmd, m, &f, !destroy)
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "skip the interactive approval")
 	return cmd
 }
@@ -237,26 +274,29 @@ parameters observed before the first apply. Same as apply -destroy.`
 func (m *meta) applySaved(path string, f *planFlags) error {
 	p, err := plans.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading plan file %s: %w", path, err)
+		return m.failed(fmt.Errorf("reading plan file %s: %w", path, err))
 	}
 	mod, ok := m.loadConfig()
 	if !ok {
 		return &exitError{1}
 	}
 	if p.ConfigDigest != "" && p.ConfigDigest != configDigest(mod) {
-		return fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan)
+		return m.failed(fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan))
 	}
 	if mod, ok = m.flatten(mod, p.Variables); !ok {
 		return &exitError{1}
 	}
 	st, err := m.openState(f.lockTimeout, "sparkform apply "+path)
 	if err != nil {
-		return err
+		return m.failed(err)
 	}
 	m.onClose(func() { st.Close() })
-	eng, err := m.newEngine(mod, st, newUIHooks(m.stdout, f.json, debugLog()), f.parallelism)
+	eng, err := m.newEngine(mod, st, m.newUIHooks(debugLog()), f.parallelism)
 	if err != nil {
-		return err
+		return m.failed(err)
+	}
+	if m.jsonOut != nil {
+		m.jsonOut.plan(p)
 	}
 	return m.runApply(eng, p, f)
 }
@@ -264,14 +304,43 @@ func (m *meta) applySaved(path string, f *planFlags) error {
 func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 	ctx, stop := m.interruptible()
 	defer stop()
+	hooks, _ := eng.Hooks.(*uiHooks)
+	if hooks != nil {
+		n := 0
+		for _, c := range p.Changes {
+			if c.Action != plans.NoOp {
+				n++
+			}
+		}
+		hooks.d.setTotal(n)
+	}
 	res, ds := eng.Apply(ctx, p)
+	if hooks != nil {
+		hooks.d.close() // the summary below is printed plainly
+	}
 	failed := m.diags(ds)
 	if err := m.saveOutputs(eng, res, p); err != nil {
-		fmt.Fprintln(m.stderr, "Error: saving outputs:", err)
+		m.fail(fmt.Errorf("saving outputs: %w", err))
 		failed = true
 	}
 	a := res.Applied
 	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
+	if m.jsonOut != nil {
+		op, word := jsonOperation(p), applyWord(p)
+		msg := fmt.Sprintf("%s complete! Resources: %d added, %d changed, %d destroyed.", word, added, a[plans.Update], a[plans.Delete])
+		if failed || ctx.Err() != nil {
+			msg = fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
+				word, added, a[plans.Update], a[plans.Delete])
+		}
+		m.jsonOut.changeSummary(op, msg, added, a[plans.Update], a[plans.Delete])
+		if !failed && res != nil && p.Mode != plans.DestroyMode && len(res.Outputs) > 0 {
+			m.jsonOut.outputs(res.Outputs, func(n string) bool { o := p.Outputs[n]; return o != nil && o.Sensitive })
+		}
+		if failed || ctx.Err() != nil {
+			return &exitError{1}
+		}
+		return nil
+	}
 	if failed {
 		if p.Mode == plans.DestroyMode {
 			fmt.Fprintf(m.stderr, "\nDestroy failed. What finished is saved in state (%d destroyed); what is left stays in state with what it needs to be restored: fix the cause above, then run destroy again (plan -destroy shows what is left).\n",
@@ -292,4 +361,19 @@ func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 	fmt.Fprintf(m.stdout, "\n%s complete! Resources: %d added, %d changed, %d destroyed.\n", word, added, a[plans.Update], a[plans.Delete])
 	m.printOutputs(res, p)
 	return nil
+}
+
+// jsonOperation is the change_summary operation of applying p.
+func jsonOperation(p *plans.Plan) string {
+	if p.Mode == plans.DestroyMode {
+		return "destroy"
+	}
+	return "apply"
+}
+
+func applyWord(p *plans.Plan) string {
+	if p.Mode == plans.DestroyMode {
+		return "Destroy"
+	}
+	return "Apply"
 }

@@ -10,6 +10,13 @@ import (
 var version = "0.1.0-dev"
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root, _ := newRoot(stdin, stdout, stderr)
+	return root
+}
+
+// newRoot is newRootCommand with the meta its commands share, so run can
+// report a final error in the -json stream when a command started one.
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *meta) {
 	m := &meta{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "sparkform",
@@ -43,5 +50,5 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m),
 	)
 	refuseUnknownSubcommands(root)
-	return root
+	return root, m
 }

@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"sshkill":     cmdSSHKill,
 			"sshrevive":   cmdSSHRevive,
 			"envsubst":    cmdEnvSubst,
+			"jsonstream":  cmdJSONStream,
 		},
 	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -10,18 +9,24 @@ import (
 )
 
 func newValidateCommand(m *meta) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the configuration without touching nodes or state",
 		Long: `Check the syntax and meaning of every *.sf.hcl file: block types, attribute
 names and types against the providers' schemas, references, and the providers'
-own checks. Errors are printed with file:line:col and a source snippet.`,
+own checks. Errors are printed with file:line:col and a source snippet; with
+-json, each is a diagnostic message with its range in the machine-readable
+stream, which ends with a "validate" message.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer m.close()
+			if asJSON {
+				m.startJSON()
+			}
 			mod, ok := m.loadConfig()
 			if !ok {
-				return &exitError{1}
+				return m.validated(false)
 			}
 			if mod, ok = m.flatten(mod, nil); !ok {
 				return &exitError{1}
@@ -32,10 +37,11 @@ own checks. Errors are printed with file:line:col and a source snippet.`,
 			}
 			eng := &engine.Engine{Module: mod, Providers: host}
 			if m.diags(eng.Validate(context.Background())) {
-				return &exitError{1}
+				return m.validated(false)
 			}
-			fmt.Fprintln(m.stdout, "Success! The configuration is valid.")
-			return nil
+			return m.validated(true)
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output: one JSON object per line")
+	return cmd
 }

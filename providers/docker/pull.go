@@ -3,13 +3,11 @@ package docker
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
 
-	"github.com/sparkform/sparkform/providers/internal/units"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -40,28 +38,17 @@ func pull(ctx context.Context, d *dockerClient, ref string, progress func(sdk.Pr
 		last = time.Now()
 		var cur, tot int64
 		done := 0
-		ids := make([]string, 0, len(layers))
-		for id, l := range layers {
-			ids = append(ids, id)
+		for _, l := range layers {
 			cur += l.current
 			tot += l.total
 			if l.status == "Pull complete" || l.status == "Already exists" {
 				done++
 			}
 		}
-		sort.Strings(ids)
-		var per []string
-		for _, id := range ids {
-			l := layers[id]
-			if l.total > 0 && l.status != "Pull complete" && l.status != "Already exists" {
-				per = append(per, fmt.Sprintf("%s %s/%s", id, units.Human(l.current), units.Human(l.total)))
-			}
-		}
-		msg := fmt.Sprintf("pulling %s: %d/%d layers, %s/%s", ref, done, len(layers), units.Human(cur), units.Human(tot))
-		if len(per) > 0 {
-			msg += " [" + strings.Join(per, ", ") + "]"
-		}
-		progress(sdk.Progress{Message: msg, Current: cur, Total: tot, Elapsed: time.Since(start)})
+		// Sizes and rates are the UI's to show (Current and Total are
+		// bytes): the message stays short enough for one terminal line.
+		msg := fmt.Sprintf("pulling %s: %d/%d layers", ref, done, len(layers))
+		progress(sdk.Progress{Message: msg, Current: cur, Total: tot, Unit: sdk.UnitBytes, Elapsed: time.Since(start)})
 	}
 	for m, err := range resp.JSONMessages(ctx) {
 		if err != nil {

@@ -533,11 +533,17 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		return fail("cannot record the folders it makes before staging, so nothing was changed", err)
 	}
 	made = mergeMade(made, recorded)
+	var gitThrottle gitProgressThrottle
 	out := &lineWriter{fn: func(line string) {
 		switch {
 		case strings.HasPrefix(line, "progress: "):
 			msg := strings.ReplaceAll(strings.TrimPrefix(line, "progress: "), repo, redact(repo))
 			progress(sdk.Progress{Message: msg, Elapsed: time.Since(start)})
+		case strings.HasPrefix(line, "gitprogress: "):
+			if gp, ok := parseGitProgress(strings.TrimPrefix(line, "gitprogress: ")); ok && gitThrottle.due(gp) {
+				gp.Elapsed = time.Since(start)
+				progress(gp)
+			}
 		case strings.HasPrefix(line, "digest: "):
 			digest = strings.TrimPrefix(line, "digest: ")
 		case strings.HasPrefix(line, "made: "):

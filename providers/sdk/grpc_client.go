@@ -272,7 +272,7 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 		case *proto.ApplyResourceChange_Event_Progress:
 			if progress != nil {
 				p := e.Progress
-				progress(Progress{Message: p.Message, Current: p.Current, Total: p.Total, Elapsed: time.Duration(p.ElapsedNs)})
+				progress(Progress{Message: p.Message, Current: p.Current, Total: p.Total, Unit: p.Unit, Elapsed: time.Duration(p.ElapsedNs)})
 			}
 		case *proto.ApplyResourceChange_Event_Result:
 			r := e.Result

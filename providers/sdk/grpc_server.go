@@ -200,7 +200,7 @@ func (s *GRPCServer) ApplyResourceChange(req *proto.ApplyResourceChange_Request,
 		// A failed send means the engine went away; the ctx says so too and
 		// the provider is expected to notice it.
 		_ = stream.Send(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Progress{
-			Progress: &proto.ApplyResourceChange_Progress{Message: p.Message, Current: p.Current, Total: p.Total, ElapsedNs: int64(p.Elapsed)}}})
+			Progress: &proto.ApplyResourceChange_Progress{Message: p.Message, Current: p.Current, Total: p.Total, ElapsedNs: int64(p.Elapsed), Unit: p.Unit}}})
 	}
 	resp := s.impl.ApplyResourceChange(ctx, ApplyRequest{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),

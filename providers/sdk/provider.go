@@ -139,11 +139,20 @@ type ApplyResponse struct {
 // Progress is one event of a long apply ("cloning", "3/10 layers", ...).
 type Progress struct {
 	Message string
-	// Current and Total count work units (bytes, files) when known.
+	// Current and Total count work units when known, in Unit.
 	Current int64
 	Total   int64
+	// Unit is UnitBytes (shown as human sizes and rates), UnitObjects, or
+	// empty for a plain count.
+	Unit    string
 	Elapsed time.Duration
 }
+
+// Progress units.
+const (
+	UnitBytes   = "bytes"
+	UnitObjects = "objects"
+)
 
 // ImportRequest asks for an existing object by id.
 type ImportRequest struct {

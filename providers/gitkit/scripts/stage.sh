@@ -6,7 +6,8 @@
 #
 # Everything happens in a temporary sibling of PATH (same filesystem, so
 # the final move is a rename) that is removed on every exit. Lines on
-# stdout starting "progress: " are progress events; "digest: HEX" is the
+# stdout starting "progress: " are progress events, "gitprogress: " git's
+# own fetch progress; "digest: HEX" is the
 # result. Exit codes: 10 repo unreachable, 11 commit not in repo, 12 subdir
 # missing, 13 PATH exists (create), 77 parent not writable (retry with sudo).
 # "made: DIR" names an ancestor of PATH that did not exist and that this
@@ -94,20 +95,37 @@ if [ -n "$local_repo" ] && real=$(cd "$local_repo" 2>/dev/null && pwd -P); then
 		printf '[safe]\n\tdirectory = "%s"\n' "$(esc "$real")"
 	} >"$fetchcfg" || exit 1
 fi
+# git's --progress lines (\r-separated) become "gitprogress: " lines on
+# stdout as they come (stdbuf, where there is one, keeps tr from holding
+# them back); every stderr line also goes to $tmp/err for the error text.
+unbuf=
+if command -v stdbuf >/dev/null 2>&1; then unbuf="stdbuf -o0"; fi
 fetch() {
-	if [ -n "$fetchcfg" ]; then
-		GIT_CONFIG_GLOBAL=$fetchcfg git -C "$src" fetch -q -- "$repo" "$@"
-	else
-		git -C "$src" fetch -q -- "$repo" "$@"
-	fi
+	{
+		if [ -n "$fetchcfg" ]; then
+			GIT_CONFIG_GLOBAL=$fetchcfg git -C "$src" fetch --progress -- "$repo" "$@" 2>&1 >/dev/null
+		else
+			git -C "$src" fetch --progress -- "$repo" "$@" 2>&1 >/dev/null
+		fi
+		echo $? >"$tmp/rc"
+	} | $unbuf tr '\r' '\n' | {
+		: >"$tmp/err"
+		while IFS= read -r l; do
+			case $l in
+			*objects:* | *deltas:* | *'Enumerating objects'*) printf 'gitprogress: %s\n' "$l" ;;
+			*) printf '%s\n' "$l" >>"$tmp/err" ;;
+			esac
+		done
+	}
+	return "$(cat "$tmp/rc")"
 }
 
 printf 'progress: cloning %s\n' "$repo"
 git init -q "$src" >/dev/null || exit 1
 # A shallow fetch of exactly the commit is cheapest; servers that refuse
 # to serve a commit by id get a full fetch of branches and tags instead.
-if ! fetch --depth 1 "$commit" 2>"$tmp/err"; then
-	if ! fetch '+refs/heads/*:refs/remotes/origin/*' '+refs/tags/*:refs/tags/*' 2>"$tmp/err"; then
+if ! fetch --depth 1 "$commit"; then
+	if ! fetch '+refs/heads/*:refs/remotes/origin/*' '+refs/tags/*:refs/tags/*'; then
 		cat "$tmp/err" >&2
 		exit 10
 	fi

@@ -1786,11 +1786,13 @@ func (x *ApplyResourceChange_Request) GetPrivate() []byte {
 }
 
 type ApplyResourceChange_Progress struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	Current       int64                  `protobuf:"varint,2,opt,name=current,proto3" json:"current,omitempty"`
-	Total         int64                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
-	ElapsedNs     int64                  `protobuf:"varint,4,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Message   string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Current   int64                  `protobuf:"varint,2,opt,name=current,proto3" json:"current,omitempty"`
+	Total     int64                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	ElapsedNs int64                  `protobuf:"varint,4,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
+	// unit of current and total: "bytes", "objects", or empty (a count).
+	Unit          string `protobuf:"bytes,5,opt,name=unit,proto3" json:"unit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1851,6 +1853,13 @@ func (x *ApplyResourceChange_Progress) GetElapsedNs() int64 {
 		return x.ElapsedNs
 	}
 	return 0
+}
+
+func (x *ApplyResourceChange_Progress) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
 }
 
 type ApplyResourceChange_Result struct {
@@ -2325,7 +2334,7 @@ const file_provider_proto_rawDesc = "" +
 	"\aplanned\x18\x01 \x01(\fR\aplanned\x12O\n" +
 	"\x10requires_replace\x18\x02 \x03(\v2$.sparkform.provider.v1.AttributePathR\x0frequiresReplace\x12'\n" +
 	"\x0fplanned_private\x18\x03 \x01(\fR\x0eplannedPrivate\x12C\n" +
-	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\"\x9a\x05\n" +
+	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\"\xaf\x05\n" +
 	"\x13ApplyResourceChange\x1a\xd3\x01\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
@@ -2334,13 +2343,14 @@ const file_provider_proto_rawDesc = "" +
 	"\x05prior\x18\x04 \x01(\fR\x05prior\x12\x18\n" +
 	"\aplanned\x18\x05 \x01(\fR\aplanned\x12\x16\n" +
 	"\x06config\x18\x06 \x01(\fR\x06config\x12\x18\n" +
-	"\aprivate\x18\a \x01(\fR\aprivate\x1as\n" +
+	"\aprivate\x18\a \x01(\fR\aprivate\x1a\x87\x01\n" +
 	"\bProgress\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x18\n" +
 	"\acurrent\x18\x02 \x01(\x03R\acurrent\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1d\n" +
 	"\n" +
-	"elapsed_ns\x18\x04 \x01(\x03R\telapsedNs\x1a\x84\x01\n" +
+	"elapsed_ns\x18\x04 \x01(\x03R\telapsedNs\x12\x12\n" +
+	"\x04unit\x18\x05 \x01(\tR\x04unit\x1a\x84\x01\n" +
 	"\x06Result\x12\x1b\n" +
 	"\tnew_state\x18\x01 \x01(\fR\bnewState\x12\x18\n" +
 	"\aprivate\x18\x02 \x01(\fR\aprivate\x12C\n" +
