@@ -24,6 +24,9 @@ func TestQuickstart(t *testing.T) {
 		"docker_container.serve[0]: Creation complete",
 		"No changes.",
 		"Destroy complete! Resources: 0 added, 0 changed, 3 destroyed.")
+	// The demo builds its image without a builder: no legacy-builder
+	// deprecation notice, no BuildKit/buildx hint.
+	wantNotIn(t, "run.sh", string(out), "DEPRECATED", "legacy builder", "buildx", "BuildKit")
 	if id, err := dockerInspect("sparkform-quickstart"); err == nil {
 		t.Errorf("container sparkform-quickstart left behind: %s", id)
 	}

@@ -32,6 +32,9 @@ var (
 	ErrHolderAlive = errors.New("state: lock holder is still running")
 	// ErrNotLocked: ForceUnlock or ReadHolder found no holder record.
 	ErrNotLocked = errors.New("state: not locked")
+	// ErrLockIDMismatch: ForceUnlock was given a lock id that is not the
+	// current hold's; nothing was cleared.
+	ErrLockIDMismatch = errors.New("state: lock id does not match the current lock")
 	// ErrBusy: the state file stayed locked by a commit longer than expected.
 	ErrBusy = errors.New("state: state file busy")
 	// ErrFormat: the file is not sparkform state, or was written by a newer
@@ -58,12 +61,16 @@ func (e *LockedError) Error() string {
 		if h.Command != "" {
 			fmt.Fprintf(&b, " (command %q)", h.Command)
 		}
-		fmt.Fprintf(&b, " since %s", h.Since.Format(time.RFC3339))
+		fmt.Fprintf(&b, " since %s (lock id %s)", h.Since.Format(time.RFC3339), h.ID())
 	} else {
 		b.WriteString(" by a process that left no holder record")
 	}
+	unlock := "sparkform force-unlock"
+	if e.Holder != nil {
+		unlock += " " + e.Holder.ID()
+	}
 	fmt.Fprintf(&b, "; waited %s. Wait for it to finish (or pass a longer -lock-timeout); "+
-		"if that process is gone, run `sparkform force-unlock`", e.Waited.Round(time.Millisecond))
+		"if that process is gone, run `%s`", e.Waited.Round(time.Millisecond), unlock)
 	return b.String()
 }
 

@@ -205,6 +205,12 @@ func ForceUnlock(dbPath string, opts UnlockOptions) (*Holder, error) {
 	if herr != nil && !errors.Is(herr, ErrNotLocked) {
 		h = nil // unreadable record: treat as anonymous
 	}
+	if idErr := opts.CheckID(h); idErr != nil && (err == nil || errors.Is(err, syscall.EWOULDBLOCK)) {
+		if err == nil {
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		}
+		return h, idErr
+	}
 	if err == nil {
 		// Not held: whatever record is there is stale.
 		defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,18 +101,46 @@ type Holder struct {
 	Stale bool `json:"-"`
 }
 
+// ID names this hold of the lock: printed with a locked error, and given
+// back to force-unlock, which then clears only this hold (a later holder's
+// lock is never broken by an old id). It is derived from host, pid and
+// start time, so every backend computes the same id from its record.
+func (h *Holder) ID() string {
+	if h == nil {
+		return ""
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", h.Host, h.PID, h.Since.UnixNano()))
+	return hex.EncodeToString(sum[:6])
+}
+
 func (h *Holder) String() string {
 	who := ""
 	if h.User != "" {
 		who = h.User + ", "
 	}
-	return fmt.Sprintf("%spid %d on %s (%q) since %s", who, h.PID, h.Host, h.Command, h.Since.Format(time.RFC3339))
+	return fmt.Sprintf("%spid %d on %s (%q) since %s, lock id %s", who, h.PID, h.Host, h.Command, h.Since.Format(time.RFC3339), h.ID())
 }
 
 // UnlockOptions for ForceUnlock.
 type UnlockOptions struct {
 	// Force breaks the lock even when its holder is alive on this host.
 	Force bool
+	// ID, when set, is the lock id the user was shown (Holder.ID): the lock
+	// is cleared only if it is still that hold (ErrLockIDMismatch if not).
+	ID string
+}
+
+// CheckID returns ErrLockIDMismatch when opts names a lock id and h is
+// not that hold. Backends call it before clearing anything.
+func (opts UnlockOptions) CheckID(h *Holder) error {
+	if opts.ID == "" || h.ID() == opts.ID {
+		return nil
+	}
+	if h == nil {
+		return fmt.Errorf("%w: lock id %s was given, but the holder left no record to compare it with", ErrLockIDMismatch, opts.ID)
+	}
+	return fmt.Errorf("%w: lock id %s was given, but the lock is now held as %s (pid %d on %s since %s)",
+		ErrLockIDMismatch, opts.ID, h.ID(), h.PID, h.Host, h.Since.Format(time.RFC3339))
 }
 
 func checkAddress(addr string) error {

@@ -65,3 +65,23 @@ func withAddressCompletion(cmd *cobra.Command, m *meta, max int) *cobra.Command 
 	cmd.ValidArgsFunction = completeAddresses(m, max)
 	return cmd
 }
+
+// addressArgs says how many ADDRESS arguments each state subcommand
+// takes (0: any number); their shell completion offers the addresses in
+// the state. Set here, not beside each command, so one table covers them.
+var addressArgs = map[string]int{"show": 1, "rm": 0, "mv": 1, "history": 1, "undo": 1}
+
+// completeStateAddresses installs address completion on the state
+// subcommands (state show, rm, mv, history, undo).
+func completeStateAddresses(root *cobra.Command, m *meta) {
+	for _, c := range root.Commands() {
+		if c.Name() != "state" {
+			continue
+		}
+		for _, sub := range c.Commands() {
+			if max, ok := addressArgs[sub.Name()]; ok && sub.ValidArgsFunction == nil {
+				withAddressCompletion(sub, m, max)
+			}
+		}
+	}
+}

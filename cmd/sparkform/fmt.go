@@ -9,16 +9,23 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/rogpeppe/go-internal/diff"
 	"github.com/spf13/cobra"
 )
 
 func newFmtCommand(m *meta) *cobra.Command {
-	var check, list bool
+	var check, list, showDiff bool
 	cmd := &cobra.Command{
-		Use:   "fmt [FILE...]",
+		Use:   "fmt [FILE...|-]",
 		Short: "Rewrite *.sf.hcl files in the canonical format",
-		Long:  "Rewrite configuration files in the canonical HCL style. With -check, change nothing and exit 3 when a file would change.",
+		Long: `Rewrite configuration files in the canonical HCL style. With -check, change
+nothing and exit 3 when a file would change; with -diff, print a unified diff
+of the changes. "sparkform fmt -" reads a configuration on stdin and writes it
+formatted to stdout (for editors).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && args[0] == "-" {
+				return m.fmtStdin(check, showDiff)
+			}
 			files := args
 			if len(files) == 0 {
 				matches, _ := filepath.Glob(filepath.Join(m.Dir(), "*.sf.hcl"))
@@ -45,6 +52,9 @@ func newFmtCommand(m *meta) *cobra.Command {
 				if list || check {
 					fmt.Fprintln(m.stdout, f)
 				}
+				if showDiff {
+					m.stdout.Write(diff.Diff("old/"+f, src, "new/"+f, out))
+				}
 				if !check {
 					if err := os.WriteFile(f, out, 0o644); err != nil {
 						return err
@@ -59,5 +69,6 @@ func newFmtCommand(m *meta) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "only check; exit 3 when a file is not formatted")
 	cmd.Flags().BoolVar(&list, "list", true, "list the files that change")
+	cmd.Flags().BoolVar(&showDiff, "diff", false, "print a unified diff of the changes")
 	return cmd
 }

@@ -90,3 +90,18 @@ func cmdJSONStream(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s: message types %q; want a match of %q", args[0], seq, args[1])
 	}
 }
+
+// cmdEnvMatch is `envmatch NAME FILE REGEXP`: set NAME to the first
+// submatch of REGEXP in FILE (e.g. the lock id an error printed).
+func cmdEnvMatch(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: envmatch NAME FILE REGEXP")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	m := regexp.MustCompile(args[2]).FindSubmatch(data)
+	if len(m) < 2 {
+		ts.Fatalf("envmatch: no match of %q in %s:\n%s", args[2], args[1], data)
+	}
+	ts.Setenv(args[0], string(m[1]))
+}

@@ -149,7 +149,11 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {
-			return nil, fmt.Errorf("%v\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `sparkform force-unlock`", err)
+			unlock := "sparkform force-unlock"
+			if le.Holder != nil {
+				unlock += " " + le.Holder.ID()
+			}
+			return nil, fmt.Errorf("%v\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `%s`", err, unlock)
 		}
 		return nil, err
 	}

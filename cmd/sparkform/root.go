@@ -50,5 +50,6 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m),
 	)
 	refuseUnknownSubcommands(root)
+	completeStateAddresses(root, m)
 	return root, m
 }

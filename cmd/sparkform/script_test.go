@@ -76,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"sshrevive":   cmdSSHRevive,
 			"envsubst":    cmdEnvSubst,
 			"jsonstream":  cmdJSONStream,
+			"envmatch":    cmdEnvMatch,
 		},
 	})
 }

@@ -207,6 +207,9 @@ func (b *Backend) ForceUnlock(opts state.UnlockOptions) (*state.Holder, error) {
 	}
 	kv := resp.Kvs[0]
 	h := parseHolder(kv.Value)
+	if err := opts.CheckID(h); err != nil {
+		return h, err
+	}
 	host, _ := os.Hostname()
 	if !opts.Force && h != nil && h.Host == host && processAlive(h.PID) {
 		return h, fmt.Errorf("%w: pid %d (%q) on this host holds the lock on %s since %s; "+
