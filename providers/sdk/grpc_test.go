@@ -444,7 +444,7 @@ func TestApplyStreamsProgressThenResult(t *testing.T) {
 	r, p := newThing(t)
 	r.apply = func(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
 		for i := int64(1); i <= 3; i++ {
-			progress(sdk.Progress{Message: fmt.Sprintf("layer %d/3", i), Current: i, Total: 3, Elapsed: time.Duration(i) * time.Second})
+			progress(sdk.Progress{Message: fmt.Sprintf("layer %d/3", i), Current: i, Total: 3, Unit: sdk.UnitBytes, Elapsed: time.Duration(i) * time.Second})
 		}
 		vals := req.Planned.AsValueMap()
 		vals["id"] = cty.StringVal("new")
@@ -467,7 +467,7 @@ func TestApplyStreamsProgressThenResult(t *testing.T) {
 		t.Fatalf("got %d progress events; want 3: %+v", len(events), events)
 	}
 	for i, ev := range events {
-		want := sdk.Progress{Message: fmt.Sprintf("layer %d/3", i+1), Current: int64(i + 1), Total: 3, Elapsed: time.Duration(i+1) * time.Second}
+		want := sdk.Progress{Message: fmt.Sprintf("layer %d/3", i+1), Current: int64(i + 1), Total: 3, Unit: sdk.UnitBytes, Elapsed: time.Duration(i+1) * time.Second}
 		if ev != want {
 			t.Errorf("event %d = %+v; want %+v", i, ev, want)
 		}
@@ -683,7 +683,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.PlanResponse]():    {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
 		reflect.TypeFor[sdk.ApplyRequest]():    {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
 		reflect.TypeFor[sdk.ApplyResponse]():   {"NewState", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.Progress]():        {"Message", "Current", "Total", "Elapsed"},
+		reflect.TypeFor[sdk.Progress]():        {"Message", "Current", "Total", "Unit", "Elapsed"},
 		reflect.TypeFor[sdk.ImportRequest]():   {"TypeName", "Node", "ID"},
 		reflect.TypeFor[sdk.ImportResponse]():  {"State", "Private", "Diagnostics"},
 		reflect.TypeFor[sdk.Node]():            {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
