@@ -139,6 +139,9 @@ func jsonResource(addr, provider, node string) map[string]any {
 	out := map[string]any{"addr": addr, "module": "", "resource": addr, "resource_key": nil}
 	if ri, ds := addrs.ParseResourceInstance(addr); !ds.HasErrors() {
 		out["resource_type"], out["resource_name"] = ri.Resource.Type, ri.Resource.Name
+		if mod := ri.Resource.Module; mod != "" {
+			out["module"], out["resource"] = mod, strings.TrimPrefix(addr, mod+".")
+		}
 		switch k := ri.Key.(type) {
 		case addrs.StringKey:
 			out["resource_key"] = string(k)
