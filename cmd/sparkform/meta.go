@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -257,6 +258,15 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	host, err := m.pluginHost()
 	if err != nil {
 		return nil, err
+	}
+	// The node check dials from this process, not from a plugin: its
+	// notices (a connection being retried) go straight to stderr, without
+	// the prefix the plugin host strips.
+	var mu sync.Mutex // nodes are checked in parallel
+	node.Notify = func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(m.stderr, msg)
 	}
 	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: node.Check}, nil
 }
