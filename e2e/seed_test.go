@@ -199,8 +199,10 @@ func TestSeedTwoNodes(t *testing.T) {
 	// 1. apply from nothing.
 	plan := sf.must(2, "plan", "-detailed-exitcode")
 	wantIn(t, "first plan", plan.stdout, "Plan: 12 to add, 0 to change, 0 to destroy.")
-	apply := sf.must(0, "apply", "-auto-approve")
-	wantIn(t, "first apply", apply.stdout, "Apply complete! Resources: 12 added, 0 changed, 0 destroyed.")
+	// As the machine-readable stream (issue 16): every line of stdout one
+	// JSON object, the sequence of messages checked.
+	apply := sf.must(0, "apply", "-json", "-auto-approve")
+	checkApplyStream(t, apply.stdout, 12)
 	if t.Failed() {
 		t.FailNow()
 	}
