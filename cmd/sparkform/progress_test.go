@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -177,21 +178,22 @@ resource "docker_image" "weights" {
 `, ref)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "sparkform"), "apply", "-auto-approve")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "HOME="+work, "NO_COLOR=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out.String())
+	env := append(os.Environ(), "HOME="+work, "NO_COLOR=1")
+	sf := func(args ...string) (string, time.Duration) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(binDir, "sparkform"), args...)
+		cmd.Dir, cmd.Env = work, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("sparkform %v: %v\n%s", args, err, out.String())
+		}
+		return out.String(), time.Since(start)
 	}
-	took := time.Since(start)
-	defer func() {
-		d := exec.Command(filepath.Join(binDir, "sparkform"), "destroy", "-auto-approve")
-		d.Dir, d.Env = work, cmd.Env
-		d.Run()
-	}()
+	defer sf("destroy", "-auto-approve")
+	output, took := sf("apply", "-auto-approve")
+	out := bytes.NewBufferString(output)
 	var lines, still []string
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if strings.HasPrefix(l, "docker_image.weights: ") {
@@ -219,6 +221,31 @@ resource "docker_image" "weights" {
 	}
 	if strings.Contains(out.String(), "\x1b[") {
 		t.Errorf("escape sequences in output that is not a terminal:\n%q", out.String())
+	}
+
+	// The same pull with -json: apply_progress at most once per 10 s, with
+	// the byte counts, unit and rate as fields.
+	sf("destroy", "-auto-approve") // keep_locally = false: the image goes
+	stream, took := sf("apply", "-json", "-auto-approve")
+	var progress []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stream), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("apply -json: a line is not JSON: %v: %q", err, l)
+		}
+		if m["type"] == "apply_progress" {
+			progress = append(progress, m)
+		}
+	}
+	t.Logf("-json pull took %s; %d apply_progress messages", took.Round(time.Second), len(progress))
+	if len(progress) < 1 || len(progress) > int(took/stillEvery) {
+		t.Fatalf("%d apply_progress messages in %s, want 1..%d", len(progress), took.Round(time.Second), int(took/stillEvery))
+	}
+	hook := progress[0]["hook"].(map[string]any)
+	total, _ := hook["total"].(float64)
+	current, _ := hook["current"].(float64)
+	if hook["unit"] != "bytes" || total < 3<<20 || current <= 0 || current > total || hook["bytes_per_second"] == nil || hook["elapsed_seconds"].(float64) < 10 {
+		t.Errorf("apply_progress hook %v: want unit bytes, current and total of >= 3 MiB, bytes_per_second, elapsed_seconds >= 10", hook)
 	}
 }
 
