@@ -313,6 +313,9 @@ func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 			}
 		}
 		hooks.d.setTotal(n)
+		if jd, ok := hooks.d.(*jsonDisplay); ok {
+			jd.describe(p)
+		}
 	}
 	res, ds := eng.Apply(ctx, p)
 	if hooks != nil {

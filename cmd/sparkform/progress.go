@@ -424,6 +424,7 @@ func (d *barDisplay) close() {
 type jsonDisplay struct {
 	v     *jsonView
 	every time.Duration
+	where map[string][2]string // addr -> provider, node (from the plan)
 
 	mu    sync.Mutex
 	ops   map[string]*op
@@ -441,8 +442,20 @@ func (d *jsonDisplay) setTotal(int) {}
 
 func (d *jsonDisplay) line(s string) { d.v.log("info", s) }
 
+// describe takes each instance's provider and node from the plan being
+// applied, for the hook messages' resource objects.
+func (d *jsonDisplay) describe(p *plans.Plan) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.where = map[string][2]string{}
+	for _, c := range p.Changes {
+		d.where[c.Addr] = [2]string{c.Provider, c.Node.Name}
+	}
+}
+
 func (d *jsonDisplay) hook(o *op, now time.Time) map[string]any {
-	h := map[string]any{"resource": jsonResource(o.addr, "", ""), "action": uiAction(o.action),
+	w := d.where[o.addr]
+	h := map[string]any{"resource": jsonResource(o.addr, w[0], w[1]), "action": uiAction(o.action),
 		"elapsed_seconds": int(now.Sub(o.start).Seconds())}
 	return h
 }
@@ -452,8 +465,8 @@ func (d *jsonDisplay) start(addr string, a plans.Action) {
 	o := &op{addr: addr, action: a, start: now, shown: now}
 	d.mu.Lock()
 	d.ops[addr] = o
-	d.mu.Unlock()
 	h := d.hook(o, now)
+	d.mu.Unlock()
 	delete(h, "elapsed_seconds")
 	d.v.emit("info", "apply_start", fmt.Sprintf("%s: %s...", addr, presentVerb[a]), map[string]any{"hook": h})
 }
@@ -507,7 +520,9 @@ func (d *jsonDisplay) finish(addr string, a plans.Action, took time.Duration, er
 	if o == nil {
 		o = &op{addr: addr, action: a, start: now.Add(-took)}
 	}
+	d.mu.Lock()
 	h := d.hook(o, now)
+	d.mu.Unlock()
 	h["elapsed_seconds"] = int(took.Seconds())
 	if err != nil {
 		d.v.emit("error", "apply_errored", finishLine(addr, a, took, err), map[string]any{"hook": h})
