@@ -17,7 +17,9 @@
 // Read reports image_id and repo_digest from the node; with pull =
 // "always" Plan asks the registry (through the engine) for the current
 // digest and plans a pull when it moved. Pull progress is streamed as
-// per-layer byte counts.
+// the bytes done and total over all layers (Unit "bytes", at most four
+// events a second) with a short message ("pulling REF: 2/5 layers"); the
+// CLI renders sizes and rates.
 //
 // docker_container: Read observes the container's real configuration
 // (inspect), whether it runs, and the cgroup limits the kernel applied
