@@ -477,10 +477,19 @@ func testForceUnlock(t *testing.T, b state.Backend) {
 	}
 	s := open(t, b)
 	must(t, s.PutResource(Resource("a.x", "1")))
-	if _, err := b.ForceUnlock(state.UnlockOptions{}); !errors.Is(err, state.ErrHolderAlive) {
+	alive, err := b.ForceUnlock(state.UnlockOptions{})
+	if !errors.Is(err, state.ErrHolderAlive) {
 		t.Errorf("force-unlock of a live holder on this host: %v, want ErrHolderAlive", err)
 	}
-	h, err := b.ForceUnlock(state.UnlockOptions{Force: true})
+	// A lock id that is not the current hold's clears nothing, even forced.
+	if _, err := b.ForceUnlock(state.UnlockOptions{Force: true, ID: "000000000000"}); !errors.Is(err, state.ErrLockIDMismatch) {
+		t.Errorf("force-unlock with another lock id: %v, want ErrLockIDMismatch", err)
+	}
+	must(t, s.PutResource(Resource("a.x", "1")))
+	if alive == nil || len(alive.ID()) != 12 {
+		t.Fatalf("the live holder %+v has no 12-digit lock id", alive)
+	}
+	h, err := b.ForceUnlock(state.UnlockOptions{Force: true, ID: alive.ID()})
 	must(t, err)
 	if h == nil || h.PID != os.Getpid() {
 		t.Errorf("force-unlock returned holder %+v", h)
