@@ -89,8 +89,8 @@ func (s *Store) acquire(opts state.Options) (*lease, error) {
 			l.mu.Unlock()
 		}
 		if kctx.Err() == nil {
-			l.markLost(fmt.Errorf("%w: %s: the lock lease expired or the cluster stopped answering its keepalives "+
-				"(lock TTL %s); stopping before the next write. Unfinished instances stay in the journal and the next "+
+			l.markLost(fmt.Errorf("%w: %s: the lock's lease ended (it expired, the cluster stopped answering its keepalives, "+
+				"or someone ran force-unlock; lock TTL %s); stopping before the next write. Unfinished instances stay in the journal and the next "+
 				"run settles them", state.ErrLockLost, s.where(), ttl))
 		}
 	}()

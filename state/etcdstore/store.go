@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/sparkform/sparkform/state"
 )
@@ -52,6 +53,10 @@ func (b *Backend) client() (*clientv3.Client, error) {
 		Username:             b.cfg.Username,
 		Password:             b.cfg.Password,
 		Logger:               zap.NewNop(),
+		// Connect before the first request, and say why a connection
+		// failed (a refused certificate, a wrong endpoint) instead of a
+		// bare deadline.
+		DialOptions: []grpc.DialOption{grpc.WithBlock(), grpc.WithReturnConnectionError()}, //nolint:staticcheck
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd backend: connect to %s: %w", strings.Join(b.cfg.Endpoints, ","), err)
