@@ -35,6 +35,7 @@ demo: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
 	SPARKFORM_BIN=$(CURDIR)/$(BIN) ./bench/run.sh
+	BIN=$(CURDIR)/$(BIN) ./bench/etcd.sh
 
 # Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).
 proto:

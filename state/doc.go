@@ -1,5 +1,11 @@
-// Package state is sparkform's state store: one bbolt file
-// (.sparkform/state.db, mode 0600, folder 0700) holding
+// Package state is sparkform's state store. Store is the interface the
+// engine and the CLI use, Backend a place that opens stores; this package
+// implements both for the default local file (BoltStore, Local), and
+// package state/etcdstore for a shared etcd cluster. Package
+// state/statetest is the conformance suite every implementation passes.
+//
+// The local file is one bbolt file (.sparkform/state.db, mode 0600,
+// folder 0700) holding
 //
 //   - meta:      lineage (random id made at creation), serial, format version;
 //   - resources: one key per resource instance address -> JSON Resource record,

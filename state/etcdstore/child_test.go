@@ -1,3 +1,0 @@
-package etcdstore
-
-func childMain() int { return 0 }
