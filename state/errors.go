@@ -48,6 +48,9 @@ type LockedError struct {
 	Path   string        // the state file
 	Holder *Holder       // nil when the holder left no record (yet)
 	Waited time.Duration // how long Open waited
+	// Note, when set, replaces the advice on a dead holder (a backend
+	// whose lock frees itself says so).
+	Note string
 }
 
 func (e *LockedError) Error() string {
@@ -69,8 +72,12 @@ func (e *LockedError) Error() string {
 	if e.Holder != nil {
 		unlock += " " + e.Holder.ID()
 	}
-	fmt.Fprintf(&b, "; waited %s. Wait for it to finish (or pass a longer -lock-timeout); "+
-		"if that process is gone, run `%s`", e.Waited.Round(time.Millisecond), unlock)
+	fmt.Fprintf(&b, "; waited %s. Wait for it to finish (or pass a longer -lock-timeout); ", e.Waited.Round(time.Millisecond))
+	if e.Note != "" {
+		fmt.Fprintf(&b, "%s; `%s` breaks it now", e.Note, unlock)
+	} else {
+		fmt.Fprintf(&b, "if that process is gone, run `%s`", unlock)
+	}
 	return b.String()
 }
 

@@ -119,7 +119,8 @@ func (s *Store) acquire(opts state.Options) (*lease, error) {
 		waited := time.Since(start)
 		if waited >= opts.LockTimeout {
 			l.abandon()
-			return nil, &state.LockedError{Path: s.where(), Holder: h, Waited: waited}
+			return nil, &state.LockedError{Path: s.where(), Holder: h, Waited: waited,
+				Note: fmt.Sprintf("if that process is gone, the lock frees itself when its lease expires (lock_ttl, %s here)", ttl)}
 		}
 		time.Sleep(min(delay, opts.LockTimeout-waited))
 		delay = min(2*delay, 500*time.Millisecond)
