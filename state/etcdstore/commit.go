@@ -171,7 +171,13 @@ func (s *Store) commitLoop() {
 func (s *Store) runBatch(ops []*op) {
 	b := &batch{s: s, serial: s.serial, now: time.Now().UTC(), recs: map[string][]byte{},
 		hist: map[string][]string{}, keys: map[string]bool{}}
-	if err := s.prefetch(b, ops); err != nil {
+	// A lost lock fails the batch before it reads anything: a cut-off
+	// holder says why it stops, not that a read timed out.
+	err := s.lock.check()
+	if err == nil {
+		err = s.prefetch(b, ops)
+	}
+	if err != nil {
 		for _, o := range ops {
 			o.done <- err
 		}
