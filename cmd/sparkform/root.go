@@ -32,7 +32,8 @@ Typical use:
   sparkform destroy        put every node back as it was
 
 Flags may be written Terraform-style with one dash (-auto-approve) or with two.
-State lives in .sparkform/state.db in the working directory.
+State lives in .sparkform/state.db in the working directory, or in etcd
+with a sparkform { backend "etcd" { ... } } block (docs/state.md).
 Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
