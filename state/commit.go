@@ -144,7 +144,7 @@ func (s *BoltStore) commitLoop() {
 
 func (s *BoltStore) runBatch(batch []*op) {
 	for len(batch) > 0 {
-		err := s.commit(batch)
+		err := guard(s.path, func() error { return s.commit(batch) })
 		// Everyone blocked in submit now (this batch and the queue) is the
 		// concurrency the next batch can expect.
 		s.lastWaiting.Store(s.waiting.Load())

@@ -56,6 +56,8 @@ type BoltStore struct {
 	commits     atomic.Uint64 // committed write transactions (group-commit evidence)
 	waiting     atomic.Int64  // writers blocked in submit
 	lastWaiting atomic.Int64  // waiting, sampled after the last commit
+
+	mayCreate bool // Open may give the file a new lineage (see checkExisting)
 }
 
 // Open opens (creating if needed) the state at path for writing. It takes
@@ -78,7 +80,12 @@ func Open(path string, opts Options) (*BoltStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &BoltStore{path: path, lock: l}
+	mayCreate, err := checkExisting(path, opts)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	s := &BoltStore{path: path, lock: l, mayCreate: mayCreate}
 	if err := s.init(); err != nil {
 		l.release()
 		return nil, err
@@ -103,6 +110,11 @@ func OpenReadOnly(path string) (*BoltStore, error) {
 		return nil, fmt.Errorf("%w: %s does not exist (nothing has been applied here)", ErrNoState, path)
 	} else if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 && !writerActive(path) {
+		// Not a state being created (its writer would hold the lock): a
+		// file sparkform wrote is never empty.
+		return nil, damaged(path, "it is empty (0 bytes), so it was truncated or replaced")
 	}
 	s := &BoltStore{path: path, readOnly: true}
 	if _, err := s.Meta(); err != nil {
@@ -130,7 +142,16 @@ func (s *BoltStore) Close() error {
 		<-s.done
 	}
 	if s.lock != nil {
-		return s.lock.release()
+		// The last-good copy: refreshed after every session that changed
+		// something, made once for a state that has none yet.
+		var berr error
+		if _, err := os.Stat(BackupPath(s.path)); (s.commits.Load() > 0 || err != nil) && s.lock.valid() {
+			if db, err := s.acquireDB(); err == nil {
+				berr = writeBackup(db, s.path)
+				s.releaseDB()
+			}
+		}
+		return errors.Join(berr, s.lock.release())
 	}
 	return nil
 }
@@ -155,6 +176,9 @@ func (s *BoltStore) init() error {
 		}
 		m := tx.Bucket(bucketMeta)
 		if m.Get(keyLineage) == nil {
+			if !s.mayCreate {
+				return noLineage(s.path, "has no lineage (no sparkform meta data)")
+			}
 			m.Put(keyLineage, []byte(newLineage()))
 			m.Put(keySerial, u64(0))
 			m.Put(keyVersion, u64(FormatVersion))
@@ -334,7 +358,7 @@ func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return db.View(fn)
+	return guard(s.path, func() error { return db.View(fn) })
 }
 
 // update runs fn in a write transaction outside the commit queue (init only).
@@ -344,7 +368,7 @@ func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return db.Update(fn)
+	return guard(s.path, func() error { return db.Update(fn) })
 }
 
 // acquireDB opens the bbolt file (or shares the handle already open in this
@@ -364,14 +388,21 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 	if s.readOnly {
 		wait = readerWait
 	}
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
-		ReadOnly:     s.readOnly,
-		OpenFile:     lockedOpen(!s.readOnly, wait),
-		FreelistType: bolt.FreelistMapType,
+	var db *bolt.DB
+	err := guard(s.path, func() (err error) {
+		db, err = bolt.Open(s.path, 0o600, &bolt.Options{
+			ReadOnly:     s.readOnly,
+			OpenFile:     lockedOpen(!s.readOnly, wait),
+			FreelistType: bolt.FreelistMapType,
+		})
+		return err
 	})
 	if err != nil {
+		if errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
 		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
-			return nil, fmt.Errorf("%w: %s is not a readable bbolt state file: %v", ErrFormat, s.path, err)
+			return nil, damaged(s.path, "bbolt refuses it (%v)", err)
 		}
 		if errors.Is(err, ErrBusy) || errors.Is(err, ErrNoState) {
 			return nil, err
@@ -427,6 +458,10 @@ func lockedOpen(exclusive bool, wait time.Duration) func(string, int, os.FileMod
 			}
 			time.Sleep(delay)
 			delay = min(2*delay, 2*time.Millisecond)
+		}
+		if err := checkFile(f, name); err != nil {
+			f.Close()
+			return nil, err
 		}
 		if !exclusive {
 			// A writer creating the file holds it open before its flock:

@@ -87,6 +87,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// Command is recorded in the holder record, e.g. "sparkform apply".
 	Command string
+	// ResetState lets Open take an existing state file that is empty or
+	// has no lineage as a new state (a new lineage). Without it Open
+	// refuses such a file with ErrNoLineage.
+	ResetState bool
 }
 
 // Holder is the side record naming the writer-lock holder.

@@ -1,0 +1,280 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrDamaged: the state file exists but cannot be read safely (truncated,
+// a damaged page, an empty file). The error names the file, what is wrong
+// and how to recover (the last-good copy, BackupPath).
+var ErrDamaged = errors.New("state: state file is damaged")
+
+// ErrNoLineage: a writer found an existing state file that is empty or has
+// no lineage. Taking it as a new state would start a new lineage and record
+// whatever the nodes hold now as the values to restore; Options.ResetState
+// allows it.
+var ErrNoLineage = errors.New("state: existing state file has no lineage")
+
+// BackupPath is the last-good copy of the state file at path: written after
+// every write session that committed changes, from a file that passed
+// bbolt's consistency check.
+func BackupPath(path string) string { return path + ".backup" }
+
+// DamagedError says what is wrong with a state file and what to do.
+type DamagedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *DamagedError) Error() string {
+	msg := fmt.Sprintf("state file %s is damaged: %s.", e.Path, e.Reason)
+	bak := BackupPath(e.Path)
+	if fi, err := os.Stat(bak); err == nil {
+		msg += fmt.Sprintf(" A last-good copy is %s (written %s): keep the damaged file aside and restore it with\n"+
+			"    mv %s %s.damaged && cp -p %s %s\nthen run `sparkform plan`, which refreshes every instance from its node.",
+			bak, fi.ModTime().UTC().Format(time.RFC3339), e.Path, e.Path, bak, e.Path)
+	} else {
+		msg += " There is no last-good copy (" + filepath.Base(bak) + ") next to it: restore the file from your own backup" +
+			" (or a snapshot pushed with `sparkform state push`), or move it aside and `sparkform import` what the nodes hold."
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrDamaged) true, and ErrFormat too: a file
+// this build cannot read as state is an unsupported state file.
+func (e *DamagedError) Is(target error) bool { return target == ErrDamaged || target == ErrFormat }
+
+func damaged(path, format string, args ...any) error {
+	return &DamagedError{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// bbolt's on-disk layout (go.etcd.io/bbolt/internal/common, v1.5): a 16-byte
+// page header, then the meta fields. Checked here, before bbolt maps the
+// file, because bbolt trusts them: a file shorter than its high-water mark
+// makes bbolt read past the end of its mapping (SIGBUS/SIGSEGV, which no
+// recover() catches).
+const (
+	boltMagic       = 0xED0CDAED
+	boltVersion     = 2
+	pageHeaderSize  = 16
+	metaChecksumOff = 56 // offset of the checksum inside the meta
+	metaPageFlag    = 0x04
+	pgidNoFreelist  = ^uint64(0)
+)
+
+type diskMeta struct {
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64
+	txid     uint64
+}
+
+func parseMeta(page []byte) (diskMeta, string) {
+	if len(page) < pageHeaderSize+metaChecksumOff+8 {
+		return diskMeta{}, "too short for a meta page"
+	}
+	le := binary.LittleEndian
+	if flags := le.Uint16(page[8:]); flags&metaPageFlag == 0 {
+		return diskMeta{}, fmt.Sprintf("page header says type 0x%x, not a meta page", flags)
+	}
+	m := page[pageHeaderSize:]
+	if le.Uint32(m[0:]) != boltMagic {
+		return diskMeta{}, "no bbolt magic number"
+	}
+	if v := le.Uint32(m[4:]); v != boltVersion {
+		return diskMeta{}, fmt.Sprintf("bbolt format version %d (want %d)", v, boltVersion)
+	}
+	h := fnv.New64a()
+	h.Write(m[:metaChecksumOff])
+	if le.Uint64(m[metaChecksumOff:]) != h.Sum64() {
+		return diskMeta{}, "checksum mismatch"
+	}
+	d := diskMeta{
+		pageSize: le.Uint32(m[8:]),
+		root:     le.Uint64(m[16:]),
+		freelist: le.Uint64(m[32:]),
+		pgid:     le.Uint64(m[40:]),
+		txid:     le.Uint64(m[48:]),
+	}
+	switch {
+	case d.pageSize < 512 || d.pageSize > 1<<16 || d.pageSize&(d.pageSize-1) != 0:
+		return diskMeta{}, fmt.Sprintf("page size %d", d.pageSize)
+	case d.pgid < 4:
+		return diskMeta{}, fmt.Sprintf("high-water mark %d pages", d.pgid)
+	case d.root < 2 || d.root >= d.pgid:
+		return diskMeta{}, fmt.Sprintf("root page %d outside 2..%d", d.root, d.pgid-1)
+	case d.freelist != pgidNoFreelist && (d.freelist < 2 || d.freelist >= d.pgid):
+		return diskMeta{}, fmt.Sprintf("freelist page %d outside 2..%d", d.freelist, d.pgid-1)
+	}
+	return d, ""
+}
+
+// checkFile validates the open state file's size and meta pages before
+// bbolt maps it (called with the file's flock held, so no commit runs). It
+// returns nil for an empty file (the callers decide what that means) and a
+// *DamagedError for a file bbolt cannot read safely.
+func checkFile(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil
+	}
+	if !fi.Mode().IsRegular() {
+		return damaged(path, "it is not a regular file")
+	}
+	head := make([]byte, 4096)
+	n, _ := f.ReadAt(head, 0)
+	head = head[:n]
+	m0, why0 := parseMeta(head)
+	ps := int64(4096)
+	if why0 == "" {
+		ps = int64(m0.pageSize)
+	}
+	page1 := make([]byte, pageHeaderSize+metaChecksumOff+8)
+	n, _ = f.ReadAt(page1, ps)
+	m1, why1 := parseMeta(page1[:n])
+	if why1 == "" && why0 == "" && m1.pageSize != m0.pageSize {
+		why1 = fmt.Sprintf("page size %d differs from the first meta page's %d", m1.pageSize, m0.pageSize)
+	}
+	var m diskMeta
+	switch {
+	case why0 != "" && why1 != "":
+		if size < 2*ps {
+			return damaged(path, "it is only %d bytes, shorter than bbolt's two meta pages (%d bytes)", size, 2*ps)
+		}
+		return damaged(path, "both bbolt meta pages are unreadable (first: %s; second: %s)", why0, why1)
+	case why0 != "":
+		m = m1
+	case why1 != "":
+		m = m0
+	case m1.txid > m0.txid:
+		m = m1
+	default:
+		m = m0
+	}
+	if want := int64(m.pgid) * int64(m.pageSize); size < want {
+		return damaged(path, "it is %d bytes long, but its header says %d pages of %d bytes (%d bytes): the file was truncated",
+			size, m.pgid, m.pageSize, want)
+	}
+	return nil
+}
+
+// guard runs fn (a bbolt call) so that a damaged page becomes an error
+// instead of a crash: bbolt panics on pages it cannot make sense of, and a
+// pointer into the mapping that runs past the end of the file faults,
+// which SetPanicOnFault turns into a recoverable panic for this goroutine.
+func guard(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = damaged(path, "bbolt could not read it (%v)", r)
+		}
+	}()
+	return fn()
+}
+
+// writeBackup copies db to BackupPath(path) when it passes bbolt's
+// consistency check: through a temporary file, fsync'd and renamed, so the
+// last-good copy is never half written. A failed check leaves the old copy.
+func writeBackup(db *bolt.DB, path string) error {
+	bak := BackupPath(path)
+	tmp := bak + ".tmp"
+	return guard(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			// Drain the whole channel: the check runs in its own goroutine
+			// and must finish before this transaction ends.
+			var bad error
+			for err := range tx.Check() {
+				if bad == nil {
+					bad = damaged(path, "bbolt's consistency check failed (%v)", err)
+				}
+			}
+			if bad != nil {
+				return bad
+			}
+			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.WriteTo(f); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return err
+			}
+			if err := f.Close(); err != nil {
+				os.Remove(tmp)
+				return err
+			}
+			return os.Rename(tmp, bak)
+		})
+	})
+}
+
+// writerActive reports whether a writer holds the lock of the state at
+// path now (a writer creating the file holds it while the file is empty).
+func writerActive(path string) bool {
+	f, err := os.Open(lockPath(path))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+func noLineage(path, why string) error {
+	return fmt.Errorf("%w: %s exists but %s. Taking it as a new state would start a new lineage and "+
+		"record what the nodes hold now as the values destroy restores, so sparkform refuses. "+
+		"If this file should hold your state, restore it (a last-good copy is kept as %s); "+
+		"if you really mean to start over here, run the command again with -reset-state",
+		ErrNoLineage, path, why, BackupPath(path))
+}
+
+// checkExisting decides, with the writer lock held, whether Open may give
+// the file at path a new lineage: only when there is no file yet, or when
+// opts.ResetState says so. It also tightens a .sparkform folder left
+// readable by others (state holds node details and restore values).
+func checkExisting(path string, opts Options) (bool, error) {
+	if dir := filepath.Dir(path); filepath.Base(dir) == ".sparkform" {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return false, fmt.Errorf("state: restrict %s to 0700: %w", dir, err)
+			}
+		}
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("state: %w", err)
+	case opts.ResetState:
+		return true, nil
+	case fi.Size() == 0:
+		return false, noLineage(path, "is empty (0 bytes)")
+	}
+	return false, nil
+}
