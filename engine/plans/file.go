@@ -44,6 +44,9 @@ func decodeValue(b fileValue) (cty.Value, error) {
 	if b == nil {
 		return cty.NilVal, nil
 	}
+	if err := sdk.CheckMsgpack(b); err != nil {
+		return cty.NilVal, err
+	}
 	return ctymsgpack.Unmarshal(b, cty.DynamicPseudoType)
 }
 
@@ -88,6 +91,38 @@ type filePlan struct {
 	Notes         []string
 }
 
+// maxPlanBytes bounds a plan file's unpacked size (a 10,000-instance
+// plan is a few MB): a crafted gzip stream cannot fill memory. A variable
+// so the test can use a small bound.
+var maxPlanBytes int64 = 256 << 20
+
+// check refuses what Write never writes: an unknown mode or action, an
+// instance without an address or listed twice. Values are checked as they
+// are decoded; their types against the provider schema at apply.
+func (fp *filePlan) check() error {
+	switch fp.Mode {
+	case NormalMode, DestroyMode, RefreshOnlyMode:
+	default:
+		return fmt.Errorf("unknown plan mode %q", fp.Mode)
+	}
+	seen := make(map[string]bool, len(fp.Changes))
+	for i, c := range fp.Changes {
+		switch c.Action {
+		case NoOp, Create, Update, Delete, DeleteThenCreate, CreateThenDelete:
+		default:
+			return fmt.Errorf("change %d (%q): unknown action %q", i, c.Addr, c.Action)
+		}
+		if c.Addr == "" || c.Type == "" {
+			return fmt.Errorf("change %d: no instance address or resource type", i)
+		}
+		if seen[c.Addr] {
+			return fmt.Errorf("%s is planned twice", c.Addr)
+		}
+		seen[c.Addr] = true
+	}
+	return nil
+}
+
 // pathToStrings keeps only attribute steps and string/int keys, which is
 // all a RequiresReplace path uses.
 func pathToStrings(p cty.Path) []string {
@@ -107,20 +142,33 @@ func pathToStrings(p cty.Path) []string {
 	return out
 }
 
-func stringsToPath(ss []string) cty.Path {
+// stringsToPath is the inverse of pathToStrings. The elements come from a
+// file, so anything pathToStrings does not write is an error.
+func stringsToPath(ss []string) (cty.Path, error) {
 	var p cty.Path
 	for _, s := range ss {
+		if s == "" {
+			return nil, fmt.Errorf("empty replace-path element")
+		}
 		switch s[0] {
 		case '.':
+			if len(s) == 1 {
+				return nil, fmt.Errorf("replace-path element %q names no attribute", s)
+			}
 			p = p.GetAttr(s[1:])
 		case '[':
 			p = p.Index(cty.StringVal(s[1:]))
 		case '#':
-			n, _ := cty.ParseNumberVal(s[1:])
+			n, err := cty.ParseNumberVal(s[1:])
+			if err != nil || !n.AsBigFloat().IsInt() {
+				return nil, fmt.Errorf("replace-path element %q is not a whole-number index", s)
+			}
 			p = p.Index(n)
+		default:
+			return nil, fmt.Errorf("replace-path element %q is not an attribute or index step", s)
 		}
 	}
-	return p
+	return p, nil
 }
 
 // Write writes p to w.
@@ -184,11 +232,18 @@ func Read(r io.Reader) (*Plan, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
 	var fp filePlan
-	if err := json.NewDecoder(zr).Decode(&fp); err != nil {
+	lr := &io.LimitedReader{R: zr, N: maxPlanBytes + 1}
+	if err := json.NewDecoder(lr).Decode(&fp); err != nil {
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("%w: it unpacks to more than %d bytes", ErrNotPlanFile, maxPlanBytes)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
 	if fp.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("plan file format %d is not supported by this sparkform (format %d); make a new plan", fp.FormatVersion, FormatVersion)
+	}
+	if err := fp.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
 	p := &Plan{
 		FormatVersion: fp.FormatVersion, Lineage: fp.Lineage, Serial: fp.Serial, Mode: fp.Mode,
@@ -214,7 +269,11 @@ func Read(r io.Reader) (*Plan, error) {
 			SchemaVersion: fc.SchemaVersion, CreateBeforeDestroy: fc.CreateBeforeDestroy,
 		}
 		for _, rp := range fc.RequiresReplace {
-			c.RequiresReplace = append(c.RequiresReplace, stringsToPath(rp))
+			path, e := stringsToPath(rp)
+			if e != nil && err == nil {
+				err = fmt.Errorf("%s: %v", fc.Addr, e)
+			}
+			c.RequiresReplace = append(c.RequiresReplace, path)
 		}
 		p.Changes = append(p.Changes, c)
 	}

@@ -2,6 +2,8 @@ package plans
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -154,5 +156,77 @@ func TestWriteFileMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// crafted writes fp as a plan file the way Write frames it.
+func crafted(t *testing.T, fp filePlan) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(&fp); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+// Crafted plan files (issue 11, point 4): each is refused with
+// ErrNotPlanFile and a reason, never a panic or an allocation the size of
+// a declared length.
+func TestCraftedPlanFiles(t *testing.T) {
+	change := func(mut func(*fileChange)) filePlan {
+		c := fileChange{Addr: "sparkform_data.x", Type: "sparkform_data", Action: Create}
+		mut(&c)
+		return filePlan{FormatVersion: FormatVersion, Mode: NormalMode, Changes: []fileChange{c}}
+	}
+	// 24 bytes: a dynamic value of type list(string) declaring 2^31-1 elements.
+	hugeList := append(append([]byte{0x92, 0xb1}, `["list","string"]`...), 0xdd, 0x7f, 0xff, 0xff, 0xff)
+	for _, tc := range []struct {
+		name string
+		fp   filePlan
+		want string
+	}{
+		{"empty replace-path element", change(func(c *fileChange) { c.RequiresReplace = [][]string{{".a", ""}} }), "empty replace-path element"},
+		{"bare dot", change(func(c *fileChange) { c.RequiresReplace = [][]string{{"."}} }), "names no attribute"},
+		{"bad index", change(func(c *fileChange) { c.RequiresReplace = [][]string{{"#x"}} }), "not a whole-number index"},
+		{"unknown step", change(func(c *fileChange) { c.RequiresReplace = [][]string{{"?"}} }), "not an attribute or index step"},
+		{"2^31-1 list elements", change(func(c *fileChange) { c.After = hugeList }), "2147483647 values declared"},
+		{"huge variable", filePlan{FormatVersion: FormatVersion, Mode: NormalMode, Variables: map[string]fileValue{"v": hugeList}}, "values declared"},
+		{"unknown action", change(func(c *fileChange) { c.Action = "explode" }), `unknown action "explode"`},
+		{"no address", change(func(c *fileChange) { c.Addr = "" }), "no instance address"},
+		{"unknown mode", filePlan{FormatVersion: FormatVersion, Mode: "sideways"}, `unknown plan mode "sideways"`},
+		{"not msgpack", change(func(c *fileChange) { c.Before = fileValue{0xc1} }), "not msgpack"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(crafted(t, tc.fp)))
+			if !errors.Is(err, ErrNotPlanFile) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Read: %v, want ErrNotPlanFile saying %q", err, tc.want)
+			}
+		})
+	}
+	if len(hugeList) > 26 {
+		t.Fatalf("the crafted value is %d bytes", len(hugeList))
+	}
+}
+
+// A gzip stream that unpacks past maxPlanBytes is refused without holding
+// it all in memory.
+func TestPlanFileUnpackLimit(t *testing.T) {
+	defer func(old int64) { maxPlanBytes = old }(maxPlanBytes)
+	maxPlanBytes = 4 << 20
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write([]byte(`{"Notes":["`))
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for range maxPlanBytes>>20 + 1 {
+		zw.Write(chunk)
+	}
+	zw.Close()
+	_, err := Read(&buf)
+	if !errors.Is(err, ErrNotPlanFile) || !strings.Contains(err.Error(), "unpacks to more than") {
+		t.Fatalf("Read: %v", err)
 	}
 }

@@ -91,25 +91,41 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 			bad("image", "Invalid image reference", "%q: %v; write it as [registry/]repo[:tag|@digest]", s.Image, err)
 		}
 	}
+	// An argv element or environment value is a C string in the
+	// container's process: a NUL would cut it short where the plan shows
+	// the whole value.
+	noNUL := func(name string, vals ...string) {
+		for _, x := range vals {
+			if strings.IndexByte(x, 0) >= 0 {
+				bad(name, "NUL byte in "+name, "%q contains a NUL byte, which a process argument or environment value cannot hold; remove it", x)
+				return
+			}
+		}
+	}
 	if a, ok := get("entrypoint"); ok {
 		s.Entrypoint = ctyval.StrList(a)
+		noNUL("entrypoint", s.Entrypoint...)
 	}
 	if a, ok := get("command"); ok {
 		s.Command = ctyval.StrList(a)
+		noNUL("command", s.Command...)
 	}
 	if a, ok := get("env"); ok {
 		s.Env = ctyval.StrMap(a)
-		for k := range s.Env {
+		for _, k := range ctyval.SortedKeys(s.Env) {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				bad("env", "Invalid environment variable name", "%q: a name may not be empty or contain '='", k)
 			}
+			noNUL("env", s.Env[k])
 		}
 	}
 	if a, ok := get("working_dir"); ok {
 		s.WorkingDir = a.AsString()
+		noNUL("working_dir", s.WorkingDir)
 	}
 	if a, ok := get("user"); ok {
 		s.User = a.AsString()
+		noNUL("user", s.User)
 	}
 	size := func(name string, allowUnlimited bool) int64 {
 		a, ok := get(name)
@@ -248,13 +264,36 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		}
 		return true
 	}
+	// A target is where the runtime creates and binds inside the
+	// container's root: one with "." or ".." steps (/m/../../proc/x) is
+	// resolved by the runtime, not by what the plan shows, so it is
+	// refused with its clean form. Doubled or trailing slashes are
+	// harmless and cleaned.
+	cleanTarget := func(p cty.Path, what, val string) (string, bool) {
+		if !absPath(p, what, val) {
+			return val, false
+		}
+		for _, el := range strings.Split(val, "/") {
+			if el == "." || el == ".." {
+				diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q has a %q step; write the path it means, %q, or another absolute path without . or ..", what, val, el, path.Clean(val)))
+				return val, false
+			}
+		}
+		c := path.Clean(val)
+		if c == "/" {
+			diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q is the container's root; bind to a folder inside it", what, val))
+			return val, false
+		}
+		return c, true
+	}
 	if a := ctyval.Attr(v, "mount"); ctyval.Known(a) {
 		for i, m := range ctyval.Elems(a) {
 			ms := mountSpec{Source: ctyval.Str(ctyval.Attr(m, "source")), Target: ctyval.Str(ctyval.Attr(m, "target")),
 				ReadOnly: ctyval.Bool(ctyval.Attr(m, "read_only"), false), Create: ctyval.Bool(ctyval.Attr(m, "create_host_path"), false)}
 			p := cty.GetAttrPath("mount").IndexInt(i)
-			if absPath(p.GetAttr("source"), "mount source", ms.Source) && absPath(p.GetAttr("target"), "mount target", ms.Target) {
-				seen(p, path.Clean(ms.Target), "mount "+ms.Source)
+			if t, ok := cleanTarget(p.GetAttr("target"), "mount target", ms.Target); absPath(p.GetAttr("source"), "mount source", ms.Source) && ok {
+				ms.Target = t
+				seen(p, t, "mount "+ms.Source)
 			}
 			s.Mounts = append(s.Mounts, ms)
 		}
@@ -263,8 +302,9 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 		for i, f := range ctyval.Elems(a) {
 			b := bindFile{Source: ctyval.Str(ctyval.Attr(f, "source")), Target: ctyval.Str(ctyval.Attr(f, "target"))}
 			p := cty.GetAttrPath("bind_files").IndexInt(i)
-			if absPath(p.GetAttr("source"), "bind_files source", b.Source) && absPath(p.GetAttr("target"), "bind_files target", b.Target) {
-				seen(p, path.Clean(b.Target), "bind_files "+b.Source)
+			if t, ok := cleanTarget(p.GetAttr("target"), "bind_files target", b.Target); absPath(p.GetAttr("source"), "bind_files source", b.Source) && ok {
+				b.Target = t
+				seen(p, t, "bind_files "+b.Source)
 			}
 			s.BindFiles = append(s.BindFiles, b)
 		}

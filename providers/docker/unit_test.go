@@ -146,6 +146,14 @@ func TestValidateContainer(t *testing.T) {
 		{"reserved label", map[string]cty.Value{"labels": ctyval.MapOrNull(map[string]string{labelAddress: "x"})}, "labels", "sparkform itself"},
 		{"too many binds", map[string]cty.Value{"bind_files": files(MaxBinds + 1)}, "bind_files", "mount-max"},
 		{"relative bind", map[string]cty.Value{"bind_files": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("blobs/x"), "target": cty.StringVal("/m/x")})})}, "bind_files", "absolute"},
+		{"escaping mount target", map[string]cty.Value{"mount": mountList("/srv/x", "/m/../../proc/x")}, "mount", `"/proc/x"`},
+		{"dot mount target", map[string]cty.Value{"mount": mountList("/srv/x", "/m/./x")}, "mount", `"." step`},
+		{"root mount target", map[string]cty.Value{"mount": mountList("/srv/x", "//")}, "mount", "container's root"},
+		{"escaping bind target", map[string]cty.Value{"bind_files": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("/blobs/x"), "target": cty.StringVal("/model/../etc/passwd")})})}, "bind_files", `"/etc/passwd"`},
+		{"NUL in command", map[string]cty.Value{"command": ctyval.ListOrNull([]string{"serve", "--x\x00--y"})}, "command", "NUL byte"},
+		{"NUL in entrypoint", map[string]cty.Value{"entrypoint": ctyval.ListOrNull([]string{"/bin/sh\x00"})}, "entrypoint", "NUL byte"},
+		{"NUL in env value", map[string]cty.Value{"env": ctyval.MapOrNull(map[string]string{"A": "x\x00y"})}, "env", "NUL byte"},
+		{"NUL in working_dir", map[string]cty.Value{"working_dir": cty.StringVal("/w\x00")}, "working_dir", "NUL byte"},
 		{"wait two kinds", map[string]cty.Value{"wait": cty.ObjectVal(map[string]cty.Value{"http": cty.StringVal("http://127.0.0.1:1/"), "tcp": cty.StringVal("127.0.0.1:1"), "log_line": cty.NullVal(cty.String), "timeout": cty.NullVal(cty.String)})}, "wait", "exactly one"},
 		{"wait bad regexp", map[string]cty.Value{"wait": cty.ObjectVal(map[string]cty.Value{"http": cty.NullVal(cty.String), "tcp": cty.NullVal(cty.String), "log_line": cty.StringVal("("), "timeout": cty.StringVal("1m")})}, "wait", "regexp"},
 	} {
@@ -194,4 +202,12 @@ func TestValidateImage(t *testing.T) {
 			t.Errorf("%v: diags %v, want error on %q", tc.attrs, diags, tc.bad)
 		}
 	}
+}
+
+// mountList is a mount block set with one bind.
+func mountList(source, target string) cty.Value {
+	return cty.SetVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+		"source": cty.StringVal(source), "target": cty.StringVal(target),
+		"read_only": cty.NullVal(cty.Bool), "create_host_path": cty.NullVal(cty.Bool),
+	})})
 }

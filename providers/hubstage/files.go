@@ -63,7 +63,11 @@ has "sha256 $want" || sf_rappend "$1" "$2" "$3" "sha256 $want
 d=${p%/*}
 [ -n "$d" ] || d=/
 mkdir -p "$d" || exit 1
-t=$(mktemp "$d/.sparkform-manifest.XXXXXX") || exit 1
+# A run killed before its rename (SIGKILL, or a shell that skips its EXIT
+# trap on a signal) leaves its temporary file: the temporary names carry
+# the target's name, so this run removes what an earlier one left.
+rm -f "$d/.sparkform-manifest.${p##*/}."* || exit 1
+t=$(mktemp "$d/.sparkform-manifest.${p##*/}.XXXXXX") || exit 1
 trap 'rm -f "$t"' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
@@ -103,6 +107,7 @@ else
     echo "kept $s"
   fi
 fi
+rm -f "${p%/*}/.sparkform-manifest.${p##*/}."* 2>/dev/null
 printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do
   case $p in "$d"/*) ;; *) continue ;; esac
   rmdir "$d" 2>/dev/null || break

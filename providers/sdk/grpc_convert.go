@@ -74,7 +74,21 @@ func unmarshalConcrete(b []byte, ty cty.Type) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	return msgpack.Unmarshal(b[1+k+int(n):], ct)
+	return unmarshalChecked(b[1+k+int(n):], ct)
+}
+
+// unmarshalChecked is msgpack.Unmarshal after CheckMsgpack: a reply from
+// a faulty plugin cannot make the decoder allocate what it declares.
+func unmarshalChecked(b []byte, ty cty.Type) (v cty.Value, err error) {
+	if err := CheckMsgpack(b); err != nil {
+		return cty.NilVal, err
+	}
+	defer func() {
+		if r := recover(); r != nil { // a decoder bug must not take the CLI down
+			v, err = cty.NilVal, fmt.Errorf("malformed value: %v", r)
+		}
+	}()
+	return msgpack.Unmarshal(b, ty)
 }
 
 // typeCache remembers concrete types with their JSON and which schema
@@ -205,7 +219,7 @@ func decodeValue(b []byte, ty cty.Type) (cty.Value, error) {
 	if b[0] == concreteMarker {
 		return unmarshalConcrete(b, ty)
 	}
-	return msgpack.Unmarshal(b, ty)
+	return unmarshalChecked(b, ty)
 }
 
 func nodeToProto(n Node) *proto.Node {
