@@ -278,3 +278,155 @@ func checkExisting(path string, opts Options) (bool, error) {
 	}
 	return false, nil
 }
+
+// Page types in a bbolt page header's flags.
+const (
+	branchPageFlag   = 0x01
+	leafPageFlag     = 0x02
+	freelistPageFlag = 0x10
+	bucketLeafFlag   = 0x01 // leaf element flag: the value is a bucket
+	elemSize         = 16   // branch and leaf page elements are 16 bytes
+)
+
+// checkTree walks every page the file's current meta reaches (the bucket
+// trees, nested and inline buckets, the freelist) without trusting any
+// of it: each page is inside the file and the high-water mark, of the
+// type its parent expects, referenced once (a cycle sends bbolt's
+// recursive search into a stack overflow, which no recover() catches),
+// and every element lies inside its page. A freed page must not be
+// reachable: a writer would reuse it over live data. It reads the whole
+// file, so it runs once per Store (the first open), not per transaction.
+func checkTree(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return nil
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return fmt.Errorf("state: read %s: %w", path, err)
+	}
+	m0, why0 := parseMeta(data)
+	ps := 4096
+	if why0 == "" {
+		ps = int(m0.pageSize)
+	}
+	var m1 diskMeta
+	why1 := "too short"
+	if len(data) > ps {
+		m1, why1 = parseMeta(data[ps:])
+	}
+	m := m0
+	if why0 != "" || (why1 == "" && m1.txid > m0.txid) {
+		m = m1
+	}
+	ps = int(m.pageSize)
+	le := binary.LittleEndian
+	seen := map[uint64]bool{}
+	// page returns the bytes of page id spanning its overflow pages.
+	page := func(id uint64, want uint16) ([]byte, error) {
+		if id < 2 || id >= m.pgid {
+			return nil, fmt.Errorf("a reference to page %d, outside 2..%d", id, m.pgid-1)
+		}
+		off := id * uint64(ps)
+		if off+pageHeaderSize > uint64(len(data)) {
+			return nil, fmt.Errorf("page %d lies past the end of the file", id)
+		}
+		h := data[off:]
+		if got := le.Uint64(h); got != id {
+			return nil, fmt.Errorf("page %d's header says it is page %d", id, got)
+		}
+		if fl := le.Uint16(h[8:]); fl&want == 0 {
+			return nil, fmt.Errorf("page %d has type 0x%x where a page of type 0x%x belongs", id, fl, want)
+		}
+		over := uint64(le.Uint32(h[12:]))
+		end := off + (over+1)*uint64(ps)
+		if id+over >= m.pgid || end > uint64(len(data)) {
+			return nil, fmt.Errorf("page %d's %d overflow pages run past the end of the file", id, over)
+		}
+		for i := id; i <= id+over; i++ {
+			if seen[i] {
+				return nil, fmt.Errorf("page %d is referenced twice (a cycle or a shared page)", i)
+			}
+			seen[i] = true
+		}
+		return data[off:end], nil
+	}
+	type todo struct {
+		id     uint64
+		inline []byte // an inline bucket's page (id 0)
+	}
+	stack := []todo{{id: m.root}}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		p := t.inline
+		if p == nil {
+			if p, err = page(t.id, branchPageFlag|leafPageFlag); err != nil {
+				return damaged(path, "%v", err)
+			}
+		} else if len(p) < pageHeaderSize || le.Uint16(p[8:])&leafPageFlag == 0 {
+			return damaged(path, "an inline bucket under page %d is not a leaf page", t.id)
+		}
+		flags, count := le.Uint16(p[8:]), uint64(le.Uint16(p[10:]))
+		if pageHeaderSize+count*elemSize > uint64(len(p)) {
+			return damaged(path, "page %d declares %d elements, more than it holds", t.id, count)
+		}
+		for i := uint64(0); i < count; i++ {
+			eo := pageHeaderSize + i*elemSize
+			e := p[eo:]
+			if flags&branchPageFlag != 0 {
+				pos, ks := uint64(le.Uint32(e)), uint64(le.Uint32(e[4:]))
+				if eo+pos+ks > uint64(len(p)) {
+					return damaged(path, "element %d of page %d points past its page", i, t.id)
+				}
+				stack = append(stack, todo{id: le.Uint64(e[8:])})
+				continue
+			}
+			ef, pos, ks, vs := le.Uint32(e), uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
+			if eo+pos+ks+vs > uint64(len(p)) {
+				return damaged(path, "element %d of page %d points past its page", i, t.id)
+			}
+			if ef&bucketLeafFlag == 0 {
+				continue
+			}
+			v := p[eo+pos+ks : eo+pos+ks+vs]
+			if len(v) < 16 {
+				return damaged(path, "a bucket record on page %d is %d bytes", t.id, len(v))
+			}
+			if root := le.Uint64(v); root != 0 {
+				stack = append(stack, todo{id: root})
+			} else {
+				stack = append(stack, todo{id: t.id, inline: v[16:]})
+			}
+		}
+		if flags&branchPageFlag != 0 && count == 0 {
+			return damaged(path, "branch page %d is empty", t.id)
+		}
+	}
+	if m.freelist != pgidNoFreelist {
+		p, err := page(m.freelist, freelistPageFlag)
+		if err != nil {
+			return damaged(path, "freelist: %v", err)
+		}
+		n, ids := uint64(le.Uint16(p[10:])), p[pageHeaderSize:]
+		if n == 0xFFFF {
+			if len(ids) < 8 {
+				return damaged(path, "the freelist page is truncated")
+			}
+			n, ids = le.Uint64(ids), ids[8:]
+		}
+		if n > uint64(len(ids))/8 {
+			return damaged(path, "the freelist declares %d pages, more than its page holds", n)
+		}
+		for i := uint64(0); i < n; i++ {
+			id := le.Uint64(ids[i*8:])
+			if id < 2 || id >= m.pgid {
+				return damaged(path, "the freelist names page %d, outside 2..%d", id, m.pgid-1)
+			}
+			if seen[id] {
+				return damaged(path, "page %d is both in use and in the freelist", id)
+			}
+		}
+	}
+	return nil
+}

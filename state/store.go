@@ -58,6 +58,7 @@ type BoltStore struct {
 	lastWaiting atomic.Int64  // waiting, sampled after the last commit
 
 	mayCreate bool // Open may give the file a new lineage (see checkExisting)
+	treeOK    bool // the whole page tree was checked (checkTree), under dbMu
 }
 
 // Open opens (creating if needed) the state at path for writing. It takes
@@ -392,7 +393,7 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 	err := guard(s.path, func() (err error) {
 		db, err = bolt.Open(s.path, 0o600, &bolt.Options{
 			ReadOnly:     s.readOnly,
-			OpenFile:     lockedOpen(!s.readOnly, wait),
+			OpenFile:     lockedOpen(!s.readOnly, wait, !s.treeOK),
 			FreelistType: bolt.FreelistMapType,
 		})
 		return err
@@ -409,7 +410,7 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 		}
 		return nil, fmt.Errorf("state: open %s: %w", s.path, err)
 	}
-	s.db, s.dbRefs = db, 1
+	s.db, s.dbRefs, s.treeOK = db, 1, true
 	return db, nil
 }
 
@@ -428,7 +429,7 @@ func (s *BoltStore) releaseDB() {
 // bbolt polls every 50 ms, which would make a reader miss the short gaps
 // between a busy writer's commits. bbolt's flock on the same descriptor
 // then succeeds at once.
-func lockedOpen(exclusive bool, wait time.Duration) func(string, int, os.FileMode) (*os.File, error) {
+func lockedOpen(exclusive bool, wait time.Duration, wholeTree bool) func(string, int, os.FileMode) (*os.File, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -462,6 +463,12 @@ func lockedOpen(exclusive bool, wait time.Duration) func(string, int, os.FileMod
 		if err := checkFile(f, name); err != nil {
 			f.Close()
 			return nil, err
+		}
+		if wholeTree {
+			if err := checkTree(f, name); err != nil {
+				f.Close()
+				return nil, err
+			}
 		}
 		if !exclusive {
 			// A writer creating the file holds it open before its flock:

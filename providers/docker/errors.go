@@ -16,6 +16,8 @@ var (
 	ErrImageMissing = errors.New("image not present on node")
 	// ErrWaitTimeout: the wait condition did not hold within its timeout.
 	ErrWaitTimeout = errors.New("container did not become ready in time")
+	// ErrLinkLost: the connection to the node broke while apply waited.
+	ErrLinkLost = errors.New("connection to the node lost")
 	// ErrContainerExited: the container stopped while we waited for it.
 	ErrContainerExited = errors.New("container exited")
 )

@@ -91,15 +91,39 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	lastReport := time.Time{}
+	engineFailures := 0
 	for {
 		if probe(ctx) {
 			progress(sdk.Progress{Message: fmt.Sprintf("%s ready (%s) after %s", id[:12], what, time.Since(start).Round(time.Millisecond)), Elapsed: time.Since(start)})
 			return nil
 		}
-		ins, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		// Each inspect has its own bound: on a link that died without a
+		// word, one call would otherwise hang until the whole wait ends.
+		ictx, icancel := context.WithTimeout(ctx, inspectTimeout)
+		ins, err := d.api.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+		icancel()
 		if err == nil && ins.Container.State != nil && !ins.Container.State.Running && !ins.Container.State.Restarting {
 			return fmt.Errorf("%w with code %d while waiting for %s; last output:\n%s", ErrContainerExited,
 				ins.Container.State.ExitCode, what, tailLogs(context.WithoutCancel(ctx), d, id, 20))
+		}
+		if err != nil && ctx.Err() == nil {
+			// Tell a broken link to the node from an engine that fails:
+			// the pool redials a link it finds broken, so an error here
+			// means the node cannot be reached now.
+			lctx, lcancel := context.WithTimeout(ctx, inspectTimeout)
+			_, lerr := d.conn(lctx)
+			lcancel()
+			if lerr != nil {
+				return fmt.Errorf("%w: node %s: the connection broke while waiting for %s (after %s): %v. "+
+					"The container may still be starting there: check the node, then run apply again (it refreshes the container)",
+					ErrLinkLost, d.node.Name, what, time.Since(start).Round(100*time.Millisecond), lerr)
+			}
+			if engineFailures++; engineFailures >= maxEngineFailures {
+				return fmt.Errorf("the Docker Engine on node %s stopped answering while waiting for %s (after %s, %d tries): %v",
+					d.node.Name, what, time.Since(start).Round(100*time.Millisecond), engineFailures, err)
+			}
+		} else if err == nil {
+			engineFailures = 0
 		}
 		if time.Since(lastReport) >= time.Second {
 			lastReport = time.Now()
@@ -116,6 +140,14 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 		}
 	}
 }
+
+// inspectTimeout bounds one container inspect (and one link check) of the
+// wait loop; maxEngineFailures inspects in a row that fail over a link
+// that works end the wait.
+const (
+	inspectTimeout    = 10 * time.Second
+	maxEngineFailures = 5
+)
 
 // followLogs closes matched when a line of the container's output matches re.
 func followLogs(ctx context.Context, d *dockerClient, id string, re *regexp.Regexp, matched chan struct{}) {

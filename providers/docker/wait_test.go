@@ -6,12 +6,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -165,5 +167,63 @@ func TestContainerWaitTCP(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestContainerWaitLinkLost (issue 11, point 5): the SSH link to the node
+// dies while apply waits for a container. Apply reports a broken
+// connection to that node promptly, not the wait timeout, and does not
+// blame the Docker daemon.
+func TestContainerWaitLinkLost(t *testing.T) {
+	api := engine(t)
+	ensureGuardImage(t, api)
+	if err := testbed.Available(); err != nil {
+		if ci {
+			t.Fatalf("CI=true and the sshd test bed is unavailable: %v", err)
+		}
+		t.Skipf("sshd test bed unavailable: %v", err)
+	}
+	bed := testbed.StartT(t, 1)
+	n := bed.Nodes[0].SDK()
+	n.Become = true
+	p := sdktest.GRPC(t, New())
+	rs := sdktest.Schema(t, p, ctype)
+	null := cty.NullVal(rs.Block.ImpliedType())
+	name := "sparkform-test-waitlink-" + strconv.Itoa(freePort(t))
+	cleanupContainer(t, api, name)
+	listen, unused := freePort(t), freePort(t)
+	for unused == listen {
+		unused = freePort(t)
+	}
+	const timeout = 90 * time.Second
+	config := sdktest.Object(t, rs.Block, tcpWaitAttrs(name, listen, unused, 0, timeout.String()))
+	plan := sdktest.Plan(t, p, ctype, n, null, nil, config)
+	var once sync.Once
+	start := time.Now()
+	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: ctype, Address: ctype + ".test", Node: n,
+		Prior: null, Planned: plan.Planned, Config: config, Private: plan.PlannedPrivate},
+		func(ev sdk.Progress) {
+			if strings.HasPrefix(ev.Message, "waiting for tcp ") {
+				once.Do(func() { go bed.Stop() }) // sshd and its connections die
+			}
+		})
+	took := time.Since(start)
+	err := resp.Diagnostics.Err()
+	if err == nil {
+		t.Fatal("apply succeeded though the node's sshd was stopped while it waited")
+	}
+	t.Logf("apply error after %s: %v", took.Round(time.Millisecond), err)
+	if took > timeout/3 {
+		t.Errorf("apply took %s to notice the broken link (wait timeout %s)", took, timeout)
+	}
+	for _, w := range []string{ErrLinkLost.Error(), "node " + n.Name, "connection broke while waiting for tcp 127.0.0.1:" + strconv.Itoa(unused)} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("apply error does not say %q", w)
+		}
+	}
+	for _, bad := range []string{"daemon", ErrWaitTimeout.Error()} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("apply error says %q:\n%v", bad, err)
+		}
 	}
 }
