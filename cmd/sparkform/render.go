@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fatih/color"
@@ -361,14 +362,26 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 
 // value renders a value as HCL-ish text.
 func (r *renderer) value(v cty.Value, indent string) string {
+	var b strings.Builder
+	r.writeValue(&b, v, indent)
+	return b.String()
+}
+
+// writeValue renders v into b. Every level writes into the one builder:
+// a level that returned its own string, copied by its parent, made a
+// value nested d deep cost O(d³) for its O(d²) bytes of text.
+func (r *renderer) writeValue(b *strings.Builder, v cty.Value, indent string) {
 	if v == cty.NilVal {
-		return "null"
+		b.WriteString("null")
+		return
 	}
 	if !v.IsKnown() {
-		return r.c(faint, "(known after apply)")
+		b.WriteString(r.c(faint, "(known after apply)"))
+		return
 	}
 	if v.IsNull() {
-		return "null"
+		b.WriteString("null")
+		return
 	}
 	ty := v.Type()
 	switch {
@@ -376,41 +389,45 @@ func (r *renderer) value(v cty.Value, indent string) string {
 		s := v.AsString()
 		if strings.Contains(s, "\n") && len(s) > 0 {
 			lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-			var b strings.Builder
 			b.WriteString("<<-EOT\n")
 			for _, l := range lines {
 				b.WriteString(indent + "    " + l + "\n")
 			}
 			b.WriteString(indent + "EOT")
-			return b.String()
+			return
 		}
-		return fmt.Sprintf("%q", s)
+		b.WriteString(strconv.Quote(s))
 	case ty == cty.Number:
-		return v.AsBigFloat().Text('f', -1) // as jsonValue writes numbers
+		b.WriteString(v.AsBigFloat().Text('f', -1)) // as jsonValue writes numbers
 	case ty == cty.Bool:
 		if v.True() {
-			return "true"
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
 		}
-		return "false"
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
 		n := v.LengthInt()
 		if n == 0 {
-			return "[]"
+			b.WriteString("[]")
+			return
 		}
 		if n > bigListThreshold {
-			return fmt.Sprintf("[ %d elements ]", n)
+			fmt.Fprintf(b, "[ %d elements ]", n)
+			return
 		}
-		var b strings.Builder
+		inner := indent + "    "
 		b.WriteString("[\n")
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			b.WriteString(indent + "    " + r.value(e, indent+"    ") + ",\n")
+			b.WriteString(inner)
+			r.writeValue(b, e, inner)
+			b.WriteString(",\n")
 		}
 		b.WriteString(indent + "]")
-		return b.String()
 	case ty.IsMapType() || ty.IsObjectType():
 		if v.LengthInt() == 0 {
-			return "{}"
+			b.WriteString("{}")
+			return
 		}
 		m := v.AsValueMap()
 		keys := make([]string, 0, len(m))
@@ -423,21 +440,24 @@ func (r *renderer) value(v cty.Value, indent string) string {
 		}
 		sort.Strings(keys)
 		if len(keys) > bigListThreshold*5 {
-			return fmt.Sprintf("{ %d entries }", len(keys))
+			fmt.Fprintf(b, "{ %d entries }", len(keys))
+			return
 		}
-		var b strings.Builder
+		inner := indent + "    "
 		b.WriteString("{\n")
 		for _, k := range keys {
 			key := k
 			if !isIdent(k) {
-				key = fmt.Sprintf("%q", k)
+				key = strconv.Quote(k)
 			}
-			b.WriteString(indent + "    " + key + strings.Repeat(" ", max(0, width-len(key))) + " = " + r.value(m[k], indent+"    ") + "\n")
+			b.WriteString(inner + key + strings.Repeat(" ", max(0, width-len(key))) + " = ")
+			r.writeValue(b, m[k], inner)
+			b.WriteString("\n")
 		}
 		b.WriteString(indent + "}")
-		return b.String()
+	default:
+		b.WriteString(v.GoString())
 	}
-	return v.GoString()
 }
 
 func isIdent(s string) bool {
