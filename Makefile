@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sparkform
 PKGS    := ./...
 
-.PHONY: all build test demo bench proto docs fmt vet clean
+.PHONY: all build test fuzz demo bench proto docs fmt vet clean
 
 all: build
 
@@ -27,6 +27,19 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -race -timeout 25m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 25m $$($(GO) list $(PKGS) | grep -v -x -F "$$($(GO) list $(RACE_PKGS))")
+	$(MAKE) fuzz
+
+# Each fuzz target for a few seconds from its checked-in corpus
+# (testdata/fuzz/NAME; `go test` alone replays the corpus): the config
+# loader, plan files, state files and plugin replies. A failing input is
+# written to that folder; fix the bug and commit the input with the fix.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := ./engine/config:FuzzLoadConfig ./engine/plans:FuzzReadPlan ./state:FuzzStateFile ./providers/sdk:FuzzPluginReply
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t#*:}; echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x $$pkg; \
+	done
 
 # The main job on a built-in local example: plan, apply, show, destroy.
 demo: build

@@ -573,7 +573,7 @@ func literalString(a *hcl.Attribute, dst *string) hcl.Diagnostics {
 		return diags
 	}
 	v, err := convert.Convert(v, cty.String)
-	if err != nil || v.IsNull() {
+	if err != nil || !v.IsKnown() || v.IsNull() { // unknown: an expression left broken by a syntax error
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid " + a.Name,
 			Detail: fmt.Sprintf("%s must be a literal string.", a.Name), Subject: a.Expr.Range().Ptr()}}
 	}
@@ -587,7 +587,7 @@ func literalBool(a *hcl.Attribute, dst *bool) hcl.Diagnostics {
 		return diags
 	}
 	v, err := convert.Convert(v, cty.Bool)
-	if err != nil || v.IsNull() {
+	if err != nil || !v.IsKnown() || v.IsNull() {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid " + a.Name,
 			Detail: fmt.Sprintf("%s must be true or false.", a.Name), Subject: a.Expr.Range().Ptr()}}
 	}

@@ -88,7 +88,16 @@ func unmarshalChecked(b []byte, ty cty.Type) (v cty.Value, err error) {
 			v, err = cty.NilVal, fmt.Errorf("malformed value: %v", r)
 		}
 	}()
-	return msgpack.Unmarshal(b, ty)
+	v, err = msgpack.Unmarshal(b, ty)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	// cty's decoder builds an object from whatever keys the map holds: a
+	// reply missing attributes decodes to a value of another type.
+	if errs := v.Type().TestConformance(ty); len(errs) > 0 {
+		return cty.NilVal, fmt.Errorf("value of type %s does not conform to the schema's %s: %v", v.Type().FriendlyName(), ty.FriendlyName(), errs[0])
+	}
+	return v, nil
 }
 
 // typeCache remembers concrete types with their JSON and which schema

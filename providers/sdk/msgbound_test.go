@@ -93,3 +93,15 @@ func TestPluginReplyDeclaringHugeList(t *testing.T) {
 		t.Fatalf("decodeValue(concrete): %v", err)
 	}
 }
+
+// A reply whose object lacks schema attributes (an empty map, found by
+// FuzzPluginReply) is an error, not a value of another type.
+func TestPluginReplyMissingAttributes(t *testing.T) {
+	schema := cty.Object(map[string]cty.Type{"id": cty.String, "n": cty.Number})
+	if v, err := decodeValue([]byte{0x80}, schema); err == nil || !strings.Contains(err.Error(), "does not conform") {
+		t.Errorf("decodeValue(empty map) = %#v, %v; want a conformance error", v, err)
+	}
+	if v, err := decodeValue([]byte{0x81, 0xa2, 'i', 'd', 0xa1, 'x'}, schema); err == nil {
+		t.Errorf("decodeValue(map without n) = %#v; want an error", v)
+	}
+}
