@@ -34,6 +34,7 @@ type meta struct {
 	stdout, stderr io.Writer
 	chdir          string
 	noColor        bool
+	resetState     bool // -reset-state: see state.Options.ResetState
 
 	// jsonOut, when set (-json on plan, apply, destroy, validate), is the
 	// machine-readable stream: diagnostics and events go there, as JSON
@@ -146,7 +147,7 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 			return nil, err
 		}
 	}
-	st, err := be.Open(state.Options{LockTimeout: lockTimeout, Command: command})
+	st, err := be.Open(state.Options{LockTimeout: lockTimeout, Command: command, ResetState: m.resetState})
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {

@@ -45,6 +45,8 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 	root.PersistentFlags().StringArrayVar(&m.backendConfig, "backend-config", nil,
 		"override an argument of the configuration's backend block: -backend-config KEY=VALUE (repeatable; lists comma-separated)")
 	root.PersistentFlags().BoolVar(&m.noColor, "no-color", false, "do not use color in output")
+	root.PersistentFlags().BoolVar(&m.resetState, "reset-state", false,
+		"let a command that writes state take an existing empty or lineage-less state file as a new state (a new lineage)")
 	root.AddCommand(
 		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
