@@ -12,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -77,6 +79,8 @@ type instance struct {
 
 	startMu sync.Mutex // serialises the start
 	client  *goplugin.Client
+	cmd     *exec.Cmd // its ProcessState says how the plugin ended
+	sockDir string    // the folder of the plugin's socket (see start)
 	prov    atomic.Pointer[sdk.GRPCClient]
 }
 
@@ -129,7 +133,7 @@ func (h *Host) Provider(ctx context.Context, name string) (sdk.Provider, error) 
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		inst.client.Kill()
+		inst.kill()
 		return nil, ErrClosed
 	}
 	return inst.prov.Load(), nil
@@ -186,6 +190,19 @@ func (w wrapped) Error() string { return w.msg }
 func (w wrapped) Unwrap() error { return w.err }
 
 func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
+	// The plugin makes its socket in a folder of its own, which goes when
+	// the plugin is killed or closed here, and which the plugin removes
+	// itself when it outlives this process (sdk.Serve): an orphan left
+	// behind no /tmp/plugin* socket.
+	sockDir, err := os.MkdirTemp("", sdk.SocketDirPrefix)
+	if err != nil {
+		return fmt.Errorf("%w: provider %q: %v", ErrPluginStart, inst.name, err)
+	}
+	inst.sockDir = sockDir
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+sockDir)
 	count := func(method string) {
 		if m, ok := strings.CutPrefix(method, servicePrefix); ok {
 			if c := inst.calls[m]; c != nil {
@@ -224,6 +241,7 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	})
 	fail := func(err error) error {
 		client.Kill()
+		os.RemoveAll(sockDir)
 		tail := inst.stderr.Tail()
 		if tail != "" {
 			tail = "\n\nLast output of the plugin (stderr):\n" + tail
@@ -242,7 +260,7 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	if !ok {
 		return fail(fmt.Errorf("dispensed %T, not a provider", raw))
 	}
-	inst.client = client
+	inst.client, inst.cmd = client, cmd
 	prov.OnRPCError = inst.rpcError
 	inst.prov.Store(prov)
 	inst.log.Debug("provider plugin started", "cmd", strings.Join(cmd.Args, " "))
@@ -267,10 +285,25 @@ func (inst *instance) rpcError(op, address string, err error) sdk.Diagnostic {
 		if tail == "" {
 			tail = "(nothing)"
 		}
+		const after = "Work it finished is in state; the instance it was working on may be half-changed, and the next plan refreshes it.\n\n" +
+			"Last output of the plugin (stderr):\n%s"
+		// Exited() is set after the process was waited for, so
+		// ProcessState is there to read.
+		if ps := inst.cmd.ProcessState; ps != nil {
+			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				sig := ws.Signal()
+				return sdk.Errorf(nil, fmt.Sprintf("Provider %q was killed", inst.name),
+					"The plugin process of provider %q (pid %d) was killed by signal %s (%s, %d) during %s. "+
+						"Something outside sparkform stopped it: a kill, the kernel's out-of-memory killer, a service manager. "+
+						"Run the command again once whatever killed it is dealt with. "+after,
+					inst.name, ps.Pid(), signalName(sig), sig, int(sig), what, tail)
+			}
+			return sdk.Errorf(nil, fmt.Sprintf("Provider %q crashed", inst.name),
+				"The plugin process of provider %q (pid %d) exited with status %d during %s. This is a bug in the provider. "+after,
+				inst.name, ps.Pid(), ps.ExitCode(), what, tail)
+		}
 		return sdk.Errorf(nil, fmt.Sprintf("Provider %q crashed", inst.name),
-			"The plugin process of provider %q exited during %s. This is a bug in the provider. "+
-				"Work it finished is in state; the instance it was working on may be half-changed, and the next plan refreshes it.\n\n"+
-				"Last output of the plugin (stderr):\n%s", inst.name, what, tail)
+			"The plugin process of provider %q exited during %s. This is a bug in the provider. "+after, inst.name, what, tail)
 	}
 	msg := err.Error()
 	if st, ok := status.FromError(err); ok {
@@ -344,7 +377,7 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, inst := range h.started() {
-		wg.Go(inst.client.Kill)
+		wg.Go(inst.kill)
 	}
 	wg.Wait()
 }
@@ -356,4 +389,19 @@ func (h *Host) notice(msg string) {
 		return
 	}
 	h.log.Warn(msg)
+}
+
+// kill stops the plugin (gracefully first, as go-plugin does) and removes
+// its socket folder.
+func (inst *instance) kill() {
+	inst.client.Kill()
+	os.RemoveAll(inst.sockDir)
+}
+
+// signalName is the conventional name of sig ("SIGKILL").
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }

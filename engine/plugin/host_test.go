@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -426,7 +427,11 @@ func TestPluginExitsWhenEngineIsKilled(t *testing.T) {
 	// A stand-in engine: a shell that starts the plugin, prints its pid,
 	// and waits; the plugin's handshake line shares the shell's stdout.
 	cmd := exec.Command("sh", "-c", `"$0" internal-plugin sparkform & echo "pid=$!"; wait`, selfExe)
-	cmd.Env = append(os.Environ(), sdk.Handshake.MagicCookieKey+"="+sdk.Handshake.MagicCookieValue)
+	sockDir := filepath.Join(t.TempDir(), sdk.SocketDirPrefix+"engine-killed")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), sdk.Handshake.MagicCookieKey+"="+sdk.Handshake.MagicCookieValue, goplugin.EnvUnixSocketDir+"="+sockDir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -455,6 +460,34 @@ func TestPluginExitsWhenEngineIsKilled(t *testing.T) {
 			t.Fatalf("plugin pid %d still runs 15s after its engine was killed", pid)
 		}
 	}
+	// The orphan took its socket with it (issue 11, point 6: 614
+	// /tmp/plugin* sockets after a run with killed engines).
+	if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
+		ents, _ := os.ReadDir(sockDir)
+		t.Errorf("the plugin's socket folder is still there (%v), holding %d entries", err, len(ents))
+	}
+}
+
+// Every plugin socket lives in a folder of its own under TMPDIR, and
+// Close leaves none behind, nor does a plugin killed by a signal.
+func TestNoSocketsLeftBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := NewHost(Options{SelfExe: selfExe, Builtins: []string{"sparkform"}, PluginDirs: []string{pluginDir}})
+	for _, name := range []string{"sparkform", "slow"} {
+		if _, err := h.Provider(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, sdk.SocketDirPrefix+"*"))
+	socks, _ := filepath.Glob(filepath.Join(tmp, sdk.SocketDirPrefix+"*", "plugin*"))
+	if len(dirs) != 2 || len(socks) != 2 {
+		t.Errorf("running plugins: socket folders %v, sockets %v; want one of each per plugin", dirs, socks)
+	}
+	h.Close()
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("after Close, TMPDIR holds %v", left[0].Name())
+	}
 }
 
 // alive reports whether pid runs (a zombie nobody reaped has exited).
@@ -465,4 +498,44 @@ func alive(pid int) bool {
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// A plugin killed by a signal in the middle of a call (issue 11, point 5):
+// the diagnostic says it was killed and by which signal, not that the
+// provider has a bug.
+func TestKilledPluginSaysKilled(t *testing.T) {
+	starts := startLog(t)
+	h := newHost(t, nil)
+	p, err := h.Provider(context.Background(), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := applySlow(t, context.Background(), p)
+	pid := 0
+	for _, l := range starts() {
+		fmt.Sscanf(l, "slow-pid %d", &pid)
+	}
+	if pid == 0 {
+		t.Fatalf("the slow plugin did not note its pid: %v", starts())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := waitApply(t, done)
+	if len(r.Diagnostics) == 0 {
+		t.Fatal("no diagnostic after the plugin was killed")
+	}
+	d := r.Diagnostics[0]
+	t.Logf("%s\n%s", d.Summary, d.Detail)
+	if d.Summary != `Provider "slow" was killed` {
+		t.Errorf("summary %q", d.Summary)
+	}
+	for _, w := range []string{fmt.Sprintf("(pid %d) was killed by signal SIGKILL (killed, 9)", pid), "ApplyResourceChange of slow_thing.x"} {
+		if !strings.Contains(d.Detail, w) {
+			t.Errorf("detail does not say %q", w)
+		}
+	}
+	if strings.Contains(d.Detail, "bug in the provider") {
+		t.Errorf("a killed plugin is blamed as a provider bug:\n%s", d.Detail)
+	}
 }

@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -83,6 +85,20 @@ func exitWithParent(p Provider, ppid int) {
 		_ = p.Stop(ctx)
 		cancel()
 		time.Sleep(500 * time.Millisecond) // let stopped calls unwind
+		removeSocketDir()
 		os.Exit(2)
+	}
+}
+
+// SocketDirPrefix names the folder the engine makes for a plugin's socket
+// (plugin.EnvUnixSocketDir). A plugin that outlives its engine removes the
+// folder with its socket before it exits; go-plugin would leave the
+// socket behind.
+const SocketDirPrefix = "sparkform-plugin-"
+
+func removeSocketDir() {
+	d := os.Getenv(plugin.EnvUnixSocketDir)
+	if d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
+		os.RemoveAll(d)
 	}
 }

@@ -95,6 +95,7 @@ func (crashy) Apply(_ context.Context, req sdk.ApplyRequest, progress func(sdk.P
 type slow struct{ base }
 
 func (slow) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	note(fmt.Sprintf("slow-pid %d", os.Getpid()))
 	progress(sdk.Progress{Message: "started"})
 	select {
 	case <-ctx.Done():
