@@ -84,7 +84,7 @@ func containerSchema() *sdk.ResourceSchema {
 					Description: "A host directory or file bound into the container.",
 					Block: sdk.Block{Attributes: map[string]*sdk.Attribute{
 						"source":           {Type: cty.String, Required: true, Description: "Absolute path on the node."},
-						"target":           {Type: cty.String, Required: true, Description: "Absolute path in the container."},
+						"target":           {Type: cty.String, Required: true, Description: "Absolute path in the container, without . or .. steps."},
 						"read_only":        {Type: cty.Bool, Optional: true, Description: "Bind read-only (default false)."},
 						"create_host_path": {Type: cty.Bool, Optional: true, Description: "Create source as a directory when missing (default false: a missing source is an error when the container is created)."},
 					}},
