@@ -49,6 +49,11 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if diags.HasErrors() {
 		return res, diags
 	}
+	if p.Saved {
+		if d := e.checkPlanSchema(ctx, p); d.HasErrors() {
+			return res, append(diags, d...)
+		}
+	}
 	if p.Saved && p.Mode != plans.RefreshOnlyMode {
 		if d := e.checkPlanCurrent(ctx, p, insts); d.HasErrors() {
 			return res, append(diags, d...)
