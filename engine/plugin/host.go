@@ -194,15 +194,17 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	// the plugin is killed or closed here, and which the plugin removes
 	// itself when it outlives this process (sdk.Serve): an orphan left
 	// behind no /tmp/plugin* socket.
-	sockDir, err := os.MkdirTemp("", sdk.SocketDirPrefix)
+	sockDir, err := socketDir()
 	if err != nil {
 		return fmt.Errorf("%w: provider %q: %v", ErrPluginStart, inst.name, err)
 	}
 	inst.sockDir = sockDir
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+	if sockDir != "" {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+sockDir)
 	}
-	cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+sockDir)
 	count := func(method string) {
 		if m, ok := strings.CutPrefix(method, servicePrefix); ok {
 			if c := inst.calls[m]; c != nil {
@@ -241,7 +243,9 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	})
 	fail := func(err error) error {
 		client.Kill()
-		os.RemoveAll(sockDir)
+		if sockDir != "" {
+			os.RemoveAll(sockDir)
+		}
 		tail := inst.stderr.Tail()
 		if tail != "" {
 			tail = "\n\nLast output of the plugin (stderr):\n" + tail
@@ -391,11 +395,31 @@ func (h *Host) notice(msg string) {
 	h.log.Warn(msg)
 }
 
+// maxSocketPath is the longest unix socket path the kernel takes
+// (sun_path holds 108 bytes with the NUL).
+const maxSocketPath = 107
+
+// socketDir makes the folder for a plugin's socket: in TMPDIR, or in /tmp
+// when TMPDIR is so deep that the socket's path would be too long for the
+// kernel; "" (go-plugin's own choice) when neither will do.
+func socketDir() (string, error) {
+	sock := len("/" + sdk.SocketDirPrefix + "1234567890/plugin1234567890")
+	for _, base := range []string{os.TempDir(), "/tmp"} {
+		if len(base)+sock > maxSocketPath {
+			continue
+		}
+		return os.MkdirTemp(base, sdk.SocketDirPrefix)
+	}
+	return "", nil
+}
+
 // kill stops the plugin (gracefully first, as go-plugin does) and removes
 // its socket folder.
 func (inst *instance) kill() {
 	inst.client.Kill()
-	os.RemoveAll(inst.sockDir)
+	if inst.sockDir != "" {
+		os.RemoveAll(inst.sockDir)
+	}
 }
 
 // signalName is the conventional name of sig ("SIGKILL").

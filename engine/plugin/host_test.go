@@ -539,3 +539,18 @@ func TestKilledPluginSaysKilled(t *testing.T) {
 		t.Errorf("a killed plugin is blamed as a provider bug:\n%s", d.Detail)
 	}
 }
+
+// A TMPDIR so deep that a socket in it would pass the kernel's limit on
+// socket paths (testscript's $WORK/.tmp can be): the plugin still starts,
+// its socket folder under /tmp instead.
+func TestDeepTmpdirStillStarts(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 30))
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", deep)
+	h := newHost(t, nil)
+	if _, err := h.Provider(context.Background(), "sparkform"); err != nil {
+		t.Fatalf("plugin with TMPDIR %d bytes deep: %v", len(deep), err)
+	}
+}

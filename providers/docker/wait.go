@@ -59,12 +59,13 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 	case w.TCP != "":
 		what = "tcp " + w.TCP
 		probe = func(ctx context.Context) bool {
-			conn, err := d.conn(ctx)
+			// Bounded as a whole: getting the connection may redial.
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer pcancel()
+			conn, err := d.conn(pctx)
 			if err != nil {
 				return false
 			}
-			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-			defer pcancel()
 			c, err := conn.Dial(pctx, "tcp", w.TCP)
 			if err != nil {
 				return false
@@ -110,13 +111,13 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 			// Tell a broken link to the node from an engine that fails:
 			// the pool redials a link it finds broken, so an error here
 			// means the node cannot be reached now.
-			lctx, lcancel := context.WithTimeout(ctx, inspectTimeout)
+			lctx, lcancel := context.WithTimeout(ctx, linkTimeout)
 			_, lerr := d.conn(lctx)
 			lcancel()
 			if lerr != nil {
-				return fmt.Errorf("%w: node %s: the connection broke while waiting for %s (after %s): %v. "+
+				return fmt.Errorf("%w: node %s: the connection broke while waiting for %s (after %s; no new connection within %s): %v. "+
 					"The container may still be starting there: check the node, then run apply again (it refreshes the container)",
-					ErrLinkLost, d.node.Name, what, time.Since(start).Round(100*time.Millisecond), lerr)
+					ErrLinkLost, d.node.Name, what, time.Since(start).Round(100*time.Millisecond), linkTimeout, lerr)
 			}
 			if engineFailures++; engineFailures >= maxEngineFailures {
 				return fmt.Errorf("the Docker Engine on node %s stopped answering while waiting for %s (after %s, %d tries): %v",
@@ -141,11 +142,14 @@ func waitReady(ctx context.Context, d *dockerClient, id string, w *waitSpec, pro
 	}
 }
 
-// inspectTimeout bounds one container inspect (and one link check) of the
-// wait loop; maxEngineFailures inspects in a row that fail over a link
-// that works end the wait.
+// inspectTimeout bounds one container inspect of the wait loop, and
+// linkTimeout the check of the node link after an inspect failed (the
+// node pool redials a broken link, retrying for longer than this);
+// maxEngineFailures inspects in a row that fail over a link that works
+// end the wait.
 const (
 	inspectTimeout    = 10 * time.Second
+	linkTimeout       = 10 * time.Second
 	maxEngineFailures = 5
 )
 
