@@ -310,3 +310,40 @@ func TestPageCycleIsDamage(t *testing.T) {
 	}
 	t.Fatal("the test state has no branch page")
 }
+
+// The checks never refuse a sound file: a state that went through many
+// puts, deletes, moves, intents and outputs (big values on overflow
+// pages, history, a freelist with pending pages) opens after every
+// session, for readers and writers.
+func TestChecksAcceptBusyState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".sparkform", "state.db")
+	r := rand.New(rand.NewSource(2))
+	for session := range 6 {
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatalf("session %d: %v", session, err)
+		}
+		for i := range 300 {
+			addr := fmt.Sprintf("sparkform_data.x[%d]", r.Intn(400))
+			switch r.Intn(6) {
+			case 0:
+				s.DeleteResource(addr)
+			case 1:
+				s.MoveResource(addr, fmt.Sprintf("sparkform_data.y[%d]", i+session*1000))
+			case 2:
+				s.PutIntent(&Intent{Address: addr, Action: "update"})
+			default:
+				if err := s.PutResource(testResource(addr, strings.Repeat("v", r.Intn(20000)))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s.PutOutputs(map[string]Output{"o": {Value: []byte(fmt.Sprintf(`"%d"`, session))}})
+		if err := s.Close(); err != nil {
+			t.Fatalf("session %d close: %v", session, err)
+		}
+		if err := readAll(path); err != nil {
+			t.Fatalf("after session %d: %v", session, err)
+		}
+	}
+}
