@@ -17,6 +17,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/moby/moby/api v1.57.0
 	github.com/moby/moby/client v0.6.3
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/pkg/sftp v1.13.12
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/sergi/go-diff v1.4.5

@@ -85,8 +85,19 @@ func TestSeedTwoNodes(t *testing.T) {
 	}
 
 	// A scratch working directory whose config IS the example: its files
-	// are symlinked, never copied, and state stays out of examples/.
-	work := t.TempDir()
+	// are symlinked, never copied, and state stays out of examples/. The
+	// module it calls (../../modules/spark-recipe) is the repository's,
+	// linked at the same relative place.
+	top := t.TempDir()
+	work := filepath.Join(top, "examples", "dsv41-flash-exl3-2x")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if mods, err := filepath.Abs("../modules"); err != nil {
+		t.Fatal(err)
+	} else if err := os.Symlink(mods, filepath.Join(top, "modules")); err != nil {
+		t.Fatal(err)
+	}
 	files, _ := filepath.Glob(filepath.Join(exampleDir, "*.sf.hcl"))
 	if len(files) == 0 {
 		t.Fatalf("no *.sf.hcl in %s", exampleDir)
@@ -220,8 +231,8 @@ func TestSeedTwoNodes(t *testing.T) {
 	dockerRm(nodes[0].container)
 	reboot := sf.must(2, "plan", "-detailed-exitcode")
 	wantIn(t, "plan after a reboot", reboot.stdout,
-		`kmod_module.nvidia_drm["spark-01"] will be updated in-place`,
-		`docker_container.ds41["spark-01"] will be created`,
+		`module.dsv41.kmod_module.display["spark-01"] will be updated in-place`,
+		`module.dsv41.docker_container.serve["spark-01"] will be created`,
 		"Plan: 1 to add, 1 to change, 0 to destroy.")
 	wantNotIn(t, "plan after a reboot", reboot.stdout, `["spark-02"] will`, `["spark-02"] must`)
 	sf.must(0, "apply", "-auto-approve")
@@ -240,10 +251,10 @@ func TestSeedTwoNodes(t *testing.T) {
 	savedPlan := filepath.Join(work, "moved.plan")
 	moved := sf.must(2, "plan", "-detailed-exitcode", "-out", savedPlan)
 	wantIn(t, "plan after the ref moved", moved.stdout,
-		`hubstage_manifest.model["spark-01"] will be updated in-place`,
-		`hubstage_manifest.model["spark-02"] will be updated in-place`,
-		`docker_container.ds41["spark-01"] must be replaced`,
-		`docker_container.ds41["spark-02"] must be replaced`,
+		`module.dsv41.hubstage_manifest.model["spark-01"] will be updated in-place`,
+		`module.dsv41.hubstage_manifest.model["spark-02"] will be updated in-place`,
+		`module.dsv41.docker_container.serve["spark-01"] must be replaced`,
+		`module.dsv41.docker_container.serve["spark-02"] must be replaced`,
 		"commit "+rev1[:7],
 		"+1 files",
 		"the plan below follows this change",
@@ -267,8 +278,8 @@ func TestSeedTwoNodes(t *testing.T) {
 	}
 	wantIn(t, "apply of the outdated saved plan", stale.stderr,
 		"Saved plan no longer matches the nodes",
-		`hubstage_manifest.model["spark-01"] changed on node.spark["spark-01"] since the plan was made: change_summary was`,
-		`hubstage_manifest.model["spark-02"] changed`,
+		`module.dsv41.hubstage_manifest.model["spark-01"] changed on node.spark["spark-01"] since the plan was made: change_summary was`,
+		`module.dsv41.hubstage_manifest.model["spark-02"] changed`,
 		"Nothing was changed on any node")
 	wantNotIn(t, "apply of the outdated saved plan", stale.stdout, "Destroying...", "Destruction complete", "Creating...")
 	checkServing("after the outdated saved plan was refused", rev1, 6)
@@ -313,10 +324,10 @@ func TestSeedTwoNodes(t *testing.T) {
 		`restore of nvidia_drm to its prior state failed: module is in use`, `node.spark["spark-02"]`,
 		"stays in state", "11 destroyed")
 	left := sf.must(0, "state", "list")
-	if got := strings.TrimSpace(left.stdout); got != `kmod_module.nvidia_drm["spark-02"]` {
-		t.Errorf("state after the failed restore = %q, want only kmod_module.nvidia_drm[\"spark-02\"]", got)
+	if got := strings.TrimSpace(left.stdout); got != `module.dsv41.kmod_module.display["spark-02"]` {
+		t.Errorf("state after the failed restore = %q, want only module.dsv41.kmod_module.display[\"spark-02\"]", got)
 	}
-	show := sf.must(0, "state", "show", `kmod_module.nvidia_drm["spark-02"]`)
+	show := sf.must(0, "state", "show", `module.dsv41.kmod_module.display["spark-02"]`)
 	wantIn(t, "state show of the kept module", show.stdout, "prior", "modeset", `"N"`)
 	if m := nodes[0].sim.Param("nvidia_drm", "modeset"); m != "N" {
 		t.Errorf("spark-01 was not restored while spark-02 failed: modeset=%s", m)
@@ -337,11 +348,11 @@ func checkDestroyOrder(t *testing.T, out string) {
 	t.Helper()
 	stage := func(line string) int {
 		switch {
-		case strings.HasPrefix(line, "docker_container."):
+		case strings.HasPrefix(line, "module.dsv41.docker_container."):
 			return 0
-		case strings.HasPrefix(line, "hubstage_manifest."), strings.HasPrefix(line, "gitkit_checkout."):
+		case strings.HasPrefix(line, "module.dsv41.hubstage_manifest."), strings.HasPrefix(line, "module.dsv41.gitkit_checkout."):
 			return 1
-		case strings.HasPrefix(line, "kmod_module."):
+		case strings.HasPrefix(line, "module.dsv41.kmod_module."):
 			return 2
 		}
 		return -1

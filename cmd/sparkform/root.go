@@ -50,7 +50,7 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 	root.AddCommand(
 		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
-		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m),
+		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m), newRecipeCommand(m),
 	)
 	refuseUnknownSubcommands(root)
 	completeStateAddresses(root, m)

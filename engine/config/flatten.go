@@ -80,6 +80,24 @@ func Flatten(root *Module, vars map[string]cty.Value) (*Module, hcl.Diagnostics)
 	var diags hcl.Diagnostics
 	diags = append(diags, f.calls(root, nil, rw)...)
 	diags = append(diags, f.moduleDependsOn()...)
+	// Module arguments known before the plan (made of variables and
+	// literals) are checked now, so a recipe that does not fit is refused
+	// before any node is contacted; the rest are checked as the walk
+	// evaluates them.
+	if !f.validate && !diags.HasErrors() {
+		for _, name := range sortedKeys(flat.Locals) {
+			ve, ok := flat.Locals[name].Expr.(*moduleVarExpr)
+			if !ok || ve.inner == nil {
+				continue
+			}
+			_, d := ve.Value(f.staticContext(ve))
+			for _, x := range d {
+				if x.Summary == "Invalid value for module argument" {
+					diags = append(diags, x)
+				}
+			}
+		}
+	}
 	// References to a module instance that is not there: a key the call
 	// does not have (validate, which cannot know the keys, lets them be).
 	for _, r := range f.refs {
@@ -633,9 +651,8 @@ func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 			Detail:  fmt.Sprintf("The argument %q of %s does not match the type of its variable, %s: %s. The variable is declared at %s.", e.v.Name, e.instance, typeString(e.v.Type), convErr(err), posString(e.v.DeclRange)),
 			Subject: e.rng.Ptr()})
 	}
-	if !cv.IsWhollyKnown() {
-		return cv, diags
-	}
+	// Validations run on what is known: a condition that depends on an
+	// unknown part (validate, values known only after apply) is skipped.
 	vctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{e.v.Name: cv})}, Functions: ctx.Functions}
 	for _, val := range e.v.Validations {
 		cond, d := val.Condition.Value(vctx)

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -74,7 +75,9 @@ func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Valu
 		body = remain
 	}
 	spec := DecoderSpec(b)
-	val, d := hcldec.Decode(body, spec, ctx)
+	// dynamic "NAME" { for_each = ...; content { ... } } blocks, as
+	// Terraform has them (hcl's dynblock extension).
+	val, d := hcldec.Decode(dynblock.Expand(body, ctx), spec, ctx)
 	diags = append(diags, d...)
 	return val, diags
 }
@@ -89,7 +92,7 @@ func BodyReferences(body hcl.Body, b *sdk.Block) []hcl.Traversal {
 	if b == nil {
 		return syntaxTraversals(body, nil)
 	}
-	travs := hcldec.Variables(body, DecoderSpec(b))
+	travs := dynblock.VariablesHCLDec(body, DecoderSpec(b))
 	// Computed-only attributes set by mistake still refer to things;
 	// DecodeResource reports them, the graph should not panic on them.
 	return travs
@@ -133,6 +136,22 @@ func syntaxTraversals(body hcl.Body, skipBlocks map[string]bool) []hcl.Traversal
 	}
 	for _, blk := range sb.Blocks {
 		if skipBlocks[blk.Type] {
+			continue
+		}
+		if blk.Type == "dynamic" && len(blk.Labels) == 1 {
+			// The iterator (the label, or `iterator = NAME`) is local to
+			// the block: its references are not references.
+			iter := blk.Labels[0]
+			if a, ok := blk.Body.Attributes["iterator"]; ok {
+				if kw := hcl.ExprAsKeyword(a.Expr); kw != "" {
+					iter = kw
+				}
+			}
+			for _, tr := range syntaxTraversals(blk.Body, nil) {
+				if tr.RootName() != iter {
+					out = append(out, tr)
+				}
+			}
 			continue
 		}
 		out = append(out, syntaxTraversals(blk.Body, nil)...)

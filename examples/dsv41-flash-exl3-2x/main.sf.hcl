@@ -1,13 +1,9 @@
 # DeepSeek-V4.1-Flash EXL3 3bpw on 2x DGX Spark (TP2/DCP2, DSpark K=3, 1M
-# context): the seed recipe dsv41-flash-exl3-2x as sparkform config. See
-# README.md for the seed line -> construct table.
+# context): the seed recipe dsv41-flash-exl3-2x as sparkform config, a thin
+# root that says every seed value once and calls the recipe module
+# (modules/spark-recipe). See README.md for the seed line -> construct table.
 
 locals {
-  # The TP2 peer every rank joins: the rank-0 node.
-  master_addr = one([for k, n in var.nodes : n.host if n.rank == 0])
-  # Kit folder named by the short commit, as the seed's exl3-kit/878e0ee.
-  kit_dir = "exl3-kit/${substr(var.kit_commit, 0, 7)}"
-
   # /model + /draft-exl3 are the exact mounts the runtime validates.
   entrypoint = [
     "/opt/ds41-venv/bin/python",
@@ -100,131 +96,80 @@ node "spark" {
   become        = true # sudo -n: module reload and the Docker socket
 }
 
-# unlock_display_ram / restore_display_ram: the runtime's display-pool KV
-# (1.75 GiB of the 2 GB display reserve per GPU) needs nvidia_drm with
-# modeset=1 fbdev=0. Temporary by design: nothing goes to /etc/modprobe.d,
-# a reboot resets it (the next plan shows it), and destroy reloads the
-# module with the parameters it had before (after_stop).
-resource "kmod_module" "nvidia_drm" {
-  for_each = var.nodes
-  node     = node.spark[each.key]
-  name     = "nvidia_drm"
-  params   = { modeset = "1", fbdev = "0" }
-}
+module "dsv41" {
+  source = "../../modules/spark-recipe"
 
-# The runtime kit: release/runtime of the kit repo at the pinned commit,
-# staged once per node (the seed's one-time git clone + checkout + mv).
-resource "gitkit_checkout" "runtime" {
-  for_each   = var.nodes
-  node       = node.spark[each.key]
-  repo       = var.kit_repo
-  commit     = var.kit_commit
-  subdir     = "release/runtime"
-  path       = "${each.value.home}/${local.kit_dir}"
-  depends_on = [kmod_module.nvidia_drm]
-}
+  # required_nodes = 2, tensor_parallel_size = 2, pipeline_parallel_size = 1,
+  # distributed_backend = "mp"; the ranks and hosts are var.nodes.
+  recipe = {
+    required_nodes         = 2
+    tensor_parallel_size   = 2
+    pipeline_parallel_size = 1
+    gpus_per_node          = 1
+    distributed_backend    = "mp"
+    nodes = { for k, n in var.nodes : k => {
+      node       = node.spark[k]
+      rank       = n.rank
+      home       = n.home
+      serve_port = n.serve_port
+    } }
+  }
 
-# The GENSTAGE heredoc: every file of the current refs/main snapshot,
-# resolved through the hub's relative symlinks to the real blob, bound as a
-# regular file (the runtime opens shards with O_NOFOLLOW).
-resource "hubstage_manifest" "model" {
-  for_each   = var.nodes
-  node       = node.spark[each.key]
-  hub_dir    = var.hub_dir
-  repo_id    = "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"
-  revision   = "main"
-  target     = "/model"
-  depends_on = [kmod_module.nvidia_drm]
-}
+  # unlock_display_ram / restore_display_ram: the runtime's display-pool KV
+  # (1.75 GiB of the 2 GB display reserve per GPU) needs nvidia_drm with
+  # modeset=1 fbdev=0. Temporary by design: nothing goes to /etc/modprobe.d,
+  # a reboot resets it (the next plan shows it), and destroy reloads the
+  # module with the parameters it had before (after_stop).
+  display_unlock = { module = "nvidia_drm", params = { modeset = "1", fbdev = "0" } }
 
-# The DSpark K=3 drafter overlay, bound at /draft-exl3.
-resource "hubstage_manifest" "draft" {
-  for_each   = var.nodes
-  node       = node.spark[each.key]
-  hub_dir    = var.hub_dir
-  repo_id    = "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw"
-  revision   = "main"
-  target     = "/draft-exl3"
-  depends_on = [kmod_module.nvidia_drm]
-}
+  # The runtime kit: release/runtime of the kit repo at the pinned commit,
+  # staged once per node (the seed's one-time git clone + checkout + mv).
+  kit = {
+    repo   = var.kit_repo
+    commit = var.kit_commit
+    subdir = "release/runtime"
+    dir    = "exl3-kit/${substr(var.kit_commit, 0, 7)}"
+  }
 
-resource "docker_image" "ds41" {
-  for_each = var.nodes
-  node     = node.spark[each.key]
-  name     = var.image
-}
+  # The GENSTAGE heredoc: every file of the current refs/main snapshot,
+  # resolved through the hub's relative symlinks to the real blob, bound as
+  # a regular file (the runtime opens shards with O_NOFOLLOW); the DSpark
+  # K=3 drafter overlay at /draft-exl3.
+  hub_dir = var.hub_dir
+  model   = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", revision = "main", target = "/model" }
+  drafter = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw", revision = "main", target = "/draft-exl3" }
 
-resource "docker_container" "ds41" {
-  for_each   = var.nodes
-  node       = node.spark[each.key]
-  name       = "ds41-flash-exl3-r${each.value.rank}"
-  image      = docker_image.ds41[each.key].name
+  name       = "ds41-flash-exl3"
+  image      = var.image
   entrypoint = local.entrypoint
-  # tensor_parallel_size = 2, pipeline_parallel_size = 1,
-  # distributed_backend = "mp" across the two nodes; the launcher passed
-  # these and the port.
-  command = concat(local.args, [
-    "--tensor-parallel-size", "2",
-    "--pipeline-parallel-size", "1",
-    "--distributed-executor-backend", "mp",
-    "--nnodes", "2",
-    "--node-rank", tostring(each.value.rank),
-    "--master-addr", local.master_addr,
-    "--port", tostring(each.value.serve_port),
-  ])
-  env = local.env
+  args       = local.args
+  env        = local.env
 
   # The serving guard: memory.max == 9g, swap 0, cpu quota <= 6.
-  memory       = "9g"
-  memory_swap  = "9g" # equal to memory: no swap
-  cpus         = 6
-  shm_size     = "2g"
-  devices      = [var.gpu_device]
-  network_mode = "host" # RoCE/NCCL between the ranks, and the API port
+  memory   = "9g"
+  cpus     = 6
+  shm_size = "2g"
+  devices  = [var.gpu_device]
 
-  # Hub dir (both repos + hub-level blobs/), read-only.
-  mount {
-    source    = var.hub_dir
-    target    = "/hub"
-    read_only = true
-  }
-  # Runtime kit overlays: serving/ shadows the image's /opt/ds41-serving.
-  mount {
-    source    = "${gitkit_checkout.runtime[each.key].path}/serving"
-    target    = "/opt/ds41-serving"
-    read_only = true
-  }
-  mount {
-    source    = "${gitkit_checkout.runtime[each.key].path}/aot/mxfp8_gemm_cutlass_sm120"
-    target    = "/usr/local/lib/python3.12/dist-packages/flashinfer/data/aot/mxfp8_gemm_cutlass_sm120"
-    read_only = true
-  }
-  # Node-local runtime cache, persistent between serves (mkdir -p).
-  mount {
-    source           = "${each.value.home}/exl3-cache"
-    target           = "/cache"
-    create_host_path = true
-  }
+  mounts = [
+    # Hub dir (both repos + hub-level blobs/), read-only.
+    { source = var.hub_dir, target = "/hub", read_only = true },
+    # Runtime kit overlays: serving/ shadows the image's /opt/ds41-serving.
+    { source = "{kit}/serving", target = "/opt/ds41-serving", read_only = true },
+    { source = "{kit}/aot/mxfp8_gemm_cutlass_sm120", target = "/usr/local/lib/python3.12/dist-packages/flashinfer/data/aot/mxfp8_gemm_cutlass_sm120", read_only = true },
+    # Node-local runtime cache, persistent between serves (mkdir -p).
+    { source = "{home}/exl3-cache", target = "/cache", create_host_path = true },
+  ]
 
-  # /model and /draft-exl3: one read-only bind per regular file.
-  bind_files = concat(hubstage_manifest.model[each.key].files, hubstage_manifest.draft[each.key].files)
-
-  wait {
-    http    = "http://127.0.0.1:${each.value.serve_port}/health"
-    timeout = "${local.env.VLLM_ENGINE_READY_TIMEOUT_S}s"
-  }
-
-  # The container holds /dev/dri/card0: the module is reloaded before it
-  # starts and restored only after it is gone.
-  depends_on = [kmod_module.nvidia_drm]
+  wait = { path = "/health", timeout = "${local.env.VLLM_ENGINE_READY_TIMEOUT_S}s" }
 }
 
 output "model_commit" {
   description = "The hub commit each node serves."
-  value       = { for k, m in hubstage_manifest.model : k => m.commit }
+  value       = module.dsv41.model_commit
 }
 
 output "containers" {
   description = "Container id per node."
-  value       = { for k, c in docker_container.ds41 : k => c.id }
+  value       = module.dsv41.containers
 }

@@ -1,0 +1,145 @@
+package recipeimport
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/sparkform/sparkform/engine/config"
+	sparkrecipe "github.com/sparkform/sparkform/modules/spark-recipe"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden imports every testdata/*.recipe.toml and compares the root
+// module (and the warnings, or the error) with testdata/NAME.golden/.
+// Each output is already formatted (fmt -check passes) and loads,
+// checks and flattens with the recipe module as a configuration.
+func TestGolden(t *testing.T) {
+	recipes, _ := filepath.Glob("testdata/*.recipe.toml")
+	if len(recipes) < 4 {
+		t.Fatalf("only %d recipes in testdata", len(recipes))
+	}
+	for _, rp := range recipes {
+		name := strings.TrimSuffix(filepath.Base(rp), ".recipe.toml")
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(rp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]byte{}
+			res, err := Import(src, filepath.Base(rp))
+			if err != nil {
+				got["error.txt"] = []byte(err.Error() + "\n")
+			} else {
+				for n, b := range res.Files {
+					got[n] = b
+					if f := hclwrite.Format(b); !bytes.Equal(f, b) {
+						t.Errorf("%s is not formatted (fmt -check would fail)", n)
+					}
+				}
+				var w strings.Builder
+				for _, x := range res.Warnings {
+					w.WriteString(x.String() + "\n")
+				}
+				got["warnings.txt"] = []byte(w.String())
+				checkLoads(t, res.Files)
+			}
+			dir := filepath.Join("testdata", name+".golden")
+			if *update {
+				os.RemoveAll(dir)
+				os.MkdirAll(dir, 0o755)
+				for n, b := range got {
+					if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return
+			}
+			want, _ := filepath.Glob(filepath.Join(dir, "*"))
+			if len(want) != len(got) {
+				t.Errorf("golden has %d files, import made %d (run go test -update)", len(want), len(got))
+			}
+			for n, b := range got {
+				w, err := os.ReadFile(filepath.Join(dir, n))
+				if err != nil {
+					t.Errorf("%s: %v (run go test -update)", n, err)
+					continue
+				}
+				if !bytes.Equal(w, b) {
+					t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", n, b, w)
+				}
+			}
+		})
+	}
+}
+
+// checkLoads writes the root and the module to a folder and loads it as
+// sparkform would (structure, references, module flattening).
+func checkLoads(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	for n, b := range files {
+		os.WriteFile(filepath.Join(dir, n), b, 0o644)
+	}
+	mdir := filepath.Join(dir, "modules", "spark-recipe")
+	os.MkdirAll(mdir, 0o755)
+	fs.WalkDir(sparkrecipe.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := fs.ReadFile(sparkrecipe.Files, p)
+			os.WriteFile(filepath.Join(mdir, p), b, 0o644)
+		}
+		return nil
+	})
+	m, diags := config.LoadDir(dir)
+	if !diags.HasErrors() {
+		diags = append(diags, m.CheckReferences()...)
+	}
+	if !diags.HasErrors() {
+		_, d := config.Flatten(m, nil)
+		diags = append(diags, d...)
+	}
+	if diags.HasErrors() {
+		t.Errorf("the imported root does not load: %s", diagsString(diags))
+	}
+}
+
+func diagsString(ds hcl.Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.Error() + ": " + d.Detail + "\n")
+	}
+	return b.String()
+}
+
+// TestRecognisedByWhatTheyDo: the known steps are found from what they
+// do, whatever else is on the line.
+func TestRecognisedByWhatTheyDo(t *testing.T) {
+	k := parseClone("set -e; git clone -q https://h/r.git /t/src; cd /t/src; git checkout -q aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; mv /t/src/sub/dir /home/u/kit")
+	if k == nil || k.repo != "https://h/r.git" || k.subdir != "sub/dir" || k.dest != "/home/u/kit" {
+		t.Errorf("clone: %#v", k)
+	}
+	if parseClone("git clone https://h/r.git /t/src && mv /t/src /home/u/kit") != nil {
+		t.Error("an unpinned clone was taken for a kit")
+	}
+	g := &gen{mkdirs: map[string]bool{}}
+	if !g.recognise("sudo modprobe -r nvidia_drm; sudo modprobe nvidia_drm modeset=1") || g.display.module != "nvidia_drm" || g.display.params["modeset"] != "1" {
+		t.Errorf("modprobe: %#v", g.display)
+	}
+	if g.recognise("modprobe nvidia_drm; rm -rf /") {
+		t.Error("a modprobe followed by something else was recognised")
+	}
+	if mg := parseManifestGen("python3 - models--a--b $(cat /h/models--a--b/refs/dev) /m <<'X'\nHUB = '/h'\nsnapshots\nX"); mg == nil || mg.repos[0].revision != "dev" || mg.repos[0].repoID != "a/b" {
+		t.Errorf("manifest generator: %#v", mg)
+	}
+	if parseManifestGen("python3 - models--a--b $(cat /h/models--OTHER/refs/dev) /m <<'X'\nHUB = '/h'\nsnapshots\nX") != nil {
+		t.Error("a ref of another repo was taken for the revision")
+	}
+}

@@ -1,0 +1,118 @@
+# One launcher recipe on the nodes the caller passes in: the display-RAM
+# unlock, the runtime kit, the model (and drafter) bind manifests, the
+# image and the serving container per node. Every per-node resource refers
+# to the others by its own key, so a failure on one node holds back only
+# that node's stack.
+
+locals {
+  nodes = var.recipe.nodes
+  # The rank-0 node every other rank joins.
+  master_addr = one([for k, n in local.nodes : n.node.host if n.rank == 0])
+  layout = [
+    "--tensor-parallel-size", tostring(var.recipe.tensor_parallel_size),
+    "--pipeline-parallel-size", tostring(var.recipe.pipeline_parallel_size),
+    "--distributed-executor-backend", var.recipe.distributed_backend,
+    "--nnodes", tostring(var.recipe.required_nodes),
+  ]
+}
+
+resource "kmod_module" "display" {
+  for_each = var.display_unlock == null ? {} : local.nodes
+  node     = each.value.node
+  name     = var.display_unlock.module
+  params   = var.display_unlock.params
+}
+
+resource "gitkit_checkout" "kit" {
+  for_each   = var.kit == null ? {} : local.nodes
+  node       = each.value.node
+  repo       = var.kit.repo
+  commit     = var.kit.commit
+  subdir     = var.kit.subdir
+  path       = "${each.value.home}/${var.kit.dir}"
+  depends_on = [kmod_module.display]
+}
+
+resource "hubstage_manifest" "model" {
+  for_each      = var.model == null ? {} : local.nodes
+  node          = each.value.node
+  hub_dir       = var.hub_dir
+  repo_id       = var.model.repo_id
+  revision      = var.model.revision
+  target        = var.model.target
+  manifest_path = var.manifest_path
+  depends_on    = [kmod_module.display]
+}
+
+resource "hubstage_manifest" "draft" {
+  for_each   = var.drafter == null ? {} : local.nodes
+  node       = each.value.node
+  hub_dir    = var.hub_dir
+  repo_id    = var.drafter.repo_id
+  revision   = var.drafter.revision
+  target     = var.drafter.target
+  depends_on = [kmod_module.display]
+}
+
+resource "docker_image" "serve" {
+  for_each = local.nodes
+  node     = each.value.node
+  name     = var.image
+}
+
+resource "docker_container" "serve" {
+  for_each   = local.nodes
+  node       = each.value.node
+  name       = "${var.name}-r${each.value.rank}"
+  image      = docker_image.serve[each.key].name
+  entrypoint = var.entrypoint
+  command = concat(var.args, var.layout_flags ? concat(local.layout, [
+    "--node-rank", tostring(each.value.rank),
+    "--master-addr", local.master_addr,
+    "--port", tostring(each.value.serve_port),
+  ]) : [])
+  env          = var.env
+  memory       = var.memory
+  memory_swap  = var.memory != null && !var.swap ? var.memory : null
+  cpus         = var.cpus
+  shm_size     = var.shm_size
+  devices      = var.devices
+  network_mode = var.network_mode
+
+  dynamic "mount" {
+    for_each = var.mounts
+    content {
+      source           = replace(replace(mount.value.source, "{home}", each.value.home), "{kit}", var.kit == null ? "" : gitkit_checkout.kit[each.key].path)
+      target           = mount.value.target
+      read_only        = mount.value.read_only
+      create_host_path = mount.value.create_host_path
+    }
+  }
+
+  bind_files = concat(
+    var.model == null ? [] : hubstage_manifest.model[each.key].files,
+    var.drafter == null ? [] : hubstage_manifest.draft[each.key].files,
+  )
+
+  dynamic "wait" {
+    for_each = var.wait == null ? [] : [var.wait]
+    content {
+      http    = "http://127.0.0.1:${each.value.serve_port}${wait.value.path}"
+      timeout = wait.value.timeout
+    }
+  }
+
+  # The container holds the display device: the module is reloaded before
+  # it starts and restored only after it is gone.
+  depends_on = [kmod_module.display]
+}
+
+output "model_commit" {
+  description = "The hub commit each node serves."
+  value       = { for k, m in hubstage_manifest.model : k => m.commit }
+}
+
+output "containers" {
+  description = "Container id per node."
+  value       = { for k, c in docker_container.serve : k => c.id }
+}

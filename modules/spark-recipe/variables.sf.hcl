@@ -1,0 +1,171 @@
+# Inputs of the spark-recipe module: one launcher recipe (a *.recipe.toml)
+# placed on nodes the caller passes in. `sparkform recipe import` writes a
+# root module that calls this one; docs/recipes.md maps every recipe key.
+
+variable "recipe" {
+  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder and serving port."
+  type = object({
+    required_nodes         = number
+    tensor_parallel_size   = number
+    pipeline_parallel_size = optional(number, 1)
+    gpus_per_node          = optional(number, 1)
+    distributed_backend    = optional(string, "mp")
+    nodes = map(object({
+      node       = any
+      rank       = number
+      home       = optional(string, "/home/kilork")
+      serve_port = optional(number, 8000)
+    }))
+  })
+
+  validation {
+    condition     = length(var.recipe.nodes) == var.recipe.required_nodes
+    error_message = "The recipe needs exactly required_nodes nodes (--nnodes): give recipe.nodes that many entries."
+  }
+  validation {
+    condition     = length([for n in var.recipe.nodes : n if n.rank == 0]) == 1
+    error_message = "Exactly one node must have rank = 0: it is the master (--master-addr) every other rank joins."
+  }
+  validation {
+    condition     = alltrue([for n in var.recipe.nodes : n.rank >= 0 && n.rank < length(var.recipe.nodes) && floor(n.rank) == n.rank]) && length(distinct([for n in var.recipe.nodes : n.rank])) == length(var.recipe.nodes)
+    error_message = "Ranks must be 0 .. required_nodes-1, one per node (--node-rank)."
+  }
+  validation {
+    condition     = var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
+    error_message = "tensor_parallel_size x pipeline_parallel_size must equal the GPUs the recipe runs on: required_nodes x gpus_per_node."
+  }
+}
+
+variable "display_unlock" {
+  description = "The display-RAM unlock: reload this kernel module with these parameters while the recipe serves (temporary; destroy restores what was there). null: none."
+  type = object({
+    module = string
+    params = map(string)
+  })
+  default = null
+}
+
+variable "kit" {
+  description = "A runtime kit: one folder (subdir) of a repo at a pinned commit, staged at HOME/dir on each node. Mount sources may use {kit} for its path. null: none."
+  type = object({
+    repo   = string
+    commit = string
+    subdir = optional(string)
+    dir    = string
+  })
+  default = null
+}
+
+variable "hub_dir" {
+  description = "The Hugging Face hub folder the model manifests resolve in, as the nodes see it."
+  type        = string
+  default     = null
+}
+
+variable "model" {
+  description = "The model's hub snapshot, bound file by file at target. null: none."
+  type = object({
+    repo_id  = string
+    revision = optional(string, "main")
+    target   = string
+  })
+  default = null
+}
+
+variable "drafter" {
+  description = "A second snapshot (a speculative drafter), bound at its target. null: none."
+  type = object({
+    repo_id  = string
+    revision = optional(string, "main")
+    target   = string
+  })
+  default = null
+}
+
+variable "manifest_path" {
+  description = "Also write the model's bind manifest (REAL<TAB>TARGET lines) to this file on each node, for tools that read the recipe's extra_mounts_manifest. null: none."
+  type        = string
+  default     = null
+}
+
+variable "name" {
+  description = "Container name prefix: each node runs NAME-rRANK."
+  type        = string
+}
+
+variable "image" {
+  type = string
+}
+
+variable "entrypoint" {
+  type    = list(string)
+  default = null
+}
+
+variable "args" {
+  description = "Arguments; the parallel-layout flags (--tensor-parallel-size, --nnodes, --node-rank, --master-addr, --port, ...) are appended when layout_flags is true."
+  type        = list(string)
+  default     = []
+}
+
+variable "layout_flags" {
+  description = "Append the launcher's layout flags to args."
+  type        = bool
+  default     = true
+}
+
+variable "env" {
+  type    = map(string)
+  default = {}
+}
+
+variable "devices" {
+  type    = list(string)
+  default = []
+}
+
+variable "shm_size" {
+  type    = string
+  default = null
+}
+
+variable "memory" {
+  description = "The container's memory limit; swap is off (memory_swap = memory) unless swap is true."
+  type        = string
+  default     = null
+}
+
+variable "swap" {
+  type    = bool
+  default = false
+}
+
+variable "cpus" {
+  type    = number
+  default = null
+}
+
+variable "network_mode" {
+  type    = string
+  default = "host"
+}
+
+variable "mounts" {
+  description = "Extra mounts; a source may use {kit} (the kit's path on the node) and {home}. create_host_path makes a missing source folder (mkdir -p)."
+  type = list(object({
+    source           = string
+    target           = string
+    read_only        = optional(bool, false)
+    create_host_path = optional(bool, false)
+  }))
+  default = []
+}
+
+variable "wait" {
+  description = "Wait for the server: HTTP GET of path on 127.0.0.1:serve_port until 2xx, within timeout. null: do not wait."
+  type = object({
+    path    = optional(string, "/health")
+    timeout = optional(string, "10m")
+  })
+  default = {}
+}
