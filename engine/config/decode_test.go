@@ -292,3 +292,43 @@ func TestDecoderSpec(t *testing.T) {
 		t.Error("nil block should decode nothing")
 	}
 }
+
+// TestDynamicBlocks: a dynamic block writes one nested block per element;
+// its references are the for_each's and the content's, not the iterator.
+func TestDynamicBlocks(t *testing.T) {
+	src := `name  = "ds41"
+image = "x"
+dynamic "mount" {
+  for_each = var.mounts
+  content {
+    source    = "${gitkit_checkout.kit[each.key].path}/${mount.value}"
+    target    = "/opt/${mount.key}"
+    read_only = true
+  }
+}
+`
+	ctx := containerCtx()
+	ctx.Variables["var"] = cty.ObjectVal(map[string]cty.Value{"mounts": cty.MapVal(map[string]cty.Value{
+		"a": cty.StringVal("serving"), "b": cty.StringVal("aot")})})
+	v, diags := DecodeResource(body(t, src), dockerBlock, ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	got, _ := ctyJSON(v.GetAttr("mount"))
+	if want := `[{"read_only":true,"source":"/kit/serving","target":"/opt/a"},{"read_only":true,"source":"/kit/aot","target":"/opt/b"}]`; got != want {
+		t.Errorf("mounts %s, want %s", got, want)
+	}
+	var roots []string
+	for _, tr := range BodyReferences(body(t, src), dockerBlock) {
+		roots = append(roots, tr.RootName())
+	}
+	sort.Strings(roots)
+	if strings.Join(roots, " ") != "each gitkit_checkout var" {
+		t.Errorf("references %v", roots)
+	}
+	for _, tr := range syntaxTraversals(body(t, src), nil) {
+		if tr.RootName() == "mount" {
+			t.Errorf("the iterator counted as a reference: %v", tr)
+		}
+	}
+}
