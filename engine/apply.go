@@ -1,9 +1,14 @@
+// This file holds Engine.Apply: check the plan is current, store what
+// refresh found, then walk the configuration creating and updating
+// instances (applyInstance, the one per-instance path for blocks walked
+// whole and instance vertices alike) and deleting (apply_destroy.go), each
+// result stored the moment it lands.
+
 package engine
 
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +16,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/sparkform/sparkform/engine/graph"
+	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
@@ -38,74 +44,22 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	for name, v := range prior {
 		res.Outputs[name] = v
 	}
-	meta, err := e.Store.Meta()
-	if err != nil {
-		return res, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
-	}
-	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
-		return res, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
-	}
-	insts, diags := e.loadState()
-	if diags.HasErrors() {
-		return res, diags
-	}
-	if p.Saved {
-		if d := e.checkPlanSchema(ctx, p); d.HasErrors() {
-			return res, append(diags, d...)
-		}
-	}
-	if p.Saved && p.Mode != plans.RefreshOnlyMode {
-		if d := e.checkPlanCurrent(ctx, p, insts); d.HasErrors() {
-			return res, append(diags, d...)
-		}
-	}
-	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
-	for _, c := range p.Changes {
-		changes[c.Addr] = c
-	}
-	// What refresh found is the truth: store it first.
-	diags = append(diags, e.storeDrift(p, insts, changes)...)
+	ap, diags := e.newApplier(ctx, p, res)
 	if diags.HasErrors() || p.Mode == plans.RefreshOnlyMode {
 		return res, diags
 	}
-
-	ap := &applier{e: e, plan: p, changes: changes, insts: insts, res: res, lim: make(limiter, e.parallelism())}
-	var g *graph.Graph
-	var ev *evaluator
-	var cg *configGraph
-	if p.Mode == plans.NormalMode {
-		var d hcl.Diagnostics
-		cg, d = e.buildConfigGraph(ctx)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			return res, diags
-		}
-		filter, d := parseTargets(p.Targets)
-		diags = append(diags, d...)
-		filter.expand(cg)
-		ap.filter = filter
-		ev = newEvaluator(e.Module, cg, p.Variables)
-		if d := e.expandStatic(cg, ev); d.HasErrors() {
-			return res, append(diags, d...)
-		}
-		g = cg.walkGraph(e.Module, filter.vertex, filter.instance)
-		ap.ev, ap.cg = ev, cg
-	} else {
-		g = graph.New()
+	g, d := ap.graph(ctx)
+	if diags = append(diags, d...); d.HasErrors() {
+		return res, diags
 	}
-	ap.addDestroySteps(g, cg)
-	if err := g.Validate(); err != nil {
-		return res, append(diags, errDiag("Cannot order the changes", err.Error()))
-	}
-	wd := e.walk(ctx, g, ev, walkFuncs{resource: ap.applyResource, instance: ap.applyVertex,
+	diags = append(diags, e.walk(ctx, g, ap.ev, walkFuncs{resource: ap.applyBlock, instance: ap.applyInstanceVertex,
 		output: func(name string, v cty.Value) {
 			// A value left unknown (what it refers to failed or was not
 			// reached) keeps the stored one.
 			if _, had := prior[name]; v.IsWhollyKnown() || !had {
 				res.Outputs[name] = v
 			}
-		}, destroy: ap.destroyStep})
-	diags = append(diags, wd...)
+		}, destroy: ap.destroyStep})...)
 	switch {
 	case p.Mode == plans.NormalMode:
 		for name := range res.Outputs {
@@ -122,8 +76,86 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	return res, diags
 }
 
+// applier carries out one plan's changes.
+type applier struct {
+	e       *Engine
+	plan    *plans.Plan
+	changes map[string]*plans.ResourceChange
+	objs    map[string]*stateObject
+	// filter, ev and cg are set in normal mode.
+	filter *targetFilter
+	ev     *evaluator
+	cg     *configGraph
+
+	lim limiter
+
+	mu  sync.Mutex
+	res *ApplyResult
+}
+
+// newApplier reads state, refuses a stale plan (or, for a saved plan, one
+// whose values do not fit their schemas or that the nodes no longer
+// match) and stores what refresh found.
+func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult) (*applier, hcl.Diagnostics) {
+	meta, err := e.Store.Meta()
+	if err != nil {
+		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+	}
+	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
+		return nil, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
+	}
+	objs, diags := e.loadState()
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if p.Saved {
+		if d := e.checkPlanSchema(ctx, p); d.HasErrors() {
+			return nil, append(diags, d...)
+		}
+	}
+	if p.Saved && p.Mode != plans.RefreshOnlyMode {
+		if d := e.checkPlanCurrent(ctx, p, objs); d.HasErrors() {
+			return nil, append(diags, d...)
+		}
+	}
+	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
+	for _, c := range p.Changes {
+		changes[c.Addr] = c
+	}
+	// What refresh found is the truth: store it first.
+	diags = append(diags, e.storeDrift(p, objs, changes)...)
+	return &applier{e: e, plan: p, changes: changes, objs: objs, res: res, lim: make(limiter, e.parallelism())}, diags
+}
+
+// graph is the walk graph of the apply: in normal mode the configuration's
+// (within the plan's targets), and in every mode the destroy steps.
+func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
+	g := &walkGraph{vgraph: newVGraph(), instances: map[string]*instanceVertex{}}
+	var diags hcl.Diagnostics
+	if ap.plan.Mode == plans.NormalMode {
+		cg, d := ap.e.buildConfigGraph(ctx)
+		if diags = append(diags, d...); d.HasErrors() {
+			return nil, diags
+		}
+		filter, d := parseTargets(ap.plan.Targets)
+		diags = append(diags, d...)
+		filter.expand(cg)
+		ev := newEvaluator(ap.e.Module, cg, ap.plan.Variables)
+		if d := ap.e.expandStatic(cg, ev); d.HasErrors() {
+			return nil, append(diags, d...)
+		}
+		g = cg.walkGraph(ap.e.Module, filter.vertex, filter.instance)
+		ap.filter, ap.ev, ap.cg = filter, ev, cg
+	}
+	ap.addDestroySteps(g)
+	if err := g.g.Validate(); err != nil {
+		return nil, append(diags, errDiag("Cannot order the changes", err.Error()))
+	}
+	return g, diags
+}
+
 // storeDrift writes refreshed values into state.
-func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*instance, changes map[string]*plans.ResourceChange) hcl.Diagnostics {
+func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, changes map[string]*plans.ResourceChange) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, d := range p.Drift {
 		in, ok := insts[d.Addr]
@@ -155,159 +187,70 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*instance, changes m
 	return diags
 }
 
-type applier struct {
-	e       *Engine
-	plan    *plans.Plan
-	changes map[string]*plans.ResourceChange
-	insts   map[string]*instance
-	filter  *targetFilter
-	ev      *evaluator
-	cg      *configGraph
-
-	lim limiter
-
-	mu  sync.Mutex
-	res *ApplyResult
-}
-
-func destroyVertex(addr string) string   { return "destroy " + addr }
-func destroyAllVertex(res string) string { return "destroyall " + res }
-
-// addDestroySteps adds a vertex per delete (and per replace's delete half)
-// and orders them: an instance is deleted only after everything that
-// depends on it; delete-then-create deletes before its resource is created
-// again; create-then-delete deletes after the new object and its
-// dependents are in place.
-func (ap *applier) addDestroySteps(g *graph.Graph, cg *configGraph) {
-	var dels []*plans.ResourceChange
-	byRes := map[string][]string{}
-	for _, c := range ap.plan.Changes {
-		if c.Action == plans.Delete || c.Action.IsReplace() {
-			dels = append(dels, c)
-			byRes[c.Resource] = append(byRes[c.Resource], c.Addr)
-		}
-	}
-	if len(dels) == 0 {
-		return
-	}
-	// dependents[r]: resources that depend on r (config now, or recorded).
-	dependents := map[string]map[string]bool{}
-	addDep := func(user, dep string) {
-		if dependents[dep] == nil {
-			dependents[dep] = map[string]bool{}
-		}
-		dependents[dep][user] = true
-	}
-	if cg != nil {
-		for r, deps := range cg.resourceDeps {
-			for _, d := range deps {
-				addDep(r, d)
-			}
-		}
-	}
-	for _, c := range ap.plan.Changes {
-		for _, d := range c.Dependencies {
-			addDep(c.Resource, d)
-		}
-	}
-	for _, in := range ap.insts {
-		for _, d := range in.Dependencies {
-			addDep(in.Resource, d)
-		}
-	}
-	for res, addrs := range byRes {
-		agg := destroyAllVertex(res)
-		g.Add(agg)
-		for _, a := range addrs {
-			g.Connect(agg, destroyVertex(a))
-		}
-	}
-	for _, c := range dels {
-		v := destroyVertex(c.Addr)
-		g.Add(v)
-		users := make([]string, 0, len(dependents[c.Resource]))
-		for u := range dependents[c.Resource] {
-			users = append(users, u)
-		}
-		sort.Strings(users)
-		for _, u := range users {
-			if u == c.Resource {
-				continue
-			}
-			if _, ok := byRes[u]; ok {
-				g.Connect(v, destroyAllVertex(u))
-			}
-		}
-		switch c.Action {
-		case plans.Delete:
-			// What used the object (per state) is created or updated
-			// first, so it has moved off before the object goes.
-			for _, u := range users {
-				if g.Has(u) && u != c.Resource {
-					g.Connect(v, u)
-				}
-			}
-		case plans.DeleteThenCreate:
-			if iv := instanceVertexName(c.Addr); g.Has(iv) {
-				g.Connect(iv, v)
-			} else if g.Has(c.Resource) {
-				g.Connect(c.Resource, v)
-			}
-		case plans.CreateThenDelete:
-			if iv := instanceVertexName(c.Addr); g.Has(iv) {
-				g.Connect(v, iv)
-			} else if g.Has(c.Resource) {
-				g.Connect(v, c.Resource)
-			}
-			for _, u := range users {
-				if g.Has(u) && u != c.Resource {
-					g.Connect(v, u)
-				}
-			}
-		}
-	}
-}
-
-// applyResource creates or updates every instance of one resource block
-// that the plan changes, and publishes every instance's value for the
-// blocks that reference it.
-func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostics {
-	e := ap.e
-	r := e.Module.Resources[key]
-	schema := ap.cg.schemas[r.Addr.Type]
-	ris, b, diags := ap.ev.expandResource(ctx, key, nil)
+// applyBlock applies a resource block walked whole (its keys known only
+// now): every instance the plan changes, and publishes every instance's
+// value for the blocks that reference it.
+func (ap *applier) applyBlock(ctx context.Context, key string) hcl.Diagnostics {
+	cis, b, diags := ap.ev.expandResource(key, nil)
 	if diags.HasErrors() {
 		return diags
 	}
-	var work []*resourceInstance
-	for _, ri := range ris {
-		c := ap.changes[ri.Addr]
-		switch {
-		case c == nil || !ap.filter.instance(ri.Addr):
-			if in, ok := ap.instance(ri.Addr); ok {
-				b.set(ri.Key, in.Value)
-			} else {
-				b.set(ri.Key, cty.UnknownVal(schema.Block.ImpliedType()))
-			}
-		case c.Action == plans.NoOp || c.Action == plans.Delete:
-			b.set(ri.Key, c.Before)
-		default:
-			work = append(work, ri)
+	var work []*configInstance
+	for _, ci := range cis {
+		if !ap.settled(key, b, ci.Key, ci.Addr) {
+			work = append(work, ci)
 		}
 	}
-	if len(work) == 0 {
+	return append(diags, ap.applyInstances(ctx, key, b, work)...)
+}
+
+// applyInstanceVertex applies one instance of a statically expanded block
+// when the plan changes it, and publishes its value.
+func (ap *applier) applyInstanceVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
+	b := ap.ev.resourceValues(iv.block)
+	if ap.settled(iv.block, b, iv.key, iv.addr) {
+		return nil
+	}
+	ci, diags := ap.ev.evalInstance(iv)
+	if diags.HasErrors() {
 		return diags
 	}
-	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
-	if err != nil {
-		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
+	return append(diags, ap.applyInstances(ctx, iv.block, b, []*configInstance{ci})...)
+}
+
+// settled publishes the value of an instance that this apply does not
+// create or update (no change, a no-op, a delete, or outside -target) and
+// reports true; it reports false for one to apply.
+func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr string) bool {
+	c := ap.changes[addr]
+	switch {
+	case c == nil || !ap.filter.instance(addr):
+		obj, _ := ap.object(addr)
+		b.set(k, valueFromState(obj, ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]))
+	case c.Action == plans.NoOp || c.Action == plans.Delete:
+		b.set(k, c.Before)
+	default:
+		return false
+	}
+	return true
+}
+
+// applyInstances applies instances of block key, as many at once as the
+// engine's parallelism allows, publishing each result in b.
+func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValues, cis []*configInstance) hcl.Diagnostics {
+	if len(cis) == 0 {
+		return nil
+	}
+	prov, diags := ap.e.provider(ctx, sdk.ProviderNameOf(ap.e.Module.Resources[key].Addr.Type))
+	if diags.HasErrors() {
+		return diags
 	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, ap.lim, len(work), func(i int) {
-		ri := work[i]
-		val, d := ap.applyInstance(ctx, prov, key, schema, ri, ap.changes[ri.Addr])
+	if err := forEachParallel(ctx, ap.lim, len(cis), func(i int) {
+		ci := cis[i]
+		val, d := ap.applyInstance(ctx, prov, key, ci, ap.changes[ci.Addr])
 		if val != cty.NilVal {
-			b.set(ri.Key, val)
+			b.set(ci.Key, val)
 		}
 		mu.Lock()
 		diags = append(diags, d...)
@@ -318,54 +261,13 @@ func (ap *applier) applyResource(ctx context.Context, key string) hcl.Diagnostic
 	return diags
 }
 
-// applyVertex creates or updates one instance vertex when the plan says so
-// and publishes its value.
-func (ap *applier) applyVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
-	e := ap.e
-	r := e.Module.Resources[iv.Block]
+// applyInstance creates, updates or replaces one instance as change c
+// says: re-plan with what is known now, check it against the reviewed
+// plan, call the provider, store the result. It returns the value
+// dependents see.
+func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, ci *configInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {
+	r := ap.e.Module.Resources[key]
 	schema := ap.cg.schemas[r.Addr.Type]
-	b := ap.ev.res[iv.Block]
-	c := ap.changes[iv.Addr]
-	switch {
-	case c == nil || !ap.filter.instance(iv.Addr):
-		if in, ok := ap.instance(iv.Addr); ok {
-			b.set(iv.Key, in.Value)
-		} else {
-			b.set(iv.Key, cty.UnknownVal(schema.Block.ImpliedType()))
-		}
-		return nil
-	case c.Action == plans.NoOp || c.Action == plans.Delete:
-		b.set(iv.Key, c.Before)
-		return nil
-	}
-	ri, diags := ap.ev.evalInstance(iv)
-	if diags.HasErrors() {
-		return diags
-	}
-	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
-	if err != nil {
-		return append(diags, errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error()))
-	}
-	var val cty.Value
-	var d hcl.Diagnostics
-	if err := ap.lim.do(ctx, func() { val, d = ap.applyInstance(ctx, prov, iv.Block, schema, ri, c) }); err != nil {
-		return append(diags, errDiag("Apply interrupted", err.Error()))
-	}
-	if val != cty.NilVal {
-		b.set(iv.Key, val)
-	}
-	return append(diags, d...)
-}
-
-func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, schema *sdk.ResourceSchema, ri *resourceInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {
-	e := ap.e
-	r := e.Module.Resources[key]
-	rng := r.DeclRange
-	ty := schema.Block.ImpliedType()
-	prior, priorPrivate := c.Before, c.PriorPrivate
-	if c.Action != plans.Update {
-		prior, priorPrivate = cty.NullVal(ty), nil
-	}
 	if c.Action == plans.CreateThenDelete {
 		// The old object steps aside under a deposed address until the
 		// new one is in place; then its destroy step removes it.
@@ -373,30 +275,49 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 			return cty.NilVal, hcl.Diagnostics{errDiag("Cannot depose "+c.Addr, err.Error())}
 		}
 	}
-	// Re-plan with what is known now that dependencies are applied.
-	cfg := applyIgnoreChanges(ri.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ri, prior, priorPrivate, cfg, schema.Block, replacesOf(c), false)
-	_, pd = planNotes(pd) // the plan showed them
-	diags := sdkDiags(pd, ri.Addr, r.Config, &rng)
-	if pd.HasErrors() {
+	req, diags := ap.replan(ctx, prov, r, schema, ci, c)
+	if diags.HasErrors() {
 		return cty.NilVal, diags
+	}
+	obj := &stateObject{Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ci.Node,
+		Value: req.Planned, Private: req.Private, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+	resp, err := ap.callApply(ctx, prov, obj, string(c.Action), req)
+	if err != nil {
+		return cty.NilVal, append(diags, errDiag("Cannot apply "+ci.Addr, err.Error()))
+	}
+	rng := r.DeclRange
+	diags = append(diags, sdkDiags(resp.Diagnostics, ci.Addr, r.Config, &rng)...)
+	return ap.storeApplied(obj, c, resp, schema.Block.ImpliedType(), diags)
+}
+
+// replan plans ci again with what is known now that its dependencies are
+// applied, and refuses a value that differs from what the plan showed.
+func (ap *applier) replan(ctx context.Context, prov sdk.Provider, r *config.Resource, schema *sdk.ResourceSchema, ci *configInstance, c *plans.ResourceChange) (sdk.ApplyRequest, hcl.Diagnostics) {
+	rng := r.DeclRange
+	prior, priorPrivate := c.Before, c.PriorPrivate
+	if c.Action != plans.Update {
+		prior, priorPrivate = cty.NullVal(schema.Block.ImpliedType()), nil
+	}
+	cfg := applyIgnoreChanges(ci.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ci, prior, priorPrivate, cfg, schema.Block, replacesOf(c), false)
+	_, pd = planNotes(pd) // the plan showed them
+	diags := sdkDiags(pd, ci.Addr, r.Config, &rng)
+	if pd.HasErrors() {
+		return sdk.ApplyRequest{}, diags
 	}
 	// What was reviewed is what runs: a value the plan knew may not differ now.
 	if path, ok := consistentWithPlan(c.After, planned); !ok {
-		return cty.NilVal, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plan changed since it was made",
+		return sdk.ApplyRequest{}, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plan changed since it was made",
 			Detail: fmt.Sprintf("%s: at apply time %s plans %s differently from the plan that was reviewed. Nothing was changed for this instance; run plan again to review the new values.",
-				ri.Addr, c.Provider, describePath(path)), Subject: &rng})
+				ci.Addr, c.Provider, describePath(path)), Subject: &rng})
 	}
-	action := c.Action
-	inst := &instance{Addr: ri.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ri.Node,
-		Value: planned, Private: plannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
-	resp, err := ap.callApply(ctx, prov, inst, string(action), sdk.ApplyRequest{
-		TypeName: r.Addr.Type, Address: ri.Addr, Node: ri.Node, Prior: prior, Planned: planned, Config: cfg, Private: plannedPrivate,
-	})
-	if err != nil {
-		return cty.NilVal, append(diags, errDiag("Cannot apply "+ri.Addr, err.Error()))
-	}
-	diags = append(diags, sdkDiags(resp.Diagnostics, ri.Addr, r.Config, &rng)...)
+	return sdk.ApplyRequest{TypeName: r.Addr.Type, Address: ci.Addr, Node: ci.Node, Prior: prior, Planned: planned,
+		Config: cfg, Private: plannedPrivate}, diags
+}
+
+// storeApplied stores what the provider left (an object that failed to
+// create is kept tainted) and returns the value dependents see.
+func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp sdk.ApplyResponse, ty cty.Type, diags hcl.Diagnostics) (cty.Value, hcl.Diagnostics) {
 	newVal := resp.NewState
 	if newVal == cty.NilVal {
 		newVal = cty.NullVal(ty)
@@ -404,75 +325,23 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	if !newVal.IsNull() && !newVal.IsWhollyKnown() {
 		newVal = unknownAsNull(newVal)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Provider returned unknown values",
-			Detail: fmt.Sprintf("provider %s left values unknown after applying %s; this is a bug in the provider. They are stored as null.", c.Provider, ri.Addr)})
+			Detail: fmt.Sprintf("provider %s left values unknown after applying %s; this is a bug in the provider. They are stored as null.", c.Provider, obj.Addr)})
 	}
-	inst.Value, inst.Private = newVal, resp.Private
-	inst.Tainted = resp.Diagnostics.HasErrors() && action != plans.Update && !newVal.IsNull()
-	if serr := ap.store(inst); serr != nil {
-		diags = append(diags, errDiag("Cannot store "+ri.Addr, serr.Error()))
+	obj.Value, obj.Private = newVal, resp.Private
+	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
+	if serr := ap.store(obj); serr != nil {
+		diags = append(diags, errDiag("Cannot store "+obj.Addr, serr.Error()))
 	}
-	ap.count(action, resp.Diagnostics.HasErrors())
+	ap.count(c.Action, resp.Diagnostics.HasErrors())
 	if newVal.IsNull() {
 		return cty.UnknownVal(ty), diags
 	}
 	return newVal, diags
 }
 
-// destroyStep deletes one instance (or the old half of a replacement).
-func (ap *applier) destroyStep(ctx context.Context, v string) hcl.Diagnostics {
-	if len(v) > len("destroyall ") && v[:len("destroyall ")] == "destroyall " {
-		return nil
-	}
-	addr := v[len("destroy "):]
-	c := ap.changes[addr]
-	stateAddr := addr
-	if c.Action == plans.CreateThenDelete {
-		stateAddr = addr + deposedSuffix
-	}
-	prov, err := ap.e.Providers.Provider(ctx, c.Provider)
-	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot start provider "+c.Provider, err.Error())}
-	}
-	node := c.Node
-	if c.PriorNode.Transport != "" {
-		node = c.PriorNode // the old object lives where state says it is
-	}
-	inst := &instance{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: node,
-		Value: c.Before, Private: c.PriorPrivate, Dependencies: c.Dependencies, SchemaVersion: c.SchemaVersion}
-	if in, ok := ap.instance(addr); ok {
-		inst.Tainted = in.Tainted
-	}
-	resp, err := ap.callApply(ctx, prov, inst, "delete", sdk.ApplyRequest{
-		TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
-		Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
-	})
-	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}
-	}
-	diags := sdkDiags(resp.Diagnostics, addr, nil, nil)
-	if resp.NewState != cty.NilVal && !resp.NewState.IsNull() {
-		// Not gone: keep the object and its restore data in state.
-		inst.Value, inst.Private = unknownAsNull(resp.NewState), resp.Private
-		if serr := ap.store(inst); serr != nil {
-			diags = append(diags, errDiag("Cannot store "+addr, serr.Error()))
-		}
-		if !resp.Diagnostics.HasErrors() {
-			diags = append(diags, errDiag("Provider did not destroy "+addr,
-				"the provider returned without error but the object still exists; it stays in state"))
-		}
-	} else {
-		inst.Value = cty.NullVal(c.Before.Type())
-		if serr := ap.store(inst); serr != nil {
-			diags = append(diags, errDiag("Cannot update state for "+addr, serr.Error()))
-		}
-	}
-	ap.count(plans.Delete, diags.HasErrors())
-	return diags
-}
-
 // callApply brackets one ApplyResourceChange with a journal intent and
 // reports progress.
-func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *instance, action string, req sdk.ApplyRequest) (sdk.ApplyResponse, error) {
+func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *stateObject, action string, req sdk.ApplyRequest) (sdk.ApplyResponse, error) {
 	h := ap.e.hooks()
 	intent, err := newIntent(inst, action)
 	if err != nil {
@@ -502,7 +371,7 @@ func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *insta
 
 // store writes the instance's result (a null value removes the record)
 // and clears its journal intent.
-func (ap *applier) store(inst *instance) error {
+func (ap *applier) store(inst *stateObject) error {
 	gone := inst.Value == cty.NilVal || inst.Value.IsNull()
 	var rec *state.Resource
 	if !gone {
@@ -517,24 +386,24 @@ func (ap *applier) store(inst *instance) error {
 	}
 	ap.mu.Lock()
 	if gone {
-		delete(ap.insts, inst.Addr)
+		delete(ap.objs, inst.Addr)
 	} else {
-		ap.insts[inst.Addr] = inst
+		ap.objs[inst.Addr] = inst
 	}
 	ap.mu.Unlock()
 	return nil
 }
 
-func (ap *applier) instance(addr string) (*instance, bool) {
+func (ap *applier) object(addr string) (*stateObject, bool) {
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	in, ok := ap.insts[addr]
+	in, ok := ap.objs[addr]
 	return in, ok
 }
 
 func (ap *applier) moveToDeposed(addr string) error {
 	ap.mu.Lock()
-	in, ok := ap.insts[addr]
+	in, ok := ap.objs[addr]
 	ap.mu.Unlock()
 	if !ok {
 		return nil

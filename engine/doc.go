@@ -8,6 +8,29 @@
 // dependency order, and stores every instance's result the moment it lands,
 // with a journal intent written before each provider call and cleared after.
 //
+// The files follow that flow:
+//
+//   - engine.go: the Engine, provider start and schemas; diags.go,
+//     limiter.go, hooks.go: what every phase shares.
+//   - stateobject.go: the state's side of an instance (stateObject) and the
+//     Store it lives in; journal.go: intents and their recovery.
+//   - configgraph.go: the configuration graph (vertex.go: its typed
+//     vertices); targets.go: -target.
+//   - evaluator.go: values computed during a walk; configinstance.go: a
+//     resource block expanded into configInstances.
+//   - walkgraph.go: the graph a walk runs, with instance vertices for
+//     blocks whose keys are known before it; walk.go: the walker.
+//   - refresh.go, nodecheck.go: reading the nodes.
+//   - plan.go (plan_normal.go, plan_destroy.go): Engine.Plan by mode;
+//     plan_instance.go: planning one instance; ignore.go: lifecycle.
+//   - apply.go (apply_destroy.go): Engine.Apply and applying one instance;
+//     planfresh.go: the saved-plan check.
+//   - import.go, validate.go: Engine.Import and Engine.Validate.
+//
+// Three words name an instance's three sides: a configInstance is what the
+// configuration says, a stateObject what state records, an instanceVertex
+// its vertex in a walk.
+//
 // The engine talks to providers only through sdk.Provider (never a provider
 // package) and to state only through the Store interface.
 package engine

@@ -1,3 +1,7 @@
+// This file holds the Engine itself: what it is given (the module, the
+// providers, the state store, hooks) and the small services every phase
+// uses (provider start, schemas).
+
 package engine
 
 import (
@@ -5,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -81,111 +84,11 @@ func (e *Engine) schemaFor(ctx context.Context, typeName string) (*sdk.ResourceS
 	return rs, nil
 }
 
-// loadState reads every instance in state.
-func (e *Engine) loadState() (map[string]*instance, hcl.Diagnostics) {
-	recs, err := e.Store.Resources()
+// provider starts (or returns the running) provider name.
+func (e *Engine) provider(ctx context.Context, name string) (sdk.Provider, hcl.Diagnostics) {
+	p, err := e.Providers.Provider(ctx, name)
 	if err != nil {
-		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return nil, hcl.Diagnostics{cannotStart(name, err)}
 	}
-	out := make(map[string]*instance, len(recs))
-	for _, r := range recs {
-		in, err := instanceFromRecord(r)
-		if err != nil {
-			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
-		}
-		out[in.Addr] = in
-	}
-	return out, nil
-}
-
-func errDiag(summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
-}
-
-// sdkDiags converts provider diagnostics into hcl ones, pointing at the
-// attribute they name when the body has it.
-func sdkDiags(ds sdk.Diagnostics, addr string, body hcl.Body, rng *hcl.Range) hcl.Diagnostics {
-	var out hcl.Diagnostics
-	for _, d := range ds {
-		sev := hcl.DiagError
-		if d.Severity == sdk.Warning {
-			sev = hcl.DiagWarning
-		}
-		hd := &hcl.Diagnostic{Severity: sev, Summary: d.Summary, Detail: d.Detail}
-		if addr != "" {
-			hd.Detail = strings.TrimSpace(hd.Detail + "\n\n(" + addr + ")")
-		}
-		if body != nil && len(d.Path) > 0 {
-			hd.Subject = config.AttributeRange(body, d.Path)
-		}
-		if hd.Subject == nil && rng != nil {
-			r := *rng
-			hd.Subject = &r
-		}
-		out = append(out, hd)
-	}
-	return out
-}
-
-// limiter bounds concurrent provider calls across the whole walk.
-type limiter chan struct{}
-
-func (l limiter) do(ctx context.Context, fn func()) error {
-	// Checked first: select picks at random when a slot is free too, and
-	// nothing new may start once the user has interrupted.
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case l <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-l }()
-	fn()
-	return nil
-}
-
-// forEachParallel runs fn(i) for i in [0,n) through lim, returning the
-// first context error. fn must be safe to call concurrently.
-func forEachParallel(ctx context.Context, lim limiter, n int, fn func(i int)) error {
-	if n == 1 {
-		return lim.do(ctx, func() { fn(0) })
-	}
-	var wg sync.WaitGroup
-	var firstErr error
-	var mu sync.Mutex
-	workers := cap(lim)
-	if workers > n {
-		workers = n
-	}
-	if workers < 1 {
-		workers = 1
-	}
-	next := 0
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				if err := lim.do(ctx, func() { fn(i) }); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
+	return p, nil
 }

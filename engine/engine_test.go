@@ -546,7 +546,7 @@ func TestCycle(t *testing.T) {
 // before calling the provider, as a crash between the two would.
 func (b *bed) writeIntent(addr, action string, value cty.Value) {
 	b.t.Helper()
-	in := &instance{Addr: addr, Resource: resourceOfInstance(addr), Type: testThing, Provider: "sftest",
+	in := &stateObject{Addr: addr, Resource: resourceOfInstance(addr), Type: testThing, Provider: "sftest",
 		Value: value, Node: b.cfg("chain_a_d").nodeOf(b.t)}
 	intent, err := newIntent(in, action)
 	if err != nil {

@@ -1,3 +1,6 @@
+// This file holds Hooks, the progress events the engine reports while it
+// refreshes and applies (the CLI renders them).
+
 package engine
 
 import (

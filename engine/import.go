@@ -1,3 +1,7 @@
+// This file holds Engine.Import: bring an existing object under
+// management at an address, reading it by id on the node the
+// configuration gives that instance.
+
 package engine
 
 import (
@@ -26,53 +30,21 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return hcl.Diagnostics{errDiag("Resource not in configuration",
 			fmt.Sprintf("Before importing %s, add a resource block for %s to the configuration: import needs it to know the node.", addr, key))}
 	}
-	insts, diags := e.loadState()
+	objs, diags := e.loadState()
 	if diags.HasErrors() {
 		return diags
 	}
-	if _, ok := insts[addr]; ok {
+	if _, ok := objs[addr]; ok {
 		return hcl.Diagnostics{errDiag("Resource already managed",
 			fmt.Sprintf("%s is already in state. Remove it first with `sparkform state rm %s` if you mean to import another object there.", addr, addr))}
 	}
-	cg, d := e.buildConfigGraph(ctx)
-	diags = append(diags, d...)
-	if d.HasErrors() {
+	cg, found, d := e.importTarget(ctx, key, addr, objs, vars)
+	if diags = append(diags, d...); d.HasErrors() {
 		return diags
 	}
-	filter := &targetFilter{blocks: map[string]bool{}, instances: map[string]bool{addr: true}, whole: map[string]bool{}}
-	filter.expand(cg)
-	ev := newEvaluator(e.Module, cg, vars)
-	var found *resourceInstance
-	fromState := func(ctx context.Context, k string) hcl.Diagnostics {
-		ris, b, d := ev.expandResource(ctx, k, nil)
-		if d.HasErrors() {
-			return d
-		}
-		schema := cg.schemas[e.Module.Resources[k].Addr.Type]
-		for _, x := range ris {
-			if k == key && x.Addr == addr {
-				found = x
-			}
-			if in, ok := insts[x.Addr]; ok {
-				b.set(x.Key, in.Value)
-			} else {
-				b.set(x.Key, cty.UnknownVal(schema.Block.ImpliedType()))
-			}
-		}
-		return d
-	}
-	g := cg.subgraph(func(v string) bool { return filter.vertex(v) && v[:min(len(v), 7)] != "output." })
-	diags = append(diags, e.walk(ctx, g, ev, walkFuncs{resource: fromState})...)
-	if diags.HasErrors() {
+	prov, d := e.provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
+	if diags = append(diags, d...); d.HasErrors() {
 		return diags
-	}
-	if found == nil {
-		return append(diags, errDiag("No such instance", fmt.Sprintf("The configuration does not produce %s (check its for_each/count keys).", addr)))
-	}
-	schema := cg.schemas[r.Addr.Type]
-	prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
-	if err != nil {
-		return append(diags, errDiag("Cannot start provider", err.Error()))
 	}
 	resp := prov.ImportResource(ctx, sdk.ImportRequest{TypeName: r.Addr.Type, Node: found.Node, ID: id})
 	rng := r.DeclRange
@@ -84,8 +56,8 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return append(diags, errDiag("Cannot import non-existent object",
 			fmt.Sprintf("Provider %s found no object with id %q on %s.", sdk.ProviderNameOf(r.Addr.Type), id, nodeLabel(found.Node))))
 	}
-	in := &instance{Addr: addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: found.Node,
-		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: schema.Version}
+	in := &stateObject{Addr: addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: found.Node,
+		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version}
 	rec, err := in.record()
 	if err == nil {
 		err = e.Store.PutResource(rec)
@@ -94,4 +66,40 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return append(diags, errDiag("Cannot store "+addr, err.Error()))
 	}
 	return diags
+}
+
+// importTarget evaluates the configuration of instance addr of block key,
+// with every resource it depends on taken from state (no provider calls).
+func (e *Engine) importTarget(ctx context.Context, key, addr string, objs map[string]*stateObject, vars map[string]cty.Value) (*configGraph, *configInstance, hcl.Diagnostics) {
+	cg, diags := e.buildConfigGraph(ctx)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	filter := &targetFilter{blocks: map[vertex]bool{}, instances: map[string]bool{addr: true}, whole: map[string]bool{}}
+	filter.expand(cg)
+	ev := newEvaluator(e.Module, cg, vars)
+	var found *configInstance
+	fromState := func(_ context.Context, k string) hcl.Diagnostics {
+		cis, b, d := ev.expandResource(k, nil)
+		if d.HasErrors() {
+			return d
+		}
+		schema := cg.schemas[e.Module.Resources[k].Addr.Type]
+		for _, ci := range cis {
+			if k == key && ci.Addr == addr {
+				found = ci
+			}
+			b.set(ci.Key, valueFromState(objs[ci.Addr], schema))
+		}
+		return d
+	}
+	g := &walkGraph{vgraph: cg.g.subgraph(func(v vertex) bool { return filter.vertex(v) && v.kind != outputVertex })}
+	diags = append(diags, e.walk(ctx, g, ev, walkFuncs{resource: fromState})...)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	if found == nil {
+		return nil, nil, append(diags, errDiag("No such instance", fmt.Sprintf("The configuration does not produce %s (check its for_each/count keys).", addr)))
+	}
+	return cg, found, diags
 }

@@ -1,3 +1,6 @@
+// This file holds the node check: before a plan reads anything, every
+// node it touches is reached once.
+
 package engine
 
 import (
@@ -20,7 +23,7 @@ type NodeChecker func(ctx context.Context, n sdk.Node) error
 // checkNodes reaches every node a plan touches, once each and in
 // parallel: the configuration's nodes and the nodes of what is in state.
 // Each failure is one diagnostic pointing at the node block.
-func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*instance) hcl.Diagnostics {
+func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject) hcl.Diagnostics {
 	if e.NodeCheck == nil {
 		return nil
 	}
@@ -82,23 +85,4 @@ func nodeBlockName(name string) string {
 		name = name[:i]
 	}
 	return name
-}
-
-// planNotes splits a provider's plan diagnostics: warnings are notes on
-// the planned change (what it displaces, shown with it), the rest stay.
-func planNotes(ds sdk.Diagnostics) ([]string, sdk.Diagnostics) {
-	var notes []string
-	var rest sdk.Diagnostics
-	for _, d := range ds {
-		if d.Severity != sdk.Warning {
-			rest = append(rest, d)
-			continue
-		}
-		n := d.Summary
-		if d.Detail != "" {
-			n += "; " + d.Detail
-		}
-		notes = append(notes, n)
-	}
-	return notes, rest
 }

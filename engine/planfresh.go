@@ -1,3 +1,6 @@
+// This file holds the check a saved plan passes before apply changes
+// anything: the instances it changes still look as they did at plan.
+
 package engine
 
 import (
@@ -21,8 +24,8 @@ import (
 // stopping halfway (containers destroyed, their replacements refused by
 // the per-instance check) is worse than not starting. The per-instance
 // check at apply stays as the last line of defence.
-func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[string]*instance) hcl.Diagnostics {
-	toRead := map[string]*instance{}
+func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[string]*stateObject) hcl.Diagnostics {
+	toRead := map[string]*stateObject{}
 	for _, c := range p.Changes {
 		in, ok := insts[c.Addr]
 		if !ok {

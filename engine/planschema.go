@@ -1,3 +1,6 @@
+// This file holds the schema check a saved plan passes before apply
+// changes anything: every value fits its resource type.
+
 package engine
 
 import (

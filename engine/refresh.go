@@ -1,3 +1,7 @@
+// This file holds refresh: every object in state is read back from its
+// node, batched as one ReadResources call per (provider, node), and
+// compared with what state says (drift).
+
 package engine
 
 import (
@@ -11,6 +15,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/state"
 )
 
 // RefreshStats counts what one refresh cost.
@@ -22,68 +27,62 @@ type RefreshStats struct {
 	Instances  int
 }
 
-// refresh observes every instance in insts, batched: one ReadResources
-// call per (provider, node), the calls running in parallel. It returns the
-// refreshed instances (gone ones removed) and the drift it found.
-func (e *Engine) refresh(ctx context.Context, insts map[string]*instance) (map[string]*instance, []*plans.Drift, RefreshStats, hcl.Diagnostics) {
-	type group struct {
-		provider string
-		node     sdk.Node
-		addrs    []string
-	}
-	groups := map[string]*group{}
-	for addr, in := range insts {
+// readGroup is the objects of one provider on one node: one batched read.
+type readGroup struct {
+	provider string
+	node     sdk.Node
+	addrs    []string
+}
+
+// readGroups groups objs by (provider, node), in a stable order.
+func readGroups(objs map[string]*stateObject) []*readGroup {
+	byKey := map[string]*readGroup{}
+	for addr, in := range objs {
 		k := in.Provider + "\x00" + in.Node.Key()
-		g := groups[k]
+		g := byKey[k]
 		if g == nil {
-			g = &group{provider: in.Provider, node: in.Node}
-			groups[k] = g
+			g = &readGroup{provider: in.Provider, node: in.Node}
+			byKey[k] = g
 		}
 		g.addrs = append(g.addrs, addr)
 	}
-	keys := make([]string, 0, len(groups))
-	for k, g := range groups {
+	keys := make([]string, 0, len(byKey))
+	for k, g := range byKey {
 		sort.Strings(g.addrs)
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	out := make([]*readGroup, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k]
+	}
+	return out
+}
 
-	out := make(map[string]*instance, len(insts))
+// refresh observes every object in objs, batched: one ReadResources call
+// per (provider, node), the calls running in parallel. It returns the
+// refreshed objects (gone ones removed) and the drift it found.
+func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map[string]*stateObject, []*plans.Drift, RefreshStats, hcl.Diagnostics) {
+	out := make(map[string]*stateObject, len(objs))
 	var drift []*plans.Drift
 	var diags hcl.Diagnostics
 	var stats RefreshStats
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	lim := make(limiter, e.parallelism())
-	for _, k := range keys {
-		g := groups[k]
+	for _, g := range readGroups(objs) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = lim.do(ctx, func() {
-				res, rd, trips := e.readGroup(ctx, g.provider, g.node, g.addrs, insts)
+				res, rd, trips := e.read(ctx, g, objs)
 				mu.Lock()
 				defer mu.Unlock()
 				stats.Calls++
 				stats.RoundTrips += trips
 				stats.Instances += len(g.addrs)
 				diags = append(diags, rd...)
-				for _, addr := range g.addrs {
-					before := insts[addr]
-					after, ok := res[addr]
-					if !ok { // read failed: keep what state says
-						out[addr] = before
-						continue
-					}
-					if after != nil {
-						out[addr] = after
-					}
-					if after == nil {
-						drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value)})
-					} else if !sdk.ValuesEqual(before.Value, after.Value) {
-						drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value})
-					}
-				}
+				drift = append(drift, mergeRead(g.addrs, objs, res, out)...)
 			})
 		}()
 	}
@@ -95,78 +94,116 @@ func (e *Engine) refresh(ctx context.Context, insts map[string]*instance) (map[s
 	return out, drift, stats, diags
 }
 
-// readGroup makes one batched ReadResources call. The result maps an
-// address to its refreshed instance (nil: gone); addresses missing from the
-// map could not be read.
-func (e *Engine) readGroup(ctx context.Context, provider string, node sdk.Node, addrs []string, insts map[string]*instance) (map[string]*instance, hcl.Diagnostics, int) {
-	h := e.hooks()
-	h.PreRefresh(provider, node.Name, len(addrs))
-	start := time.Now()
-	p, err := e.Providers.Provider(ctx, provider)
-	if err != nil {
-		h.PostRefresh(provider, node.Name, len(addrs), time.Since(start), 0, err)
-		return nil, hcl.Diagnostics{errDiag("Cannot start provider "+provider, err.Error())}, 0
+// mergeRead puts what one read found for addrs into out and returns the
+// drift: an address missing from res could not be read and keeps what
+// state says; a nil result is gone.
+func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.Drift {
+	var drift []*plans.Drift
+	for _, addr := range addrs {
+		before := objs[addr]
+		after, ok := res[addr]
+		switch {
+		case !ok:
+			out[addr] = before
+		case after == nil:
+			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value)})
+		default:
+			out[addr] = after
+			if !sdk.ValuesEqual(before.Value, after.Value) {
+				drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value})
+			}
+		}
 	}
-	req := sdk.ReadRequest{Node: node, Resources: make([]sdk.ReadItem, len(addrs))}
-	for i, addr := range addrs {
-		in := insts[addr]
+	return drift
+}
+
+// read makes one batched ReadResources call. The result maps an address
+// to its refreshed object (nil: gone); addresses missing from the map could
+// not be read.
+func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateObject) (map[string]*stateObject, hcl.Diagnostics, int) {
+	h := e.hooks()
+	h.PreRefresh(g.provider, g.node.Name, len(g.addrs))
+	start := time.Now()
+	p, err := e.Providers.Provider(ctx, g.provider)
+	if err != nil {
+		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), 0, err)
+		return nil, hcl.Diagnostics{cannotStart(g.provider, err)}, 0
+	}
+	req := sdk.ReadRequest{Node: g.node, Resources: make([]sdk.ReadItem, len(g.addrs))}
+	for i, addr := range g.addrs {
+		in := objs[addr]
 		req.Resources[i] = sdk.ReadItem{TypeName: in.Type, Address: addr, Prior: in.Value, Private: in.Private}
 	}
 	resp := p.ReadResources(ctx, req)
-	var diags hcl.Diagnostics
-	if resp.Diagnostics.HasErrors() || len(resp.Results) != len(addrs) {
+	if resp.Diagnostics.HasErrors() || len(resp.Results) != len(g.addrs) {
 		err := resp.Diagnostics.Err()
 		if err == nil {
-			err = fmt.Errorf("provider %s returned %d results for %d instances", provider, len(resp.Results), len(addrs))
+			err = fmt.Errorf("provider %s returned %d results for %d instances", g.provider, len(resp.Results), len(g.addrs))
 		}
-		h.PostRefresh(provider, node.Name, len(addrs), time.Since(start), resp.RoundTrips, err)
-		diags = append(diags, errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(addrs), provider, nodeLabel(node)), err.Error()))
-		return nil, diags, resp.RoundTrips
+		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, err)
+		return nil, hcl.Diagnostics{errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err.Error())}, resp.RoundTrips
 	}
-	diags = append(diags, sdkDiags(filterWarnings(resp.Diagnostics), "", nil, nil)...)
-	out := make(map[string]*instance, len(addrs))
-	var errs []error
-	for i, addr := range addrs {
-		r := resp.Results[i]
-		if r.Diagnostics.HasErrors() {
-			diags = append(diags, sdkDiags(r.Diagnostics, addr, nil, nil)...)
-			errs = append(errs, r.Diagnostics.Err())
-			continue
-		}
-		diags = append(diags, sdkDiags(r.Diagnostics, addr, nil, nil)...)
-		if r.NewState.IsNull() {
-			out[addr] = nil
-			continue
-		}
-		cp := *insts[addr]
-		cp.Value = r.NewState
-		cp.Private = r.Private
-		out[addr] = &cp
-	}
-	var herr error
-	if len(errs) > 0 {
-		herr = errs[0]
-	}
-	h.PostRefresh(provider, node.Name, len(addrs), time.Since(start), resp.RoundTrips, herr)
+	out, diags, herr := readResults(g.addrs, objs, resp)
+	h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, herr)
 	return out, diags, resp.RoundTrips
 }
 
-func filterWarnings(ds sdk.Diagnostics) sdk.Diagnostics {
-	var out sdk.Diagnostics
-	for _, d := range ds {
-		if d.Severity == sdk.Warning {
-			out = append(out, d)
+// readResults turns a read's results into refreshed objects; the error is
+// the first instance's failure, for the hooks.
+func readResults(addrs []string, objs map[string]*stateObject, resp sdk.ReadResponse) (map[string]*stateObject, hcl.Diagnostics, error) {
+	diags := sdkDiags(filterWarnings(resp.Diagnostics), "", nil, nil)
+	out := make(map[string]*stateObject, len(addrs))
+	var first error
+	for i, addr := range addrs {
+		r := resp.Results[i]
+		diags = append(diags, sdkDiags(r.Diagnostics, addr, nil, nil)...)
+		switch {
+		case r.Diagnostics.HasErrors():
+			if first == nil {
+				first = r.Diagnostics.Err()
+			}
+		case r.NewState.IsNull():
+			out[addr] = nil
+		default:
+			cp := *objs[addr]
+			cp.Value, cp.Private = r.NewState, r.Private
+			out[addr] = &cp
 		}
 	}
-	return out
+	return out, diags, first
 }
 
-func nodeLabel(n sdk.Node) string {
-	if n.Name != "" {
-		return n.Name
+// refreshForPlan refreshes what a plan starts from: every object, or with
+// -refresh=false only those an interrupted apply left uncertain (merged
+// back into the rest).
+func (e *Engine) refreshForPlan(ctx context.Context, objs map[string]*stateObject, recovered map[string]*state.Intent, skip bool) (map[string]*stateObject, []*plans.Drift, hcl.Diagnostics) {
+	if skip && len(recovered) == 0 {
+		return objs, nil, nil
 	}
-	if n.Transport == "local" {
-		return "the local node"
+	toRead := objs
+	if skip {
+		toRead = map[string]*stateObject{}
+		for a := range recovered {
+			// An intent with no record anywhere has nothing to read.
+			if in, ok := objs[a]; ok {
+				toRead[a] = in
+			}
+		}
 	}
-	return fmt.Sprintf("%s@%s:%d", n.User, n.Host, n.Port)
+	refreshed, drift, _, diags := e.refresh(ctx, toRead)
+	if diags.HasErrors() || !skip {
+		return refreshed, drift, diags
+	}
+	merged := make(map[string]*stateObject, len(objs))
+	for a, in := range objs {
+		merged[a] = in
+	}
+	for a := range toRead {
+		if in, ok := refreshed[a]; ok {
+			merged[a] = in
+		} else {
+			delete(merged, a)
+		}
+	}
+	return merged, drift, diags
 }

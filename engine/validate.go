@@ -1,10 +1,11 @@
+// This file holds Engine.Validate: the configuration checked without
+// variables' values, state or nodes.
+
 package engine
 
 import (
 	"context"
-	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -23,40 +24,52 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
-	unknownScope := &config.Scope{BaseDir: e.Module.Dir, Variables: map[string]cty.Value{}, Locals: map[string]cty.Value{},
+	base := e.unknownScope().EvalContext()
+	keys := make([]string, 0, len(e.Module.Resources))
+	for k := range e.Module.Resources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	diags = append(diags, e.checkExpansions(keys, base)...)
+	diags = append(diags, e.validateResources(ctx, cg, keys, base)...)
+	for _, l := range e.Module.Locals {
+		_, d := l.Expr.Value(base)
+		diags = append(diags, d...)
+	}
+	return diags
+}
+
+// unknownScope is a scope where every variable, local, node and resource
+// is unknown.
+func (e *Engine) unknownScope() *config.Scope {
+	s := &config.Scope{BaseDir: e.Module.Dir, Variables: map[string]cty.Value{}, Locals: map[string]cty.Value{},
 		Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
 	for name, v := range e.Module.Variables {
 		ty := v.Type
 		if ty == cty.NilType {
 			ty = cty.DynamicPseudoType
 		}
-		unknownScope.Variables[name] = cty.UnknownVal(ty)
+		s.Variables[name] = cty.UnknownVal(ty)
 	}
 	for name := range e.Module.Locals {
-		unknownScope.Locals[name] = cty.DynamicVal
+		s.Locals[name] = cty.DynamicVal
 	}
 	for name := range e.Module.Nodes {
-		unknownScope.Nodes[name] = cty.DynamicVal
+		s.Nodes[name] = cty.DynamicVal
 	}
 	for _, r := range e.Module.Resources {
-		if unknownScope.Resources[r.Addr.Type] == nil {
-			unknownScope.Resources[r.Addr.Type] = map[string]cty.Value{}
+		if s.Resources[r.Addr.Type] == nil {
+			s.Resources[r.Addr.Type] = map[string]cty.Value{}
 		}
-		unknownScope.Resources[r.Addr.Type][r.Addr.ScopeKey()] = cty.DynamicVal
+		s.Resources[r.Addr.Type][r.Addr.ScopeKey()] = cty.DynamicVal
 	}
-	base := unknownScope.EvalContext()
-	ictx := base.NewChild()
-	ictx.Variables = map[string]cty.Value{
-		"each":  cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal}),
-		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
-	}
-	keys := make([]string, 0, len(e.Module.Resources))
-	for k := range e.Module.Resources {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	// for_each and count as far as they are known without values: a list
-	// literal is as wrong here as it is at plan.
+	return s
+}
+
+// checkExpansions checks for_each and count as far as they are known
+// without values: a list literal is as wrong here as it is at plan.
+func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		diags = append(diags, config.CheckExpansion(r.ForEach, r.Count, base)...)
@@ -70,6 +83,18 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 		n := e.Module.Nodes[name]
 		diags = append(diags, config.CheckExpansion(n.ForEach, n.Count, base)...)
 	}
+	return diags
+}
+
+// validateResources decodes every resource body against its schema and
+// asks its provider to check it, the providers in parallel.
+func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []string, base *hcl.EvalContext) hcl.Diagnostics {
+	ictx := base.NewChild()
+	ictx.Variables = map[string]cty.Value{
+		"each":  cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal}),
+		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
+	}
+	var diags hcl.Diagnostics
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, key := range keys {
@@ -86,11 +111,8 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prov, err := e.Providers.Provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
-			var d hcl.Diagnostics
-			if err != nil {
-				d = hcl.Diagnostics{errDiag("Cannot start provider "+sdk.ProviderNameOf(r.Addr.Type), err.Error())}
-			} else {
+			prov, d := e.provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
+			if !d.HasErrors() {
 				rng := r.DeclRange
 				d = sdkDiags(prov.ValidateResourceConfig(ctx, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, schema.Block)}), key, r.Config, &rng)
 			}
@@ -100,40 +122,5 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 		}()
 	}
 	wg.Wait()
-	for name, l := range e.Module.Locals {
-		_, d := l.Expr.Value(base)
-		diags = append(diags, onlyErrorsNotUnknown(d, "local."+name)...)
-	}
 	return diags
-}
-
-func onlyErrorsNotUnknown(ds hcl.Diagnostics, _ string) hcl.Diagnostics { return ds }
-
-// GraphDOT renders the configuration's dependency graph in DOT.
-func (e *Engine) GraphDOT(ctx context.Context) (string, hcl.Diagnostics) {
-	cg, diags := e.buildConfigGraph(ctx)
-	if diags.HasErrors() {
-		return "", diags
-	}
-	var b strings.Builder
-	b.WriteString("digraph sparkform {\n  rankdir = \"RL\";\n  node [shape = box];\n")
-	vs := cg.g.Vertices()
-	sort.Strings(vs)
-	for _, v := range vs {
-		shape := "box"
-		switch {
-		case strings.HasPrefix(v, "node."):
-			shape = "component"
-		case strings.HasPrefix(v, "local.") || strings.HasPrefix(v, "output."):
-			shape = "note"
-		}
-		fmt.Fprintf(&b, "  %q [shape = %s];\n", v, shape)
-	}
-	for _, v := range vs {
-		for _, d := range cg.g.DependsOn(v) {
-			fmt.Fprintf(&b, "  %q -> %q;\n", v, d)
-		}
-	}
-	b.WriteString("}\n")
-	return b.String(), diags
 }

@@ -1,12 +1,17 @@
+// This file holds the state's side of the engine: the Store interface,
+// stateObject (one instance as state records it), its encoding, and the
+// readers of what the last run stored (instances and outputs).
+
 package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
@@ -34,8 +39,9 @@ const (
 	statusTainted = state.Status("tainted")
 )
 
-// instance is one resource instance as the engine holds it in memory.
-type instance struct {
+// stateObject is one resource instance as the state records it (and as
+// refresh and apply update it in memory): the object on the node.
+type stateObject struct {
 	Addr          string
 	Resource      string // config address "type.name"
 	Type          string
@@ -78,7 +84,8 @@ func unknownAsNull(v cty.Value) cty.Value {
 	return v
 }
 
-func instanceFromRecord(r *state.Resource) (*instance, error) {
+// stateObjectFromRecord decodes a state record.
+func stateObjectFromRecord(r *state.Resource) (*stateObject, error) {
 	v, err := DecodeValue(r.Value)
 	if err != nil {
 		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
@@ -89,14 +96,15 @@ func instanceFromRecord(r *state.Resource) (*instance, error) {
 			return nil, fmt.Errorf("state record %s: node: %w", r.Address, err)
 		}
 	}
-	return &instance{
+	return &stateObject{
 		Addr: r.Address, Resource: resourceOfInstance(r.Address), Type: r.Type, Provider: r.Provider,
 		Node: n, Value: v, Private: r.Private, Dependencies: r.Dependencies,
 		Tainted: r.Status == statusTainted, SchemaVersion: r.SchemaVersion,
 	}, nil
 }
 
-func (in *instance) record() (*state.Resource, error) {
+// record is the state record of the object.
+func (in *stateObject) record() (*state.Resource, error) {
 	val, err := EncodeValue(in.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
@@ -114,14 +122,6 @@ func (in *instance) record() (*state.Resource, error) {
 		SchemaVersion: in.SchemaVersion, Value: val, Private: in.Private,
 		Dependencies: in.Dependencies, Status: st, UpdatedAt: time.Now().UTC(),
 	}, nil
-}
-
-func newIntent(in *instance, action string) (*state.Intent, error) {
-	rec, err := in.record()
-	if err != nil {
-		return nil, err
-	}
-	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
 }
 
 // resourceOfInstance strips the instance key and a deposed suffix:
@@ -143,3 +143,59 @@ func resourceOfInstance(addr string) string {
 }
 
 func nullOf(v cty.Value) cty.Value { return cty.NullVal(v.Type()) }
+
+// loadState reads every instance in state.
+func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
+	recs, err := e.Store.Resources()
+	if err != nil {
+		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+	}
+	out := make(map[string]*stateObject, len(recs))
+	for _, r := range recs {
+		in, err := stateObjectFromRecord(r)
+		if err != nil {
+			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
+		}
+		out[in.Addr] = in
+	}
+	return out, nil
+}
+
+const deposedSuffix = "#deposed"
+
+func isNotFound(err error) bool {
+	return errors.Is(err, state.ErrResourceNotFound)
+}
+
+// outputStore is implemented by stores that keep output values.
+type outputStore interface {
+	Outputs() (map[string]state.Output, error)
+}
+
+// priorOutputs reads the outputs stored by the last apply.
+func (e *Engine) priorOutputs() map[string]cty.Value {
+	out := map[string]cty.Value{}
+	os, ok := e.Store.(outputStore)
+	if !ok {
+		return out
+	}
+	stored, err := os.Outputs()
+	if err != nil {
+		return out
+	}
+	for name, o := range stored {
+		if v, err := DecodeValue(o.Value); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// valueFromState is what references see of an instance this walk does
+// not plan or apply: its value in state, or unknown when state has none.
+func valueFromState(obj *stateObject, schema *sdk.ResourceSchema) cty.Value {
+	if obj != nil {
+		return obj.Value
+	}
+	return cty.UnknownVal(schema.Block.ImpliedType())
+}

@@ -1,0 +1,262 @@
+// This file holds the configuration graph: one vertex per block (locals,
+// nodes, resources, outputs), an edge per reference, and what is derived
+// from it once (each resource's resource dependencies, and which of them it
+// takes only by its own key). Plan, apply, import, validate and `sparkform
+// graph` all start here.
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// configGraph is the dependency graph of the configuration's blocks.
+type configGraph struct {
+	g *vgraph
+	// refs holds each vertex's references, parsed once.
+	refs map[vertex][]*addrs.Reference
+	// resourceDeps is, per resource, every resource it depends on
+	// (directly, through locals and nodes, or by depends_on).
+	resourceDeps map[string][]string
+	schemas      map[string]*sdk.ResourceSchema
+	// sameKeyDeps[B][A]: every reference from resource B to resource A
+	// indexes A by B's own each.key or count.index, so B[k] needs only A[k].
+	sameKeyDeps map[string]map[string]bool
+	// expansions holds the instance keys of every resource block whose
+	// for_each/count depends on no resource (known before the walk, see
+	// expandStatic); those blocks are walked instance by instance.
+	expansions map[string]*config.Expansion
+}
+
+// buildConfigGraph parses the references of every block and connects them.
+// It needs the schema of every resource type (to find references inside
+// resource bodies), so it starts the providers the configuration uses.
+func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
+	cg := &configGraph{g: newVGraph(), refs: map[vertex][]*addrs.Reference{}, resourceDeps: map[string][]string{},
+		sameKeyDeps: map[string]map[string]bool{}}
+	var diags hcl.Diagnostics
+	if cg.schemas, diags = e.resourceSchemas(ctx); diags.HasErrors() {
+		return nil, diags
+	}
+	if diags = cg.addBlocks(e.Module); diags.HasErrors() {
+		return nil, diags
+	}
+	if diags = cg.connectReferences(e.Module); diags.HasErrors() {
+		return nil, diags
+	}
+	for key, r := range e.Module.Resources {
+		cg.resourceDeps[key] = cg.resourceClosure(resourceV(key))
+		cg.sameKeyDeps[key] = sameKeyReferences(r)
+	}
+	return cg, diags
+}
+
+// resourceSchemas fetches the schema of every resource type the module
+// uses, in parallel: providers start lazily and concurrently.
+func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceSchema, hcl.Diagnostics) {
+	types := map[string]*config.Resource{}
+	for _, r := range e.Module.Resources {
+		types[r.Addr.Type] = r
+	}
+	schemas := map[string]*sdk.ResourceSchema{}
+	var diags hcl.Diagnostics
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for typeName, r := range types {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := e.schemaFor(ctx, typeName)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				rng := r.TypeRange
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown resource type " + typeName,
+					Detail: err.Error(), Subject: &rng})
+				return
+			}
+			schemas[typeName] = s
+		}()
+	}
+	wg.Wait()
+	return schemas, diags
+}
+
+// addBlocks adds a vertex per block with the references it makes.
+func (cg *configGraph) addBlocks(m *config.Module) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(v vertex, travs []hcl.Traversal) {
+		cg.g.add(v)
+		refs, rdiags := addrs.References(travs)
+		diags = append(diags, rdiags...)
+		cg.refs[v] = refs
+	}
+	for name, l := range m.Locals {
+		add(localV(name), config.ExprReferences(l.Expr))
+	}
+	for name, n := range m.Nodes {
+		travs := config.ExprReferences(nonNil(n.ForEach, n.Count)...)
+		if attrs, d := n.Config.JustAttributes(); !d.HasErrors() {
+			for _, a := range attrs {
+				travs = append(travs, a.Expr.Variables()...)
+			}
+		}
+		add(nodeV(name), travs)
+	}
+	for key, r := range m.Resources {
+		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
+		travs = append(travs, config.BodyReferences(r.Config, cg.schemas[r.Addr.Type].Block)...)
+		travs = append(travs, r.DependsOn...)
+		add(resourceV(key), travs)
+	}
+	for name, o := range m.Outputs {
+		add(outputV(name), config.ExprReferences(o.Expr))
+	}
+	return diags
+}
+
+// connectReferences adds an edge per reference and refuses references to
+// undeclared blocks and dependency cycles.
+func (cg *configGraph) connectReferences(m *config.Module) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for v, refs := range cg.refs {
+		for _, ref := range refs {
+			dep, ok := refVertex(ref)
+			switch {
+			case !ok:
+			case !cg.g.has(dep):
+				diags = append(diags, undeclaredRef(dep, ref))
+			case dep.kind != outputVertex:
+				cg.g.connect(v, dep)
+			}
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	for _, c := range cg.g.g.Cycles() {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Dependency cycle",
+			Detail: "These blocks depend on each other, so none can be evaluated first: " +
+				strings.Join(append(c, c[0]), " -> ") + ". Break the cycle by removing one of the references.",
+			Subject: blockRange(m, cg.g.named(c[0]))})
+	}
+	return diags
+}
+
+// resourceClosure finds the resources v depends on, looking through locals
+// and nodes but stopping at the first resource on each path.
+func (cg *configGraph) resourceClosure(v vertex) []string {
+	seen := map[vertex]bool{}
+	var out []string
+	stack := cg.g.dependsOn(v)
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if d.kind == resourceVertex {
+			out = append(out, d.addr)
+			continue
+		}
+		stack = append(stack, cg.g.dependsOn(d)...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func nonNil(exprs ...hcl.Expression) []hcl.Expression {
+	out := exprs[:0:0]
+	for _, e := range exprs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// refVertex maps a reference to the vertex it depends on; variables,
+// each, count and path need no vertex.
+func refVertex(ref *addrs.Reference) (vertex, bool) {
+	switch s := ref.Subject.(type) {
+	case addrs.LocalValue:
+		return localV(s.Name), true
+	case addrs.NodeBlock:
+		return nodeV(s.Name), true
+	case addrs.Resource:
+		return resourceV(s.String()), true
+	}
+	return vertex{}, false
+}
+
+func undeclaredRef(dep vertex, ref *addrs.Reference) *hcl.Diagnostic {
+	rng := ref.SourceRange
+	what := "resource"
+	switch dep.kind {
+	case localVertex:
+		what = "local value"
+	case nodeVertex:
+		what = "node block"
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared " + what,
+		Detail:  fmt.Sprintf("There is no %s %q in this configuration. Declare it, or fix the reference.", what, dep.String()),
+		Subject: &rng}
+}
+
+// blockRange is where the block behind a configuration vertex is declared.
+func blockRange(m *config.Module, v vertex) *hcl.Range {
+	var r hcl.Range
+	switch v.kind {
+	case localVertex:
+		r = m.Locals[v.addr].DeclRange
+	case nodeVertex:
+		r = m.Nodes[v.addr].DeclRange
+	case outputVertex:
+		r = m.Outputs[v.addr].DeclRange
+	case resourceVertex:
+		if res, ok := m.Resources[v.addr]; ok {
+			r = res.DeclRange
+		}
+	}
+	return &r
+}
+
+// GraphDOT renders the configuration's dependency graph in DOT.
+func (e *Engine) GraphDOT(ctx context.Context) (string, hcl.Diagnostics) {
+	cg, diags := e.buildConfigGraph(ctx)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	var b strings.Builder
+	b.WriteString("digraph sparkform {\n  rankdir = \"RL\";\n  node [shape = box];\n")
+	vs := cg.g.vertices()
+	sort.Slice(vs, func(i, j int) bool { return vs[i].String() < vs[j].String() })
+	for _, v := range vs {
+		shape := "box"
+		switch v.kind {
+		case nodeVertex:
+			shape = "component"
+		case localVertex, outputVertex:
+			shape = "note"
+		}
+		fmt.Fprintf(&b, "  %q [shape = %s];\n", v.String(), shape)
+	}
+	for _, v := range vs {
+		for _, d := range cg.g.dependsOn(v) {
+			fmt.Fprintf(&b, "  %q -> %q;\n", v.String(), d.String())
+		}
+	}
+	b.WriteString("}\n")
+	return b.String(), diags
+}

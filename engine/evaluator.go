@@ -1,0 +1,336 @@
+// This file holds the evaluator: every value computed so far in one walk
+// (locals, node instances, resource instances) and the HCL evaluation
+// contexts built from them for a block or one of its instances.
+
+package engine
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// expansionMode says how a block's instances are addressed.
+type expansionMode int
+
+const (
+	singleMode expansionMode = iota
+	forEachMode
+	countMode
+)
+
+// blockValues holds the values of one block's instances, for references.
+type blockValues struct {
+	mu   sync.Mutex
+	mode expansionMode
+	vals map[addrs.InstanceKey]cty.Value
+	agg  cty.Value // cached aggregate, NilVal when stale
+}
+
+func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
+	b.mu.Lock()
+	b.vals[k] = v
+	b.agg = cty.NilVal
+	b.mu.Unlock()
+}
+
+// value is the block as references see it: the object itself, an object
+// of for_each keys, or a tuple of count instances. Built once per change.
+func (b *blockValues) value() cty.Value {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.agg != cty.NilVal {
+		return b.agg
+	}
+	switch b.mode {
+	case singleMode:
+		if v, ok := b.vals[addrs.NoKey]; ok {
+			b.agg = v
+		} else {
+			b.agg = cty.DynamicVal
+		}
+	case forEachMode:
+		m := make(map[string]cty.Value, len(b.vals))
+		for k, v := range b.vals {
+			m[k.Value().AsString()] = v
+		}
+		b.agg = cty.ObjectVal(m)
+	case countMode:
+		vs := make([]cty.Value, len(b.vals))
+		for k, v := range b.vals {
+			i, _ := k.Value().AsBigFloat().Int64()
+			if int(i) < len(vs) {
+				vs[i] = v
+			}
+		}
+		for i := range vs {
+			if vs[i] == cty.NilVal {
+				vs[i] = cty.DynamicVal
+			}
+		}
+		b.agg = cty.TupleVal(vs)
+	}
+	return b.agg
+}
+
+// evaluator holds every value computed so far in one walk.
+type evaluator struct {
+	mod  *config.Module
+	cg   *configGraph
+	vars map[string]cty.Value
+
+	mu     sync.RWMutex
+	locals map[string]cty.Value
+	nodes  map[string]*blockValues
+	res    map[string]*blockValues
+
+	baseMu sync.Mutex
+	bases  map[string]*hcl.EvalContext
+}
+
+func newEvaluator(mod *config.Module, cg *configGraph, vars map[string]cty.Value) *evaluator {
+	return &evaluator{mod: mod, cg: cg, vars: vars, locals: map[string]cty.Value{}, nodes: map[string]*blockValues{}, res: map[string]*blockValues{}}
+}
+
+func (ev *evaluator) block(m map[string]*blockValues, key string, mode expansionMode) *blockValues {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	b := m[key]
+	if b == nil || b.mode != mode {
+		b = &blockValues{mode: mode, vals: map[addrs.InstanceKey]cty.Value{}}
+		m[key] = b
+	}
+	return b
+}
+
+// scope builds the evaluation context for vertex v from the values of
+// exactly what v references, so building it costs O(references), not
+// O(configuration).
+func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
+	s := &config.Scope{
+		BaseDir:   ev.mod.Dir,
+		Variables: ev.vars,
+		Locals:    map[string]cty.Value{},
+		Nodes:     map[string]cty.Value{},
+		Resources: map[string]map[string]cty.Value{},
+	}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	for _, ref := range ev.cg.refs[v] {
+		switch subj := ref.Subject.(type) {
+		case addrs.LocalValue:
+			if val, ok := ev.locals[subj.Name]; ok {
+				s.Locals[subj.Name] = val
+			}
+		case addrs.NodeBlock:
+			if b, ok := ev.nodes[subj.Name]; ok {
+				s.Nodes[subj.Name] = b.value()
+			}
+		case addrs.Resource:
+			if b, ok := ev.res[subj.String()]; ok {
+				if s.Resources[subj.Type] == nil {
+					s.Resources[subj.Type] = map[string]cty.Value{}
+				}
+				s.Resources[subj.Type][subj.ScopeKey()] = b.value()
+			}
+		}
+	}
+	return s.EvalContext()
+}
+
+// instanceScope adds each/count for one instance.
+func instanceScope(base *hcl.EvalContext, exp *config.Expansion, k addrs.InstanceKey) *hcl.EvalContext {
+	if k == addrs.NoKey || k == nil {
+		return base
+	}
+	child := base.NewChild()
+	child.Variables = map[string]cty.Value{}
+	if ev, ok := exp.Each[k]; ok {
+		child.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": ev.Key, "value": ev.Value})
+	} else {
+		child.Variables["count"] = cty.ObjectVal(map[string]cty.Value{"index": k.Value()})
+	}
+	return child
+}
+
+func modeOf(forEach, count hcl.Expression) expansionMode {
+	switch {
+	case forEach != nil:
+		return forEachMode
+	case count != nil:
+		return countMode
+	}
+	return singleMode
+}
+
+// evalLocal evaluates one local value.
+func (ev *evaluator) evalLocal(name string) hcl.Diagnostics {
+	l := ev.mod.Locals[name]
+	val, diags := l.Expr.Value(ev.scope(localV(name)))
+	ev.mu.Lock()
+	ev.locals[name] = val
+	ev.mu.Unlock()
+	return diags
+}
+
+// evalNode expands a node block and decodes each instance's connection.
+func (ev *evaluator) evalNode(name string) hcl.Diagnostics {
+	n := ev.mod.Nodes[name]
+	base := ev.scope(nodeV(name))
+	exp, diags := config.Expand(n.ForEach, n.Count, base)
+	if diags.HasErrors() {
+		return diags
+	}
+	b := ev.block(ev.nodes, name, modeOf(n.ForEach, n.Count))
+	for _, k := range exp.Keys {
+		nc, d := config.DecodeNode(n.Config, instanceScope(base, exp, k))
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		b.set(k, config.NodeValue(addrs.NodeBlock{Name: name}.Instance(k).String(), nc))
+	}
+	return diags
+}
+
+// evalOutput evaluates one output.
+func (ev *evaluator) evalOutput(name string) (cty.Value, hcl.Diagnostics) {
+	o := ev.mod.Outputs[name]
+	v, diags := o.Expr.Value(ev.scope(outputV(name)))
+	if config.HasSensitive(v) && !o.Sensitive {
+		rng := o.Expr.Range()
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Output refers to sensitive values",
+			Detail:  "The value of output \"" + name + "\" comes from sensitive(). Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
+			Subject: &rng})
+	}
+	v, _ = v.UnmarkDeep()
+	return v, diags
+}
+
+// resourceValues is the value holder of resource block key, made by
+// expandStatic or expandResource.
+func (ev *evaluator) resourceValues(key string) *blockValues {
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	return ev.res[key]
+}
+
+// instanceContext is the evaluation context of one instance vertex: the
+// block's context (built once) plus each/count and, for the blocks it
+// takes by key, just the instance with its own key.
+func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
+	base := ev.blockContext(iv.block)
+	ctx := instanceScope(base, ev.cg.expansions[iv.block], iv.key)
+	if len(iv.sameKeyDeps) == 0 {
+		return ctx
+	}
+	if ctx == base {
+		ctx = base.NewChild()
+		ctx.Variables = map[string]cty.Value{}
+	}
+	for typ, names := range ev.sameKeyResources(iv) {
+		ctx.Variables[typ] = cty.ObjectVal(names)
+	}
+	return ctx
+}
+
+// sameKeyResources is, per resource type that iv takes some block of by
+// its own key, every block of that type iv references: a same-key block
+// holds only iv's key's instance, the others are whole.
+func (ev *evaluator) sameKeyResources(iv *instanceVertex) map[string]map[string]cty.Value {
+	byType := map[string]map[string]cty.Value{}
+	sameKeyTypes := map[string]bool{}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	for _, ref := range ev.cg.refs[resourceV(iv.block)] {
+		subj, ok := ref.Subject.(addrs.Resource)
+		if !ok {
+			continue
+		}
+		b := ev.res[subj.String()]
+		if b == nil {
+			continue
+		}
+		if byType[subj.Type] == nil {
+			byType[subj.Type] = map[string]cty.Value{}
+		}
+		if !containsString(iv.sameKeyDeps, subj.String()) {
+			byType[subj.Type][subj.ScopeKey()] = b.value()
+			continue
+		}
+		// By type, not by address prefix: a module's resource is
+		// MODULE.TYPE.NAME.
+		sameKeyTypes[subj.Type] = true
+		b.mu.Lock()
+		v, ok := b.vals[iv.key]
+		b.mu.Unlock()
+		if !ok {
+			v = cty.DynamicVal
+		}
+		byType[subj.Type][subj.ScopeKey()] = cty.ObjectVal(map[string]cty.Value{keyText(iv.key): v})
+	}
+	for typ := range byType {
+		if !sameKeyTypes[typ] {
+			delete(byType, typ)
+		}
+	}
+	return byType
+}
+
+func keyText(k addrs.InstanceKey) string {
+	switch k := k.(type) {
+	case addrs.StringKey:
+		return string(k)
+	case addrs.IntKey:
+		return strconv.Itoa(int(k))
+	}
+	return ""
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// blockContext builds a block's evaluation context once: every instance
+// of the block shares it (the blocks it uses whole are complete by then).
+func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
+	ev.baseMu.Lock()
+	defer ev.baseMu.Unlock()
+	if ev.bases == nil {
+		ev.bases = map[string]*hcl.EvalContext{}
+	}
+	if c, ok := ev.bases[block]; ok {
+		return c
+	}
+	c := ev.scope(resourceV(block))
+	ev.bases[block] = c
+	return c
+}
+
+// nodeInstances returns every node instance evaluated so far, by name.
+func (ev *evaluator) nodeInstances() map[string]sdk.Node {
+	out := map[string]sdk.Node{}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	for _, b := range ev.nodes {
+		b.mu.Lock()
+		for _, v := range b.vals {
+			if n, err := nodeFromValue(v); err == nil && n.Name != "" {
+				out[n.Name] = n
+			}
+		}
+		b.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+// This file holds the lifecycle arguments that shape what is planned:
+// ignore_changes (keep prior values) and which attributes are sensitive.
+
+package engine
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// applyIgnoreChanges keeps prior values for attributes lifecycle says to
+// ignore.
+func applyIgnoreChanges(cfg, prior cty.Value, all bool, paths []hcl.Traversal, b *sdk.Block) cty.Value {
+	if prior.IsNull() || (!all && len(paths) == 0) || !cfg.IsKnown() || cfg.IsNull() {
+		return cfg
+	}
+	vals := cfg.AsValueMap()
+	ignore, nested := ignoredPaths(paths)
+	if !all && len(nested) > 0 {
+		// Keep the prior value at each nested path the config also has.
+		cfg, _ = cty.Transform(cfg, func(p cty.Path, v cty.Value) (cty.Value, error) {
+			for _, np := range nested {
+				if p.Equals(np) {
+					if pv, err := np.Apply(prior); err == nil && pv.Type().Equals(v.Type()) {
+						return pv, nil
+					}
+				}
+			}
+			return v, nil
+		})
+		vals = cfg.AsValueMap()
+	}
+	for name, a := range b.Attributes {
+		if a.Computed && !a.Optional {
+			continue
+		}
+		if all || ignore[name] {
+			vals[name] = prior.GetAttr(name)
+		}
+	}
+	for name := range b.BlockTypes {
+		if all || ignore[name] {
+			vals[name] = prior.GetAttr(name)
+		}
+	}
+	return cty.ObjectVal(vals)
+}
+
+func sensitiveAttrs(b *sdk.Block) []string {
+	var out []string
+	for name, a := range b.Attributes {
+		if a.Sensitive {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unionSorted is the sorted union of two name lists.
+func unionSorted(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string{}, a...), b...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ignoredPaths sorts ignore_changes items into whole attributes and
+// nested paths (env["TMPDIR"]: just that element).
+func ignoredPaths(paths []hcl.Traversal) (map[string]bool, []cty.Path) {
+	ignore := map[string]bool{}
+	var nested []cty.Path
+	for _, t := range paths {
+		if len(t) == 0 {
+			continue
+		}
+		if len(t) > 1 {
+			if p, err := config.TraversalPath(t); err == nil {
+				nested = append(nested, p)
+				continue
+			}
+		}
+		// config parses items with hcl.RelTraversalForExpr, so the name
+		// is a TraverseAttr; a TraverseRoot is accepted too.
+		switch step := t[0].(type) {
+		case hcl.TraverseAttr:
+			ignore[step.Name] = true
+		case hcl.TraverseRoot:
+			ignore[step.Name] = true
+		}
+	}
+	return ignore, nested
+}

@@ -1,0 +1,91 @@
+// This file holds the apply journal: the intent written before each
+// provider call (and cleared with its result), and how a later plan
+// recovers the instances an interrupted apply left uncertain.
+
+package engine
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/state"
+)
+
+// newIntent is the journal intent apply writes before a provider call on in.
+func newIntent(in *stateObject, action string) (*state.Intent, error) {
+	rec, err := in.record()
+	if err != nil {
+		return nil, err
+	}
+	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
+}
+
+// recoverIntents turns journal intents left by an interrupted apply into
+// instances to refresh. An interrupted create has no state record, so one
+// is made from the intent (tainted: what exists is not known good).
+func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*stateObject, p *plans.Plan) map[string]*state.Intent {
+	out := map[string]*state.Intent{}
+	for _, in := range intents {
+		out[in.Address] = in
+		msg := fmt.Sprintf("%s was interrupted during %s (pid %d, started %s); refreshing it from the node.",
+			in.Address, in.Action, in.PID, in.Started.Format(time.RFC3339))
+		p.Notes = append(p.Notes, msg)
+		e.hooks().Note(msg)
+		if _, ok := insts[in.Address]; ok || in.Resource == nil {
+			continue
+		}
+		inst, err := stateObjectFromRecord(in.Resource)
+		if err != nil {
+			continue
+		}
+		inst.Tainted = true
+		insts[in.Address] = inst
+	}
+	return out
+}
+
+// settleIntents stores what refresh found for each interrupted instance
+// and clears its intent, so state is true to the node again.
+func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map[string]*stateObject, p *plans.Plan) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	addrsSorted := make([]string, 0, len(recovered))
+	for a := range recovered {
+		addrsSorted = append(addrsSorted, a)
+	}
+	sort.Strings(addrsSorted)
+	for _, addr := range addrsSorted {
+		var msg string
+		if in, ok := refreshed[addr]; ok {
+			rec, err := in.record()
+			if err == nil {
+				err = e.Store.PutResource(rec)
+			}
+			if err != nil {
+				diags = append(diags, errDiag("Cannot store recovered instance "+addr, err.Error()))
+				continue
+			}
+			msg = fmt.Sprintf("%s: found on the node after the interrupted %s; state now records it", addr, recovered[addr].Action)
+			if in.Tainted {
+				msg += " as tainted (it will be replaced)"
+			}
+		} else {
+			if err := e.Store.DeleteResource(addr); err != nil && !isNotFound(err) {
+				diags = append(diags, errDiag("Cannot update state for "+addr, err.Error()))
+				continue
+			}
+			msg = fmt.Sprintf("%s: nothing found on the node after the interrupted %s; state has no record of it", addr, recovered[addr].Action)
+		}
+		if err := e.Store.DeleteIntent(addr); err != nil {
+			diags = append(diags, errDiag("Cannot clear the journal for "+addr, err.Error()))
+			continue
+		}
+		p.Notes = append(p.Notes, msg)
+		e.hooks().Note(msg)
+	}
+	return diags
+}

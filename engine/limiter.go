@@ -1,0 +1,72 @@
+// This file holds the bound on concurrent provider calls shared by one
+// walk or refresh.
+
+package engine
+
+import (
+	"context"
+	"sync"
+)
+
+// limiter bounds concurrent provider calls across the whole walk.
+type limiter chan struct{}
+
+func (l limiter) do(ctx context.Context, fn func()) error {
+	// Checked first: select picks at random when a slot is free too, and
+	// nothing new may start once the user has interrupted.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case l <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l }()
+	fn()
+	return nil
+}
+
+// forEachParallel runs fn(i) for i in [0,n) through lim, returning the
+// first context error. fn must be safe to call concurrently.
+func forEachParallel(ctx context.Context, lim limiter, n int, fn func(i int)) error {
+	if n == 1 {
+		return lim.do(ctx, func() { fn(0) })
+	}
+	var wg sync.WaitGroup
+	var firstErr error
+	var mu sync.Mutex
+	workers := cap(lim)
+	if workers > n {
+		workers = n
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	next := 0
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				if err := lim.do(ctx, func() { fn(i) }); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}

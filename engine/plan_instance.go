@@ -1,0 +1,214 @@
+// This file holds the planning of resource instances: the planner that a
+// normal plan's walk calls for a block walked whole (planBlock) and for
+// one instance vertex (planInstanceVertex); both plan through
+// planInstances and planInstance, the one per-instance path.
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// planner plans every resource instance of one walk.
+type planner struct {
+	e       *Engine
+	cg      *configGraph
+	ev      *evaluator
+	prior   map[string]*stateObject
+	replace map[string]bool
+	filter  *targetFilter
+
+	lim limiter
+	// offline: -refresh=false, providers reach no node.
+	offline bool
+
+	mu      sync.Mutex
+	changes []*plans.ResourceChange
+	seen    map[string]bool // instance addresses planned
+}
+
+func newPlanner(e *Engine, in *planInputs, opts PlanOptions) *planner {
+	replace := map[string]bool{}
+	for _, r := range opts.Replace {
+		replace[r] = true
+	}
+	return &planner{e: e, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
+		lim: make(limiter, e.parallelism()), offline: opts.SkipRefresh, seen: map[string]bool{}}
+}
+
+// planBlock plans a resource block walked whole: its instance keys are
+// known only now.
+func (pl *planner) planBlock(ctx context.Context, key string) hcl.Diagnostics {
+	cis, b, diags := pl.ev.expandResource(key, pl.filter.instance)
+	if diags.HasErrors() {
+		return diags
+	}
+	return append(diags, pl.planInstances(ctx, key, b, cis)...)
+}
+
+// planInstanceVertex plans one instance of a statically expanded block.
+func (pl *planner) planInstanceVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
+	ci, diags := pl.ev.evalInstance(iv)
+	if diags.HasErrors() {
+		return diags
+	}
+	return append(diags, pl.planInstances(ctx, iv.block, pl.ev.resourceValues(iv.block), []*configInstance{ci})...)
+}
+
+// planInstances plans instances of block key, as many at once as the
+// engine's parallelism allows.
+func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues, cis []*configInstance) hcl.Diagnostics {
+	prov, diags := pl.e.provider(ctx, sdk.ProviderNameOf(pl.e.Module.Resources[key].Addr.Type))
+	if diags.HasErrors() {
+		return diags
+	}
+	var mu sync.Mutex
+	if err := forEachParallel(ctx, pl.lim, len(cis), func(i int) {
+		d := pl.planInstance(ctx, prov, key, b, cis[i])
+		mu.Lock()
+		diags = append(diags, d...)
+		mu.Unlock()
+	}); err != nil {
+		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+	}
+	return diags
+}
+
+// planInstance plans one instance, records its change and publishes the
+// value dependents see in b.
+func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key string, b *blockValues, ci *configInstance) hcl.Diagnostics {
+	ch, diags := pl.planChange(ctx, prov, key, ci)
+	if ch == nil {
+		return diags
+	}
+	pl.mu.Lock()
+	pl.changes = append(pl.changes, ch)
+	pl.seen[ci.Addr] = true
+	pl.mu.Unlock()
+	b.set(ci.Key, ch.After)
+	return diags
+}
+
+// planChange asks the provider for the planned value of one instance and
+// decides its action.
+func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string, ci *configInstance) (*plans.ResourceChange, hcl.Diagnostics) {
+	r := pl.e.Module.Resources[key]
+	schema := pl.cg.schemas[r.Addr.Type]
+	rng := r.DeclRange
+	// No separate ValidateResourceConfig call per instance: providers
+	// validate the config inside PlanResourceChange (sdk.Router does), which
+	// saves one RPC per instance.
+	var diags hcl.Diagnostics
+	ty := schema.Block.ImpliedType()
+	prior := pl.prior[ci.Addr]
+	priorVal := cty.NullVal(ty)
+	var priorPrivate []byte
+	if prior != nil {
+		priorVal, priorPrivate = prior.Value, prior.Private
+	}
+	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
+	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorPrivate, cfg, schema.Block, cty.NilVal, pl.offline)
+	notes, d := planNotes(d)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	ch := &plans.ResourceChange{
+		Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: ci.Node,
+		Before: priorVal, After: planned, RequiresReplace: replacePaths, PriorPrivate: priorPrivate,
+		PlannedPrivate: plannedPrivate, Dependencies: pl.cg.resourceDeps[key], SchemaVersion: schema.Version,
+		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
+		SensitiveAttrs:      unionSorted(sensitiveAttrs(schema.Block), ci.SensitiveAttrs),
+		Notes:               notes,
+	}
+	if prior != nil {
+		ch.PriorNode = prior.Node
+	}
+	ch.Action, ch.Reason = pl.action(r, prior, ci, replacePaths, planned)
+	if !ch.Action.IsReplace() {
+		return ch, diags
+	}
+	// What the new object will be: plan it as a create.
+	np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), nil, cfg, schema.Block, priorVal, pl.offline)
+	more, d := planNotes(d)
+	ch.Notes = append(ch.Notes, more...)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	ch.After, ch.PlannedPrivate = np, npriv
+	return ch, diags
+}
+
+// action decides what a change does to prior, and why when the reason is
+// not plain from the values.
+func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInstance, replacePaths []cty.Path, planned cty.Value) (plans.Action, string) {
+	replace := plans.DeleteThenCreate
+	if r.Lifecycle.CreateBeforeDestroy {
+		replace = plans.CreateThenDelete
+	}
+	switch {
+	case prior == nil:
+		return plans.Create, ""
+	case prior.Tainted:
+		return replace, "tainted: an earlier apply did not finish creating it"
+	case pl.replace[ci.Addr]:
+		return replace, "replacement requested with -replace"
+	case len(replacePaths) > 0:
+		return replace, ""
+	case nodeIdentity(prior.Node) != nodeIdentity(ci.Node):
+		return replace, fmt.Sprintf("it moves from %s to %s", nodeLabel(prior.Node), nodeLabel(ci.Node))
+	case sdk.ValuesEqual(prior.Value, planned):
+		return plans.NoOp, ""
+	}
+	return plans.Update, ""
+}
+
+// planCall asks prov for one instance's planned value from prior;
+// replaces is the object a replacement's create takes the place of
+// (cty.NilVal: none).
+func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *configInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, b *sdk.Block, replaces cty.Value, offline bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+	if replaces == cty.NilVal {
+		replaces = cty.NullVal(prior.Type())
+	}
+	resp := prov.PlanResourceChange(ctx, sdk.PlanRequest{
+		TypeName: typeName, Address: ci.Addr, Node: ci.Node, Prior: prior, Config: cfg,
+		Proposed: sdk.ProposedNew(b, prior, cfg), PriorPrivate: priorPrivate, Replaces: replaces, Offline: offline,
+	})
+	if resp.Diagnostics.HasErrors() {
+		return cty.NilVal, nil, nil, resp.Diagnostics
+	}
+	if resp.Planned == cty.NilVal || resp.Planned.IsNull() {
+		return cty.NilVal, nil, nil, append(resp.Diagnostics, sdk.Errorf(nil, "Provider produced an invalid plan",
+			"provider planned a null value for %s, which is not being destroyed; this is a bug in the provider", ci.Addr))
+	}
+	return resp.Planned, resp.RequiresReplace, resp.PlannedPrivate, resp.Diagnostics
+}
+
+// planNotes splits a provider's plan diagnostics: warnings are notes on
+// the planned change (what it displaces, shown with it), the rest stay.
+func planNotes(ds sdk.Diagnostics) ([]string, sdk.Diagnostics) {
+	var notes []string
+	var rest sdk.Diagnostics
+	for _, d := range ds {
+		if d.Severity != sdk.Warning {
+			rest = append(rest, d)
+			continue
+		}
+		n := d.Summary
+		if d.Detail != "" {
+			n += "; " + d.Detail
+		}
+		notes = append(notes, n)
+	}
+	return notes, rest
+}

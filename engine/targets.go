@@ -1,0 +1,172 @@
+// This file holds -target: which blocks and instances a targeted plan or
+// apply touches, and what a targeted destroy must take with it.
+
+package engine
+
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sparkform/sparkform/engine/addrs"
+)
+
+// targetFilter decides which blocks and instances a targeted plan touches.
+type targetFilter struct {
+	blocks    map[vertex]bool // config vertices included (targets and what they need)
+	instances map[string]bool // instance addresses named exactly
+	whole     map[string]bool // resources targeted whole
+	modules   []string        // module calls or instances targeted whole
+}
+
+func (f *targetFilter) vertex(v vertex) bool {
+	return f == nil || f.blocks[v] || (v.kind == resourceVertex && f.inModule(v.addr))
+}
+
+// inModule reports whether a resource or instance address lies in a
+// targeted module.
+func (f *targetFilter) inModule(addr string) bool {
+	for _, m := range f.modules {
+		if addrs.WithinModule(addr, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *targetFilter) instance(addr string) bool {
+	if f == nil {
+		return true
+	}
+	res := resourceOfInstance(addr)
+	if f.whole[res] || f.instances[addr] || f.inModule(res) {
+		return true
+	}
+	// Dependencies of a target are planned whole.
+	return f.blocks[resourceV(res)] && !f.hasInstanceTargets(res)
+}
+
+func (f *targetFilter) hasInstanceTargets(res string) bool {
+	for a := range f.instances {
+		if resourceOfInstance(a) == res {
+			return true
+		}
+	}
+	return false
+}
+
+func parseTargets(targets []string) (*targetFilter, hcl.Diagnostics) {
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	f := &targetFilter{blocks: map[vertex]bool{}, instances: map[string]bool{}, whole: map[string]bool{}}
+	var diags hcl.Diagnostics
+	for _, t := range targets {
+		tg, d := addrs.ParseTargetAny(t)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		if tg.Resource == nil {
+			f.modules = append(f.modules, tg.Module)
+			continue
+		}
+		res, key := *tg.Resource, tg.Key
+		if key == nil {
+			f.whole[res.String()] = true
+		} else {
+			f.instances[res.Instance(key).String()] = true
+		}
+	}
+	return f, diags
+}
+
+// expand adds to the filter every block the targets depend on.
+func (f *targetFilter) expand(cg *configGraph) {
+	if f == nil {
+		return
+	}
+	var stack []vertex
+	for r := range f.whole {
+		stack = append(stack, resourceV(r))
+	}
+	for a := range f.instances {
+		stack = append(stack, resourceV(resourceOfInstance(a)))
+	}
+	if cg != nil && len(f.modules) > 0 {
+		for _, v := range cg.g.vertices() {
+			if v.kind == resourceVertex && f.inModule(v.addr) {
+				stack = append(stack, v)
+			}
+		}
+	}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if f.blocks[v] {
+			continue
+		}
+		f.blocks[v] = true
+		if cg != nil {
+			stack = append(stack, cg.g.dependsOn(v)...)
+		}
+	}
+	if cg != nil {
+		f.addSettledValues(cg)
+	}
+}
+
+// addSettledValues adds the outputs (and the locals they use) that need
+// nothing outside the targets, so a targeted apply updates them too.
+func (f *targetFilter) addSettledValues(cg *configGraph) {
+	for grew := true; grew; {
+		grew = false
+		for _, v := range cg.g.vertices() {
+			if f.blocks[v] || (v.kind != outputVertex && v.kind != localVertex) {
+				continue
+			}
+			all := true
+			for _, d := range cg.g.dependsOn(v) {
+				if !f.blocks[d] {
+					all = false
+					break
+				}
+			}
+			if all {
+				f.blocks[v], grew = true, true
+			}
+		}
+	}
+}
+
+// destroySet is what a destroy plan deletes: every instance, or with
+// -target the targets and, transitively, whatever state records as
+// depending on them, so nothing is left pointing at a deleted object.
+func destroySet(prior map[string]*stateObject, filter *targetFilter) map[string]bool {
+	set := map[string]bool{}
+	for addr, in := range prior {
+		if filter == nil || filter.instance(addr) || filter.whole[in.Resource] {
+			set[addr] = true
+		}
+	}
+	if filter == nil {
+		return set
+	}
+	for grew := true; grew; {
+		grew = false
+		gone := map[string]bool{}
+		for addr := range set {
+			gone[prior[addr].Resource] = true
+		}
+		for addr, in := range prior {
+			if set[addr] {
+				continue
+			}
+			for _, d := range in.Dependencies {
+				if gone[d] {
+					set[addr], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	return set
+}

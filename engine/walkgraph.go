@@ -1,0 +1,226 @@
+// This file builds the graph a plan or apply walks from the configuration
+// graph. Resource blocks whose instance keys are known before the walk
+// (expandStatic) are walked instance by instance: each instance is a vertex
+// of its own, and one that indexes another block by its own key
+// (node.x[each.key], kit[each.key].path) waits only for that instance. So a
+// failure on one node stops what depends on it on that node, and the other
+// node's stack goes on. The block's own vertex then only gathers its
+// instances, for the blocks that use it whole.
+
+package engine
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
+)
+
+// walkGraph is the graph one walk runs.
+type walkGraph struct {
+	*vgraph
+	// instances holds every instance vertex's block and key, by address.
+	instances map[string]*instanceVertex
+}
+
+// instanceVertex is one resource instance walked as a vertex of its own.
+type instanceVertex struct {
+	block string
+	key   addrs.InstanceKey
+	addr  string
+	// sameKeyDeps are the blocks this instance takes one instance of (by
+	// its own key) rather than whole.
+	sameKeyDeps []string
+}
+
+// sameKeyReferences finds the resources r references only through its
+// own key: every mention of A in r's block is A[each.key] (for_each) or
+// A[count.index] (count).
+func sameKeyReferences(r *config.Resource) map[string]bool {
+	body, ok := r.Config.(*hclsyntax.Body)
+	if !ok || (r.ForEach == nil && r.Count == nil) {
+		return nil
+	}
+	keyRoot, keyAttr := "each", "key"
+	if r.Count != nil {
+		keyRoot, keyAttr = "count", "index"
+	}
+	total := map[string]int{}
+	same := map[string]int{}
+	isOwnKey := func(e hclsyntax.Expression) bool {
+		st, ok := e.(*hclsyntax.ScopeTraversalExpr)
+		if !ok || len(st.Traversal) != 2 {
+			return false
+		}
+		root, ok1 := st.Traversal[0].(hcl.TraverseRoot)
+		attr, ok2 := st.Traversal[1].(hcl.TraverseAttr)
+		return ok1 && ok2 && root.Name == keyRoot && attr.Name == keyAttr
+	}
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch n := n.(type) {
+		case *hclsyntax.ScopeTraversalExpr:
+			if a, ok := traversalResource(n.Traversal); ok {
+				total[a]++
+			}
+		case *hclsyntax.IndexExpr:
+			if st, ok := n.Collection.(*hclsyntax.ScopeTraversalExpr); ok && len(st.Traversal) == 2 && isOwnKey(n.Key) {
+				if a, ok := traversalResource(st.Traversal); ok {
+					same[a]++
+				}
+			}
+		}
+		return nil
+	})
+	out := map[string]bool{}
+	for a, n := range total {
+		if n > 0 && same[a] == n && a != r.Addr.String() {
+			out[a] = true
+		}
+	}
+	return out
+}
+
+// traversalResource is the resource ("type.name") a traversal starts with.
+func traversalResource(t hcl.Traversal) (string, bool) {
+	if len(t) < 2 {
+		return "", false
+	}
+	root, ok := t[0].(hcl.TraverseRoot)
+	if !ok || addrs.ReservedRoot(root.Name) {
+		return "", false
+	}
+	// A resource of a module instance, flattened: TYPE["MODULE.NAME"].
+	if _, ok := t[1].(hcl.TraverseIndex); ok {
+		if ref, d := addrs.ParseRef(t[:2]); !d.HasErrors() {
+			if r, ok := ref.Subject.(addrs.Resource); ok && r.Module != "" {
+				return r.String(), true
+			}
+		}
+		return "", false
+	}
+	attr, ok := t[1].(hcl.TraverseAttr)
+	if !ok {
+		return "", false
+	}
+	return root.Name + "." + attr.Name, true
+}
+
+// expandStatic evaluates, before the walk, the locals and nodes that
+// depend on no resource, and the instance keys of every resource block
+// whose for_each/count needs nothing more.
+func (e *Engine) expandStatic(cg *configGraph, ev *evaluator) hcl.Diagnostics {
+	cg.expansions = map[string]*config.Expansion{}
+	order, err := cg.g.topoOrder()
+	if err != nil {
+		return nil // the walk reports the cycle
+	}
+	blocked := map[vertex]bool{}
+	var diags hcl.Diagnostics
+	for _, v := range order {
+		for _, d := range cg.g.dependsOn(v) {
+			if blocked[d] {
+				blocked[v] = true
+			}
+		}
+		switch v.kind {
+		case localVertex:
+			if !blocked[v] && ev.evalLocal(v.addr).HasErrors() {
+				blocked[v] = true // the walk reports it
+			}
+		case nodeVertex:
+			if !blocked[v] && ev.evalNode(v.addr).HasErrors() {
+				blocked[v] = true
+			}
+		case resourceVertex:
+			diags = append(diags, e.expandStaticResource(cg, ev, v, blocked)...)
+			blocked[v] = true // resources have no value before the walk
+		}
+	}
+	return diags
+}
+
+// expandStaticResource records the instance keys of resource block v when
+// its for_each/count references nothing blocked and no resource.
+func (e *Engine) expandStaticResource(cg *configGraph, ev *evaluator, v vertex, blocked map[vertex]bool) hcl.Diagnostics {
+	r := e.Module.Resources[v.addr]
+	refs, _ := addrs.References(config.ExprReferences(nonNil(r.ForEach, r.Count)...))
+	for _, ref := range refs {
+		if dep, ok := refVertex(ref); ok && (blocked[dep] || dep.kind == resourceVertex) {
+			return nil
+		}
+	}
+	exp, diags := config.Expand(r.ForEach, r.Count, ev.scope(v))
+	if diags.HasErrors() {
+		return diags
+	}
+	cg.expansions[v.addr] = exp
+	ev.block(ev.res, v.addr, modeOf(r.ForEach, r.Count))
+	return nil
+}
+
+// walkGraph is the graph a plan or apply walks: the config graph, limited
+// to what keep and keepInstance accept, with each statically expanded
+// resource block split into instance vertices.
+func (cg *configGraph) walkGraph(m *config.Module, keep func(vertex) bool, keepInstance func(string) bool) *walkGraph {
+	wg := &walkGraph{vgraph: newVGraph(), instances: map[string]*instanceVertex{}}
+	kept := map[string]map[addrs.InstanceKey]bool{}
+	for block, exp := range cg.expansions {
+		if !keep(resourceV(block)) {
+			continue
+		}
+		ks := make(map[addrs.InstanceKey]bool, len(exp.Keys))
+		r := m.Resources[block]
+		for _, k := range exp.Keys {
+			if keepInstance(r.Addr.Instance(k).String()) {
+				ks[k] = true
+			}
+		}
+		kept[block] = ks
+	}
+	for _, v := range cg.g.vertices() {
+		if !keep(v) {
+			continue
+		}
+		wg.add(v)
+		deps := cg.g.dependsOn(v)
+		if _, static := cg.expansions[v.addr]; !static || v.kind != resourceVertex {
+			for _, d := range deps {
+				if keep(d) {
+					wg.connect(v, d)
+				}
+			}
+			continue
+		}
+		cg.addInstanceVertices(wg, m, v, keep, kept)
+	}
+	return wg
+}
+
+// addInstanceVertices adds the kept instances of static block v: each
+// depends on the same-key instance of a block it takes by key, and on the
+// other blocks whole; v depends on all of them.
+func (cg *configGraph) addInstanceVertices(wg *walkGraph, m *config.Module, v vertex, keep func(vertex) bool, kept map[string]map[addrs.InstanceKey]bool) {
+	r := m.Resources[v.addr]
+	deps := cg.g.dependsOn(v)
+	for _, k := range cg.expansions[v.addr].Keys {
+		if !kept[v.addr][k] {
+			continue
+		}
+		iv := &instanceVertex{block: v.addr, key: k, addr: r.Addr.Instance(k).String()}
+		wg.instances[iv.addr] = iv
+		ivx := instanceV(iv.addr)
+		wg.connect(v, ivx)
+		for _, d := range deps {
+			if !keep(d) {
+				continue
+			}
+			if d.kind == resourceVertex && cg.sameKeyDeps[v.addr][d.addr] && kept[d.addr][k] {
+				wg.connect(ivx, instanceV(m.Resources[d.addr].Addr.Instance(k).String()))
+				iv.sameKeyDeps = append(iv.sameKeyDeps, d.addr)
+				continue
+			}
+			wg.connect(ivx, d)
+		}
+	}
+}
