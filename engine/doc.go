@@ -17,7 +17,8 @@
 //   - configgraph.go: the configuration graph (vertex.go: its typed
 //     vertices); targets.go: -target.
 //   - evaluator.go: values computed during a walk; configinstance.go: a
-//     resource block expanded into configInstances.
+//     resource block expanded into configInstances; nodevalue.go: a node
+//     value read back into connection details.
 //   - walkgraph.go: the graph a walk runs, with instance vertices for
 //     blocks whose keys are known before it; walk.go: the walker.
 //   - refresh.go, nodecheck.go: reading the nodes.
