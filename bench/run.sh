@@ -45,7 +45,7 @@ trap cleanup EXIT
 BIN=${SPARKFORM_BIN:-}
 if [[ -z $BIN ]]; then
   BIN=$WORK/sparkform
-  (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform)
+  (cd "$ROOT" && go build -tags kmodsim -o "$BIN" ./cmd/sparkform)
 fi
 export BIN WORK ROOT RUNS
 

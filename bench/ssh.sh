@@ -3,8 +3,9 @@
 # with the seed-shaped resources per node (issue 7):
 #
 #   kmod_module       nvidia_drm modeset=1 fbdev=0, on a SIMULATED kernel per
-#                     node (internal/kernelsim; the kmod provider finds it
-#                     through SPARKFORM_KMOD_* with the {node} placeholder)
+#                     node (internal/kernelsim; the kmod provider of a
+#                     -tags kmodsim build finds it through SPARKFORM_KMOD_*
+#                     with the {node} placeholder)
 #   gitkit_checkout   release/runtime of a local kit repo at a pinned commit
 #   hubstage_manifest model and drafter, FILES (1,000) files each, HF layout
 #   docker_image      a stand-in built FROM scratch with busybox-static
@@ -67,7 +68,9 @@ cleanup_ssh() {
 trap cleanup_ssh EXIT
 trap 'exit 130' INT TERM
 
-if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
+# BIN must be a test build (-tags kmodsim): only that kmod provider reads
+# SPARKFORM_KMOD_* and drives the simulated kernels.
+if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -tags kmodsim -o "$BIN" ./cmd/sparkform); fi
 rm -rf "$S"; mkdir -p "$S/cfg" "$S/kernel" "$S/image"
 chmod a+rx "$WORK" "$S" "$S/kernel"
 (cd "$ROOT" && go build -o "$S/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed \

@@ -1,12 +1,13 @@
-// Package e2e holds the end-to-end tests: the real sparkform binary (built
-// once by TestMain) drives the examples/ configurations on real parts.
+// Package e2e holds the end-to-end tests: the sparkform binary (built once
+// by TestMain, as a -tags kmodsim test build so its kmod provider drives
+// simulated kernels) drives the examples/ configurations on real parts.
 //
 // TestSeedTwoNodes runs examples/dsv41-flash-exl3-2x, unchanged (its
 // *.sf.hcl files are symlinked into a scratch working directory, so state
 // never lands in examples/), on two real sshd nodes on loopback
 // (internal/testbed), the machine's Docker Engine and one SIMULATED kernel
-// per node (internal/kernelsim, reached through the kmod provider's
-// "{node}" test hook). Only hosts, paths, the image, the device and the
+// per node (internal/kernelsim, reached through the test build's kmod
+// provider and its "{node}" placeholder). Only hosts, paths, the image, the device and the
 // kit's repo/commit are overridden, through SPARKFORM_VAR_* variables.
 // It shows, in order: apply from nothing; a second plan with no changes; a
 // simulated reboot of one node planned exactly and converged; a moved hub

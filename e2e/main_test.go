@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// sparkformBin is the real binary, built once: the tests run it as a user
-// does, and it starts its providers as plugin processes of itself.
+// sparkformBin is the sparkform binary, built once (a test build whose kmod
+// provider drives simulated kernels): the tests run it as a user does, and
+// it starts its providers as plugin processes of itself.
 var sparkformBin string
 
 func TestMain(m *testing.M) {
@@ -19,7 +20,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sparkformBin = filepath.Join(dir, "sparkform")
-	out, err := exec.Command("go", "build", "-o", sparkformBin, "../cmd/sparkform").CombinedOutput()
+	// -tags kmodsim: the kmod provider drives the simulated kernels the
+	// tests name with SPARKFORM_KMOD_* (the shipped build never does).
+	out, err := exec.Command("go", "build", "-tags", "kmodsim", "-o", sparkformBin, "../cmd/sparkform").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building sparkform: %v\n%s", err, out)
 		os.RemoveAll(dir)

@@ -20,9 +20,10 @@ import (
 	"github.com/sparkform/sparkform/internal/testbed"
 )
 
-// binDir holds the real sparkform binary, built once by TestMain: script
-// tests run it as users do, and it starts its providers as real plugin
-// processes by re-executing itself.
+// binDir holds the sparkform binary, built once by TestMain (with -tags
+// kmodsim, so kmod can drive simulated kernels): script tests run it as
+// users do, and it starts its providers as real plugin processes by
+// re-executing itself.
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -31,7 +32,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "sparkform"), ".").CombinedOutput()
+	// A test build: its kmod provider drives the simulated kernels that the
+	// kernelsim command names (see kmodsim.go).
+	out, err := exec.Command("go", "build", "-tags", "kmodsim", "-o", filepath.Join(dir, "sparkform"), ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building sparkform: %v\n%s", err, out)
 		os.Exit(1)

@@ -52,19 +52,16 @@
 // disables only the controllers it enabled. A node without cgroup v2 gets an
 // error saying so.
 //
-// # Test hooks
+// # Simulated kernels
 //
-// The provider finds the kernel through Config; New reads it from the
-// provider process's environment, defaulting to the real thing:
-//
-//	SPARKFORM_KMOD_SYSFS_ROOT   default /sys            (modules under ROOT/module)
-//	SPARKFORM_KMOD_CGROUP_ROOT  default /sys/fs/cgroup
-//	SPARKFORM_KMOD_MODPROBE     default modprobe        (found on the node's PATH)
-//	SPARKFORM_KMOD_RMMOD        default rmmod
-//
-// Tests point them at a simulated kernel (internal/kernelsim) to run fast;
-// production never sets them. "{node}" in the first, third or fourth is
-// replaced by the node's key (Config.For, NodeKey), so one provider process
-// drives a separate simulated kernel per node: the two-node e2e test sets
-// SPARKFORM_KMOD_SYSFS_ROOT=/tmp/sim/{node}/sys.
+// The provider finds the kernel through Config; New, what the sparkform
+// binary serves, always uses the real one (/sys, /sys/fs/cgroup, modprobe
+// and rmmod from the node's PATH) and reads no environment variables.
+// Tests build the provider with NewWithConfig pointed at a simulated
+// kernel (internal/kernelsim). "{node}" in SysfsRoot, Modprobe, Rmmod or
+// RestoreDir is replaced by the node's key (Config.For, NodeKey), so one
+// provider process drives a separate simulated kernel per node. The CLI
+// and e2e tests run a test build of sparkform (go build -tags kmodsim,
+// internal/kernelsim/kmodsim) whose kmod provider takes that Config from
+// SPARKFORM_KMOD_* variables; the shipped binary has no such code.
 package kmod

@@ -3,7 +3,6 @@ package kmod
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -13,7 +12,7 @@ import (
 )
 
 // Config says where the provider finds the kernel on a node. The zero
-// value means the real one (see the package doc's test hooks).
+// value means the real one; tests point it at a simulated kernel.
 type Config struct {
 	// SysfsRoot is the sysfs mount (modules under SysfsRoot/module).
 	SysfsRoot string
@@ -28,18 +27,10 @@ type Config struct {
 	RestoreDir string
 }
 
-// Environment variables read by New (test hooks).
-const (
-	EnvSysfsRoot  = "SPARKFORM_KMOD_SYSFS_ROOT"
-	EnvCgroupRoot = "SPARKFORM_KMOD_CGROUP_ROOT"
-	EnvModprobe   = "SPARKFORM_KMOD_MODPROBE"
-	EnvRmmod      = "SPARKFORM_KMOD_RMMOD"
-)
-
 // NodePlaceholder in SysfsRoot, Modprobe or Rmmod is replaced, per request,
 // by the node's key (see NodeKey), so that one provider process can drive
-// several simulated kernels on one machine: e.g.
-// SPARKFORM_KMOD_SYSFS_ROOT=/tmp/sim/{node}/sys. Only tests use it.
+// several simulated kernels on one machine: e.g. SysfsRoot
+// "/tmp/sim/{node}/sys". Only tests use it.
 const NodePlaceholder = "{node}"
 
 // NodeKey is what NodePlaceholder becomes for a node: its instance key
@@ -66,16 +57,6 @@ func (c Config) For(n sdk.Node) Config {
 	return c
 }
 
-// ConfigFromEnv reads Config from the process environment.
-func ConfigFromEnv() Config {
-	return Config{
-		SysfsRoot:  os.Getenv(EnvSysfsRoot),
-		CgroupRoot: os.Getenv(EnvCgroupRoot),
-		Modprobe:   os.Getenv(EnvModprobe),
-		Rmmod:      os.Getenv(EnvRmmod),
-	}
-}
-
 func (c Config) withDefaults() Config {
 	if c.SysfsRoot == "" {
 		c.SysfsRoot = "/sys"
@@ -100,8 +81,10 @@ func (c Config) records() restore.Store {
 	return restore.Store{Kind: "kmod_module", Dir: c.RestoreDir}
 }
 
-// New returns the kmod provider configured from the environment.
-func New() sdk.Provider { return NewWithConfig(ConfigFromEnv()) }
+// New returns the kmod provider for the real kernel: /sys, /sys/fs/cgroup,
+// modprobe and rmmod. It reads no environment: nothing set by accident
+// can point it elsewhere (tests build their own, see NewWithConfig).
+func New() sdk.Provider { return NewWithConfig(Config{}) }
 
 // NewWithConfig returns the kmod provider with an explicit Config.
 func NewWithConfig(cfg Config) sdk.Provider {
