@@ -13,12 +13,12 @@ import (
 // Name is the provider's name; its resource types start with "sparkform_".
 const Name = "sparkform"
 
-// DataType is the resource type name of sparkform_data.
-const DataType = "sparkform_data"
+// TypeData is the resource type name of sparkform_data.
+const TypeData = "sparkform_data"
 
 // New returns the provider.
 func New() sdk.Provider {
-	return &sdk.Router{Name: Name, Resources: map[string]sdk.Resource{DataType: data{}}}
+	return &sdk.Router{Name: Name, Resources: map[string]sdk.Resource{TypeData: data{}}}
 }
 
 // data is sparkform_data. It keeps no state of its own: everything is in

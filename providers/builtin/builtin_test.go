@@ -18,7 +18,7 @@ var local = sdk.Node{Name: "node.local", Transport: "local"}
 var idRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 func config(t *testing.T, p sdk.Provider, input, triggers cty.Value) cty.Value {
-	rs := sdktest.Schema(t, p, builtin.DataType)
+	rs := sdktest.Schema(t, p, builtin.TypeData)
 	attrs := map[string]cty.Value{}
 	if input != cty.NilVal {
 		attrs["input"] = input
@@ -48,7 +48,7 @@ func TestCreateReadDynamicValues(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			state, _ := sdktest.Create(t, p, builtin.DataType, local, config(t, p, in, cty.NilVal))
+			state, _ := sdktest.Create(t, p, builtin.TypeData, local, config(t, p, in, cty.NilVal))
 			if id := state.GetAttr("id"); !idRE.MatchString(id.AsString()) {
 				t.Errorf("id = %q; want 16 hex digits", id.AsString())
 			}
@@ -68,7 +68,7 @@ func TestCreateReadDynamicValues(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
-	state, _ := sdktest.Create(t, p, builtin.DataType, local, config(t, p, cty.StringVal("a"), cty.StringVal("t1")))
+	state, _ := sdktest.Create(t, p, builtin.TypeData, local, config(t, p, cty.StringVal("a"), cty.StringVal("t1")))
 	id := state.GetAttr("id")
 
 	tests := []struct {
@@ -88,7 +88,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := sdktest.Plan(t, p, builtin.DataType, local, state, nil, config(t, p, tc.input, tc.trig))
+			resp := sdktest.Plan(t, p, builtin.TypeData, local, state, nil, config(t, p, tc.input, tc.trig))
 			if got := len(resp.RequiresReplace) > 0; got != tc.wantReplace {
 				t.Errorf("replace = %v (%v); want %v", got, resp.RequiresReplace, tc.wantReplace)
 			}
@@ -110,9 +110,9 @@ func TestPlan(t *testing.T) {
 
 func TestCreateWithUnknownInputPlansUnknownOutput(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
-	rs := sdktest.Schema(t, p, builtin.DataType)
+	rs := sdktest.Schema(t, p, builtin.TypeData)
 	cfg := config(t, p, cty.ObjectVal(map[string]cty.Value{"a": cty.UnknownVal(cty.String)}), cty.NilVal)
-	resp := sdktest.Plan(t, p, builtin.DataType, local, cty.NullVal(rs.Block.ImpliedType()), nil, cfg)
+	resp := sdktest.Plan(t, p, builtin.TypeData, local, cty.NullVal(rs.Block.ImpliedType()), nil, cfg)
 	out := resp.Planned.GetAttr("output")
 	if out.IsWhollyKnown() || out.GetAttr("a").IsKnown() {
 		t.Errorf("output = %#v; want a.a unknown", out)
@@ -124,27 +124,27 @@ func TestCreateWithUnknownInputPlansUnknownOutput(t *testing.T) {
 
 func TestUpdateKeepsIDAndDestroy(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
-	state, priv := sdktest.Create(t, p, builtin.DataType, local, config(t, p, cty.StringVal("a"), cty.NilVal))
+	state, priv := sdktest.Create(t, p, builtin.TypeData, local, config(t, p, cty.StringVal("a"), cty.NilVal))
 	cfg := config(t, p, cty.StringVal("b"), cty.NilVal)
-	plan := sdktest.Plan(t, p, builtin.DataType, local, state, priv, cfg)
-	applied, _ := sdktest.Apply(t, p, builtin.DataType, local, state, plan.Planned, cfg, plan.PlannedPrivate)
+	plan := sdktest.Plan(t, p, builtin.TypeData, local, state, priv, cfg)
+	applied, _ := sdktest.Apply(t, p, builtin.TypeData, local, state, plan.Planned, cfg, plan.PlannedPrivate)
 	if !applied.NewState.GetAttr("id").RawEquals(state.GetAttr("id")) {
 		t.Errorf("update changed id %v -> %v", state.GetAttr("id"), applied.NewState.GetAttr("id"))
 	}
 	if got := applied.NewState.GetAttr("output"); !got.RawEquals(cty.StringVal("b")) {
 		t.Errorf("output = %#v; want \"b\"", got)
 	}
-	sdktest.Destroy(t, p, builtin.DataType, local, applied.NewState, applied.Private)
+	sdktest.Destroy(t, p, builtin.TypeData, local, applied.NewState, applied.Private)
 }
 
 func TestApplyRefusesUnknownInput(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
-	rs := sdktest.Schema(t, p, builtin.DataType)
+	rs := sdktest.Schema(t, p, builtin.TypeData)
 	null := cty.NullVal(rs.Block.ImpliedType())
 	planned := sdktest.Object(t, rs.Block, map[string]cty.Value{
 		"input": cty.UnknownVal(cty.String), "output": cty.UnknownVal(cty.String), "id": cty.UnknownVal(cty.String),
 	})
-	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: builtin.DataType, Address: "sparkform_data.x", Prior: null, Planned: planned}, nil)
+	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: builtin.TypeData, Address: "sparkform_data.x", Prior: null, Planned: planned}, nil)
 	if !resp.Diagnostics.HasErrors() || !resp.NewState.IsNull() {
 		t.Fatalf("apply of unknown input: state %#v diags %v; want an error and a null state", resp.NewState, resp.Diagnostics)
 	}
@@ -155,14 +155,14 @@ func TestApplyRefusesUnknownInput(t *testing.T) {
 
 func TestImport(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
-	resp := p.ImportResource(context.Background(), sdk.ImportRequest{TypeName: builtin.DataType, ID: "abc"})
+	resp := p.ImportResource(context.Background(), sdk.ImportRequest{TypeName: builtin.TypeData, ID: "abc"})
 	if resp.Diagnostics.HasErrors() {
 		t.Fatal(resp.Diagnostics.Err())
 	}
 	if got := resp.State.GetAttr("id"); !got.RawEquals(cty.StringVal("abc")) {
 		t.Errorf("id = %#v", got)
 	}
-	resp = p.ImportResource(context.Background(), sdk.ImportRequest{TypeName: builtin.DataType})
+	resp = p.ImportResource(context.Background(), sdk.ImportRequest{TypeName: builtin.TypeData})
 	if !resp.Diagnostics.HasErrors() {
 		t.Error("import of an empty id succeeded")
 	}
@@ -173,7 +173,7 @@ func TestReadBatchZeroRoundTrips(t *testing.T) {
 	p := sdktest.GRPC(t, builtin.New())
 	var items []sdk.ReadItem
 	for i := range 50 {
-		items = append(items, sdk.ReadItem{TypeName: builtin.DataType, Address: fmt.Sprintf("sparkform_data.x[%d]", i),
+		items = append(items, sdk.ReadItem{TypeName: builtin.TypeData, Address: fmt.Sprintf("sparkform_data.x[%d]", i),
 			Prior: cty.ObjectVal(map[string]cty.Value{
 				"input": cty.NumberIntVal(int64(i)), "output": cty.NumberIntVal(int64(i)),
 				"triggers_replace": cty.NullVal(cty.DynamicPseudoType), "id": cty.StringVal(fmt.Sprint(i)),
@@ -193,13 +193,13 @@ func TestReadBatchZeroRoundTrips(t *testing.T) {
 func BenchmarkPlanCreateInProcess(b *testing.B) {
 	p := builtin.New()
 	rs, _ := p.GetSchema(context.Background())
-	blk := rs.ResourceTypes[builtin.DataType].Block
+	blk := rs.ResourceTypes[builtin.TypeData].Block
 	null := cty.NullVal(blk.ImpliedType())
 	cfg := cty.ObjectVal(map[string]cty.Value{
 		"input": cty.StringVal("x"), "triggers_replace": cty.NullVal(cty.DynamicPseudoType),
 		"output": cty.NullVal(cty.DynamicPseudoType), "id": cty.NullVal(cty.String),
 	})
-	req := sdk.PlanRequest{TypeName: builtin.DataType, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(blk, null, cfg)}
+	req := sdk.PlanRequest{TypeName: builtin.TypeData, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(blk, null, cfg)}
 	b.ReportAllocs()
 	for b.Loop() {
 		p.PlanResourceChange(context.Background(), req)
@@ -213,7 +213,7 @@ func BenchmarkGRPCRead1000(b *testing.B) {
 	items := make([]sdk.ReadItem, 1000)
 	for i := range items {
 		v := cty.StringVal(fmt.Sprint("value-", i))
-		items[i] = sdk.ReadItem{TypeName: builtin.DataType, Address: fmt.Sprintf("sparkform_data.x[%d]", i),
+		items[i] = sdk.ReadItem{TypeName: builtin.TypeData, Address: fmt.Sprintf("sparkform_data.x[%d]", i),
 			Prior: cty.ObjectVal(map[string]cty.Value{"input": v, "output": v,
 				"triggers_replace": cty.NullVal(cty.DynamicPseudoType), "id": cty.StringVal(fmt.Sprintf("%016x", i))})}
 	}

@@ -70,25 +70,68 @@ var capRE = regexp.MustCompile(`^[A-Za-z_]+$`)
 // parseSpec reads and checks a config value. Unknown parts are skipped (no
 // error); callers that need a complete spec check ctyval.Known() first.
 func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
-	var s spec
-	var diags sdk.Diagnostics
-	bad := func(name, summary, format string, args ...any) {
-		diags = append(diags, sdk.Errorf(sdk.AttrPath(name), summary, format, args...))
+	sp := &specParser{v: v}
+	sp.process()
+	sp.resources()
+	sp.devices()
+	sp.privileges()
+	sp.lifecycle()
+	sp.binds()
+	sp.wait()
+	return sp.s, sp.diags
+}
+
+// specParser reads one config value into a spec, group by group,
+// gathering the diagnostics.
+type specParser struct {
+	v     cty.Value
+	s     spec
+	diags sdk.Diagnostics
+}
+
+func (sp *specParser) bad(name, summary, format string, args ...any) {
+	sp.diags = append(sp.diags, sdk.Errorf(sdk.AttrPath(name), summary, format, args...))
+}
+
+// get is attribute name when it is known and set.
+func (sp *specParser) get(name string) (cty.Value, bool) {
+	a := ctyval.Attr(sp.v, name)
+	return a, ctyval.Known(a) && !a.IsNull()
+}
+
+// size reads a size attribute ("9g"); 0 when unset, -1 for "-1" where
+// allowUnlimited.
+func (sp *specParser) size(name string, allowUnlimited bool) int64 {
+	a, ok := sp.get(name)
+	if !ok {
+		return 0
 	}
-	get := func(name string) (cty.Value, bool) {
-		a := ctyval.Attr(v, name)
-		return a, ctyval.Known(a) && !a.IsNull()
+	if allowUnlimited && a.AsString() == "-1" {
+		return -1
 	}
-	if a, ok := get("name"); ok {
-		s.Name = a.AsString()
-		if !nameRE.MatchString(s.Name) {
-			bad("name", "Invalid container name", "%q: use letters, digits, '_', '.' and '-', starting with a letter or digit", s.Name)
+	n, err := parseSize(a.AsString())
+	if err != nil {
+		sp.bad(name, "Invalid size", "%v", err)
+		return 0
+	}
+	if n == 0 {
+		sp.bad(name, "Invalid size", "%s = %q is zero; leave it unset for no limit", name, a.AsString())
+	}
+	return n
+}
+
+// process reads the process: name, image, entrypoint, command, env, working_dir, user.
+func (sp *specParser) process() {
+	if a, ok := sp.get("name"); ok {
+		sp.s.Name = a.AsString()
+		if !nameRE.MatchString(sp.s.Name) {
+			sp.bad("name", "Invalid container name", "%q: use letters, digits, '_', '.' and '-', starting with a letter or digit", sp.s.Name)
 		}
 	}
-	if a, ok := get("image"); ok {
-		s.Image = a.AsString()
-		if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
-			bad("image", "Invalid image reference", "%q: %v; write it as [registry/]repo[:tag|@digest]", s.Image, err)
+	if a, ok := sp.get("image"); ok {
+		sp.s.Image = a.AsString()
+		if _, err := reference.ParseNormalizedNamed(sp.s.Image); err != nil {
+			sp.bad("image", "Invalid image reference", "%q: %v; write it as [registry/]repo[:tag|@digest]", sp.s.Image, err)
 		}
 	}
 	// An argv element or environment value is a C string in the
@@ -97,223 +140,231 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 	noNUL := func(name string, vals ...string) {
 		for _, x := range vals {
 			if strings.IndexByte(x, 0) >= 0 {
-				bad(name, "NUL byte in "+name, "%q contains a NUL byte, which a process argument or environment value cannot hold; remove it", x)
+				sp.bad(name, "NUL byte in "+name, "%q contains a NUL byte, which a process argument or environment value cannot hold; remove it", x)
 				return
 			}
 		}
 	}
-	if a, ok := get("entrypoint"); ok {
-		s.Entrypoint = ctyval.StrList(a)
-		noNUL("entrypoint", s.Entrypoint...)
+	if a, ok := sp.get("entrypoint"); ok {
+		sp.s.Entrypoint = ctyval.StrList(a)
+		noNUL("entrypoint", sp.s.Entrypoint...)
 	}
-	if a, ok := get("command"); ok {
-		s.Command = ctyval.StrList(a)
-		noNUL("command", s.Command...)
+	if a, ok := sp.get("command"); ok {
+		sp.s.Command = ctyval.StrList(a)
+		noNUL("command", sp.s.Command...)
 	}
-	if a, ok := get("env"); ok {
-		s.Env = ctyval.StrMap(a)
-		for _, k := range ctyval.SortedKeys(s.Env) {
+	if a, ok := sp.get("env"); ok {
+		sp.s.Env = ctyval.StrMap(a)
+		for _, k := range ctyval.SortedKeys(sp.s.Env) {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
-				bad("env", "Invalid environment variable name", "%q: a name may not be empty or contain '='", k)
+				sp.bad("env", "Invalid environment variable name", "%q: a name may not be empty or contain '='", k)
 			}
-			noNUL("env", s.Env[k])
+			noNUL("env", sp.s.Env[k])
 		}
 	}
-	if a, ok := get("working_dir"); ok {
-		s.WorkingDir = a.AsString()
-		noNUL("working_dir", s.WorkingDir)
+	if a, ok := sp.get("working_dir"); ok {
+		sp.s.WorkingDir = a.AsString()
+		noNUL("working_dir", sp.s.WorkingDir)
 	}
-	if a, ok := get("user"); ok {
-		s.User = a.AsString()
-		noNUL("user", s.User)
+	if a, ok := sp.get("user"); ok {
+		sp.s.User = a.AsString()
+		noNUL("user", sp.s.User)
 	}
-	size := func(name string, allowUnlimited bool) int64 {
-		a, ok := get(name)
-		if !ok {
-			return 0
-		}
-		if allowUnlimited && a.AsString() == "-1" {
-			return -1
-		}
-		n, err := parseSize(a.AsString())
-		if err != nil {
-			bad(name, "Invalid size", "%v", err)
-			return 0
-		}
-		if n == 0 {
-			bad(name, "Invalid size", "%s = %q is zero; leave it unset for no limit", name, a.AsString())
-		}
-		return n
+}
+
+// resources reads the resource limits: memory, memory_swap, shm_size, cpus, pids_limit.
+func (sp *specParser) resources() {
+	sp.s.Memory = sp.size("memory", false)
+	sp.s.MemorySwap = sp.size("memory_swap", true)
+	sp.s.ShmSize = sp.size("shm_size", false)
+	if sp.s.Memory > 0 && sp.s.Memory < 6<<20 {
+		sp.bad("memory", "Memory limit too small", "%s: the engine needs at least 6m", formatSize(sp.s.Memory))
 	}
-	s.Memory = size("memory", false)
-	s.MemorySwap = size("memory_swap", true)
-	s.ShmSize = size("shm_size", false)
-	if s.Memory > 0 && s.Memory < 6<<20 {
-		bad("memory", "Memory limit too small", "%s: the engine needs at least 6m", formatSize(s.Memory))
-	}
-	if s.MemorySwap > 0 {
-		if _, ok := get("memory"); !ok && ctyval.Known(ctyval.Attr(v, "memory")) {
-			bad("memory_swap", "memory_swap without memory", "memory_swap is memory plus swap; set memory too")
-		} else if s.Memory > 0 && s.MemorySwap < s.Memory {
-			bad("memory_swap", "memory_swap below memory", "memory_swap (%s) is memory plus swap and must be >= memory (%s); equal means no swap",
-				formatSize(s.MemorySwap), formatSize(s.Memory))
+	if sp.s.MemorySwap > 0 {
+		if _, ok := sp.get("memory"); !ok && ctyval.Known(ctyval.Attr(sp.v, "memory")) {
+			sp.bad("memory_swap", "memory_swap without memory", "memory_swap is memory plus swap; set memory too")
+		} else if sp.s.Memory > 0 && sp.s.MemorySwap < sp.s.Memory {
+			sp.bad("memory_swap", "memory_swap below memory", "memory_swap (%s) is memory plus swap and must be >= memory (%s); equal means no swap",
+				formatSize(sp.s.MemorySwap), formatSize(sp.s.Memory))
 		}
 	}
-	if a, ok := get("cpus"); ok {
-		s.CPUs = ctyval.Number(a)
-		if s.CPUs < 0.01 || s.CPUs > 4096 {
-			bad("cpus", "Invalid cpus", "%v: use a number of CPUs between 0.01 and 4096", s.CPUs)
+	if a, ok := sp.get("cpus"); ok {
+		sp.s.CPUs = ctyval.Number(a)
+		if sp.s.CPUs < 0.01 || sp.s.CPUs > 4096 {
+			sp.bad("cpus", "Invalid cpus", "%v: use a number of CPUs between 0.01 and 4096", sp.s.CPUs)
 		}
 	}
-	if a, ok := get("pids_limit"); ok {
+	if a, ok := sp.get("pids_limit"); ok {
 		f := ctyval.Number(a)
 		if f != math.Trunc(f) || f < 1 {
-			bad("pids_limit", "Invalid pids_limit", "%v: use a whole number >= 1 (unset for no limit)", f)
+			sp.bad("pids_limit", "Invalid pids_limit", "%v: use a whole number >= 1 (unset for no limit)", f)
 		}
 		n := int64(f)
-		s.PidsLimit = &n
+		sp.s.PidsLimit = &n
 	}
-	if a, ok := get("devices"); ok {
+}
+
+// devices reads devices and namespaces: devices, gpus, network_mode, ipc_mode.
+func (sp *specParser) devices() {
+	if a, ok := sp.get("devices"); ok {
 		for i, d := range ctyval.StrList(a) {
 			m, err := parseDevice(d)
 			if err != nil {
-				diags = append(diags, sdk.Errorf(cty.GetAttrPath("devices").IndexInt(i), "Invalid device", "%v", err))
+				sp.diags = append(sp.diags, sdk.Errorf(cty.GetAttrPath("devices").IndexInt(i), "Invalid device", "%v", err))
 				continue
 			}
-			s.Devices = append(s.Devices, m)
+			sp.s.Devices = append(sp.s.Devices, m)
 		}
 	}
-	if a, ok := get("gpus"); ok {
-		s.GPUs = a.AsString()
-		if _, err := gpuRequest(s.GPUs); err != nil {
-			bad("gpus", "Invalid gpus", "%v", err)
+	if a, ok := sp.get("gpus"); ok {
+		sp.s.GPUs = a.AsString()
+		if _, err := gpuRequest(sp.s.GPUs); err != nil {
+			sp.bad("gpus", "Invalid gpus", "%v", err)
 		}
 	}
-	if a, ok := get("network_mode"); ok {
-		s.NetworkMode = a.AsString()
+	if a, ok := sp.get("network_mode"); ok {
+		sp.s.NetworkMode = a.AsString()
 	}
-	if a, ok := get("ipc_mode"); ok {
-		s.IpcMode = a.AsString()
-		if !container.IpcMode(s.IpcMode).Valid() {
-			bad("ipc_mode", "Invalid ipc_mode", "%q: use private, shareable, host, none or container:NAME", s.IpcMode)
+	if a, ok := sp.get("ipc_mode"); ok {
+		sp.s.IpcMode = a.AsString()
+		if !container.IpcMode(sp.s.IpcMode).Valid() {
+			sp.bad("ipc_mode", "Invalid ipc_mode", "%q: use private, shareable, host, none or container:NAME", sp.s.IpcMode)
 		}
 	}
-	if a, ok := get("ulimits"); ok {
+}
+
+// privileges reads ulimits and cap_add.
+func (sp *specParser) privileges() {
+	if a, ok := sp.get("ulimits"); ok {
 		m := ctyval.StrMap(a)
 		for _, k := range ctyval.SortedKeys(m) {
 			u, err := parseUlimit(k, m[k])
 			if err != nil {
-				bad("ulimits", "Invalid ulimit", "%v", err)
+				sp.bad("ulimits", "Invalid ulimit", "%v", err)
 				continue
 			}
-			s.Ulimits = append(s.Ulimits, u)
+			sp.s.Ulimits = append(sp.s.Ulimits, u)
 		}
 	}
-	if a, ok := get("cap_add"); ok {
+	if a, ok := sp.get("cap_add"); ok {
 		for _, c := range ctyval.StrList(a) {
 			if !capRE.MatchString(c) {
-				bad("cap_add", "Invalid capability", "%q: use a name such as SYS_NICE or CAP_SYS_NICE", c)
+				sp.bad("cap_add", "Invalid capability", "%q: use a name such as SYS_NICE or CAP_SYS_NICE", c)
 			}
-			s.CapAdd = append(s.CapAdd, normCap(c))
+			sp.s.CapAdd = append(sp.s.CapAdd, normCap(c))
 		}
-		sort.Strings(s.CapAdd)
+		sort.Strings(sp.s.CapAdd)
 	}
-	if a, ok := get("labels"); ok {
-		s.Labels = ctyval.StrMap(a)
-		for k := range s.Labels {
+}
+
+// lifecycle reads labels, cgroup_parent, restart, stop_timeout, must_run.
+func (sp *specParser) lifecycle() {
+	if a, ok := sp.get("labels"); ok {
+		sp.s.Labels = ctyval.StrMap(a)
+		for k := range sp.s.Labels {
 			if k == labelAddress || k == labelManaged {
-				bad("labels", "Reserved label", "%q is set by sparkform itself; remove it", k)
+				sp.bad("labels", "Reserved label", "%q is set by sparkform itself; remove it", k)
 			}
 		}
 	}
-	if a, ok := get("cgroup_parent"); ok {
-		s.CgroupParent = a.AsString()
-		if strings.HasPrefix(s.CgroupParent, "/sys/fs/cgroup") {
-			bad("cgroup_parent", "cgroup_parent is a mount path", "%q: give the path relative to the cgroup root, e.g. %q",
-				s.CgroupParent, "/"+strings.TrimLeft(strings.TrimPrefix(s.CgroupParent, "/sys/fs/cgroup"), "/"))
+	if a, ok := sp.get("cgroup_parent"); ok {
+		sp.s.CgroupParent = a.AsString()
+		if strings.HasPrefix(sp.s.CgroupParent, "/sys/fs/cgroup") {
+			sp.bad("cgroup_parent", "cgroup_parent is a mount path", "%q: give the path relative to the cgroup root, e.g. %q",
+				sp.s.CgroupParent, "/"+strings.TrimLeft(strings.TrimPrefix(sp.s.CgroupParent, "/sys/fs/cgroup"), "/"))
 		}
 	}
-	if a, ok := get("restart"); ok {
+	if a, ok := sp.get("restart"); ok {
 		rp, err := parseRestart(a.AsString())
 		if err != nil {
-			bad("restart", "Invalid restart policy", "%v", err)
+			sp.bad("restart", "Invalid restart policy", "%v", err)
 		}
-		s.Restart = rp
+		sp.s.Restart = rp
 	}
-	if a, ok := get("stop_timeout"); ok {
+	if a, ok := sp.get("stop_timeout"); ok {
 		f := ctyval.Number(a)
 		if f != math.Trunc(f) || f < 0 {
-			bad("stop_timeout", "Invalid stop_timeout", "%v: use whole seconds >= 0", f)
+			sp.bad("stop_timeout", "Invalid stop_timeout", "%v: use whole seconds >= 0", f)
 		}
 		n := int(f)
-		s.StopTimeout = &n
+		sp.s.StopTimeout = &n
 	}
-	s.MustRun = ctyval.Bool(ctyval.Attr(v, "must_run"), true)
+	sp.s.MustRun = ctyval.Bool(ctyval.Attr(sp.v, "must_run"), true)
+}
 
+// absPath checks that val is an absolute path without newlines or NULs.
+func (sp *specParser) absPath(p cty.Path, what, val string) bool {
+	if !path.IsAbs(val) || strings.ContainsAny(val, "\n\x00") {
+		sp.diags = append(sp.diags, sdk.Errorf(p, "Invalid path", "%s %q must be an absolute path without newlines", what, val))
+		return false
+	}
+	return true
+}
+
+// cleanTarget checks a bind target and returns its clean form. A target is
+// where the runtime creates and binds inside the container's root: one
+// with "." or ".." steps (/m/../../proc/x) is resolved by the runtime, not
+// by what the plan shows, so it is refused with its clean form. Doubled or
+// trailing slashes are harmless and cleaned.
+func (sp *specParser) cleanTarget(p cty.Path, what, val string) (string, bool) {
+	if !sp.absPath(p, what, val) {
+		return val, false
+	}
+	for _, el := range strings.Split(val, "/") {
+		if el == "." || el == ".." {
+			sp.diags = append(sp.diags, sdk.Errorf(p, "Invalid path", "%s %q has a %q step; write the path it means, %q, or another absolute path without . or ..", what, val, el, path.Clean(val)))
+			return val, false
+		}
+	}
+	c := path.Clean(val)
+	if c == "/" {
+		sp.diags = append(sp.diags, sdk.Errorf(p, "Invalid path", "%s %q is the container's root; bind to a folder inside it", what, val))
+		return val, false
+	}
+	return c, true
+}
+
+// binds reads the mount blocks and bind_files: absolute clean targets, one bind per target, at most MaxBinds.
+func (sp *specParser) binds() {
 	targets := map[string]string{}
 	seen := func(p cty.Path, target, what string) {
 		if prev, dup := targets[target]; dup {
-			diags = append(diags, sdk.Errorf(p, "Duplicate target", "%s binds to %s, which %s already binds", what, target, prev))
+			sp.diags = append(sp.diags, sdk.Errorf(p, "Duplicate target", "%s binds to %s, which %s already binds", what, target, prev))
 		}
 		targets[target] = what
 	}
-	absPath := func(p cty.Path, what, val string) bool {
-		if !path.IsAbs(val) || strings.ContainsAny(val, "\n\x00") {
-			diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q must be an absolute path without newlines", what, val))
-			return false
-		}
-		return true
-	}
-	// A target is where the runtime creates and binds inside the
-	// container's root: one with "." or ".." steps (/m/../../proc/x) is
-	// resolved by the runtime, not by what the plan shows, so it is
-	// refused with its clean form. Doubled or trailing slashes are
-	// harmless and cleaned.
-	cleanTarget := func(p cty.Path, what, val string) (string, bool) {
-		if !absPath(p, what, val) {
-			return val, false
-		}
-		for _, el := range strings.Split(val, "/") {
-			if el == "." || el == ".." {
-				diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q has a %q step; write the path it means, %q, or another absolute path without . or ..", what, val, el, path.Clean(val)))
-				return val, false
-			}
-		}
-		c := path.Clean(val)
-		if c == "/" {
-			diags = append(diags, sdk.Errorf(p, "Invalid path", "%s %q is the container's root; bind to a folder inside it", what, val))
-			return val, false
-		}
-		return c, true
-	}
-	if a := ctyval.Attr(v, "mount"); ctyval.Known(a) {
+	if a := ctyval.Attr(sp.v, "mount"); ctyval.Known(a) {
 		for i, m := range ctyval.Elems(a) {
 			ms := mountSpec{Source: ctyval.Str(ctyval.Attr(m, "source")), Target: ctyval.Str(ctyval.Attr(m, "target")),
 				ReadOnly: ctyval.Bool(ctyval.Attr(m, "read_only"), false), Create: ctyval.Bool(ctyval.Attr(m, "create_host_path"), false)}
 			p := cty.GetAttrPath("mount").IndexInt(i)
-			if t, ok := cleanTarget(p.GetAttr("target"), "mount target", ms.Target); absPath(p.GetAttr("source"), "mount source", ms.Source) && ok {
+			if t, ok := sp.cleanTarget(p.GetAttr("target"), "mount target", ms.Target); sp.absPath(p.GetAttr("source"), "mount source", ms.Source) && ok {
 				ms.Target = t
 				seen(p, t, "mount "+ms.Source)
 			}
-			s.Mounts = append(s.Mounts, ms)
+			sp.s.Mounts = append(sp.s.Mounts, ms)
 		}
 	}
-	if a := ctyval.Attr(v, "bind_files"); ctyval.Known(a) {
+	if a := ctyval.Attr(sp.v, "bind_files"); ctyval.Known(a) {
 		for i, f := range ctyval.Elems(a) {
 			b := bindFile{Source: ctyval.Str(ctyval.Attr(f, "source")), Target: ctyval.Str(ctyval.Attr(f, "target"))}
 			p := cty.GetAttrPath("bind_files").IndexInt(i)
-			if t, ok := cleanTarget(p.GetAttr("target"), "bind_files target", b.Target); absPath(p.GetAttr("source"), "bind_files source", b.Source) && ok {
+			if t, ok := sp.cleanTarget(p.GetAttr("target"), "bind_files target", b.Target); sp.absPath(p.GetAttr("source"), "bind_files source", b.Source) && ok {
 				b.Target = t
 				seen(p, t, "bind_files "+b.Source)
 			}
-			s.BindFiles = append(s.BindFiles, b)
+			sp.s.BindFiles = append(sp.s.BindFiles, b)
 		}
 	}
-	if n := len(s.Mounts) + len(s.BindFiles); n > MaxBinds {
-		diags = append(diags, sdk.Errorf(sdk.AttrPath("bind_files"), "Too many binds",
+	if n := len(sp.s.Mounts) + len(sp.s.BindFiles); n > MaxBinds {
+		sp.diags = append(sp.diags, sdk.Errorf(sdk.AttrPath("bind_files"), "Too many binds",
 			"%d binds (mount blocks + bind_files) is more than the kernel's mount-max of %d: bind a directory instead of its files", n, MaxBinds))
 	}
-	if w := ctyval.Attr(v, "wait"); ctyval.Known(w) && !w.IsNull() {
+}
+
+// wait reads the wait block: exactly one of http, tcp or log_line, and its timeout.
+func (sp *specParser) wait() {
+	if w := ctyval.Attr(sp.v, "wait"); ctyval.Known(w) && !w.IsNull() {
 		ws := &waitSpec{HTTP: ctyval.Str(ctyval.Attr(w, "http")), TCP: ctyval.Str(ctyval.Attr(w, "tcp")), LogLine: ctyval.Str(ctyval.Attr(w, "log_line")), Timeout: defaultWaitTimeout}
 		p := cty.GetAttrPath("wait")
 		n := 0
@@ -323,33 +374,32 @@ func parseSpec(v cty.Value) (spec, sdk.Diagnostics) {
 			}
 		}
 		if n != 1 {
-			diags = append(diags, sdk.Errorf(p, "Invalid wait block", "set exactly one of http, tcp or log_line (got %d)", n))
+			sp.diags = append(sp.diags, sdk.Errorf(p, "Invalid wait block", "set exactly one of http, tcp or log_line (got %d)", n))
 		}
 		if ws.HTTP != "" {
 			if u, err := url.Parse(ws.HTTP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				diags = append(diags, sdk.Errorf(p.GetAttr("http"), "Invalid wait URL", "%q: use http://HOST:PORT/PATH as reached from the node", ws.HTTP))
+				sp.diags = append(sp.diags, sdk.Errorf(p.GetAttr("http"), "Invalid wait URL", "%q: use http://HOST:PORT/PATH as reached from the node", ws.HTTP))
 			}
 		}
 		if ws.TCP != "" {
 			if _, _, err := net.SplitHostPort(ws.TCP); err != nil {
-				diags = append(diags, sdk.Errorf(p.GetAttr("tcp"), "Invalid wait address", "%q: use HOST:PORT (%v)", ws.TCP, err))
+				sp.diags = append(sp.diags, sdk.Errorf(p.GetAttr("tcp"), "Invalid wait address", "%q: use HOST:PORT (%v)", ws.TCP, err))
 			}
 		}
 		if ws.LogLine != "" {
 			if _, err := regexp.Compile(ws.LogLine); err != nil {
-				diags = append(diags, sdk.Errorf(p.GetAttr("log_line"), "Invalid log_line regexp", "%v", err))
+				sp.diags = append(sp.diags, sdk.Errorf(p.GetAttr("log_line"), "Invalid log_line regexp", "%v", err))
 			}
 		}
 		if t := ctyval.Str(ctyval.Attr(w, "timeout")); t != "" {
 			d, err := time.ParseDuration(t)
 			if err != nil || d <= 0 {
-				diags = append(diags, sdk.Errorf(p.GetAttr("timeout"), "Invalid wait timeout", "%q: use a Go duration such as \"90s\" or \"10m\"", t))
+				sp.diags = append(sp.diags, sdk.Errorf(p.GetAttr("timeout"), "Invalid wait timeout", "%q: use a Go duration such as \"90s\" or \"10m\"", t))
 			}
 			ws.Timeout = d
 		}
-		s.Wait = ws
+		sp.s.Wait = ws
 	}
-	return s, diags
 }
 
 // parseDevice reads "/dev/x", "/dev/x:/dev/y" or "/dev/x:/dev/y:rw".

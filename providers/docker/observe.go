@@ -26,159 +26,203 @@ type cgroupValues struct {
 // stays "9g" while 9 GiB is what the engine holds. Attributes prior leaves
 // null report null when the engine's value is its own default.
 func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectResponse, cg *cgroupValues) cty.Value {
-	cfg := ins.Config
-	if cfg == nil {
-		cfg = &container.Config{}
+	o := &observer{schema: s, prior: prior, ins: ins, cfg: ins.Config, hc: ins.HostConfig, vals: map[string]cty.Value{}}
+	if o.cfg == nil {
+		o.cfg = &container.Config{}
 	}
-	hc := ins.HostConfig
-	if hc == nil {
-		hc = &container.HostConfig{}
+	if o.hc == nil {
+		o.hc = &container.HostConfig{}
 	}
-	p := func(name string) cty.Value {
-		if prior.IsNull() || !prior.IsKnown() {
-			return cty.NullVal(s.Block.Attributes[name].Type)
-		}
-		return prior.GetAttr(name)
+	o.process()
+	o.resources()
+	o.devices()
+	o.privileges()
+	o.lifecycle()
+	o.binds()
+	for name := range notObservable {
+		o.vals[name] = o.p(name)
 	}
-	setByPrior := func(name string) bool { return !p(name).IsNull() }
-	vals := map[string]cty.Value{}
+	o.runtime(cg)
+	o.keepPriorSpelling()
+	return cty.ObjectVal(o.vals)
+}
 
-	vals["name"] = cty.StringVal(strings.TrimPrefix(ins.Name, "/"))
-	vals["image"] = cty.StringVal(cfg.Image)
+// observer builds one observed value, attribute group by group.
+type observer struct {
+	schema *sdk.ResourceSchema
+	prior  cty.Value
+	ins    container.InspectResponse
+	cfg    *container.Config
+	hc     *container.HostConfig
+	vals   map[string]cty.Value
+}
+
+// p is prior's attribute name (null when there is no prior).
+func (o *observer) p(name string) cty.Value {
+	if o.prior.IsNull() || !o.prior.IsKnown() {
+		return cty.NullVal(o.schema.Block.Attributes[name].Type)
+	}
+	return o.prior.GetAttr(name)
+}
+
+func (o *observer) setByPrior(name string) bool { return !o.p(name).IsNull() }
+
+// process observes name, image, entrypoint, command, env, working_dir and user.
+func (o *observer) process() {
+	o.vals["name"] = cty.StringVal(strings.TrimPrefix(o.ins.Name, "/"))
+	o.vals["image"] = cty.StringVal(o.cfg.Image)
 
 	// Attributes that can only change by recreating the container: a null
 	// prior means "engine/image default", not drift.
-	if setByPrior("entrypoint") {
-		vals["entrypoint"] = ctyval.ListOrNull(emptyIfNil(cfg.Entrypoint))
+	if o.setByPrior("entrypoint") {
+		o.vals["entrypoint"] = ctyval.ListOrNull(emptyIfNil(o.cfg.Entrypoint))
 	}
-	if setByPrior("command") {
-		vals["command"] = ctyval.ListOrNull(emptyIfNil(cfg.Cmd))
+	if o.setByPrior("command") {
+		o.vals["command"] = ctyval.ListOrNull(emptyIfNil(o.cfg.Cmd))
 	}
-	if setByPrior("env") {
+	if o.setByPrior("env") {
 		env := map[string]string{}
-		for _, kv := range cfg.Env {
+		for _, kv := range o.cfg.Env {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
 		}
 		// Only the keys the user set: image ENV (PATH, ...) is not drift.
-		want := ctyval.StrMap(p("env"))
+		want := ctyval.StrMap(o.p("env"))
 		got := map[string]string{}
 		for k := range want {
 			if v, ok := env[k]; ok {
 				got[k] = v
 			}
 		}
-		vals["env"] = ctyval.MapOrNull(got)
+		o.vals["env"] = ctyval.MapOrNull(got)
 	}
-	if setByPrior("working_dir") {
-		vals["working_dir"] = cty.StringVal(cfg.WorkingDir)
+	if o.setByPrior("working_dir") {
+		o.vals["working_dir"] = cty.StringVal(o.cfg.WorkingDir)
 	}
-	if setByPrior("user") {
-		vals["user"] = cty.StringVal(cfg.User)
+	if o.setByPrior("user") {
+		o.vals["user"] = cty.StringVal(o.cfg.User)
 	}
+}
 
+// resources observes the resource limits: memory, memory_swap, cpus, shm_size, pids_limit.
+func (o *observer) resources() {
 	// In-place attributes: report what the engine holds, whatever prior says,
 	// so a `docker update` by hand shows up.
-	if hc.Memory > 0 {
-		vals["memory"] = cty.StringVal(formatSize(hc.Memory))
+	if o.hc.Memory > 0 {
+		o.vals["memory"] = cty.StringVal(formatSize(o.hc.Memory))
 	}
 	switch {
-	case hc.MemorySwap == -1 && setByPrior("memory_swap"):
-		vals["memory_swap"] = cty.StringVal("-1")
-	case hc.MemorySwap > 0 && (setByPrior("memory_swap") || hc.MemorySwap != 2*hc.Memory):
+	case o.hc.MemorySwap == -1 && o.setByPrior("memory_swap"):
+		o.vals["memory_swap"] = cty.StringVal("-1")
+	case o.hc.MemorySwap > 0 && (o.setByPrior("memory_swap") || o.hc.MemorySwap != 2*o.hc.Memory):
 		// The engine defaults memory_swap to twice memory; that is not drift.
-		vals["memory_swap"] = cty.StringVal(formatSize(hc.MemorySwap))
+		o.vals["memory_swap"] = cty.StringVal(formatSize(o.hc.MemorySwap))
 	}
 	switch {
-	case hc.NanoCPUs > 0:
-		vals["cpus"] = ctyval.NumVal(float64(hc.NanoCPUs) / 1e9)
-	case hc.CPUQuota > 0:
-		period := hc.CPUPeriod
+	case o.hc.NanoCPUs > 0:
+		o.vals["cpus"] = ctyval.NumVal(float64(o.hc.NanoCPUs) / 1e9)
+	case o.hc.CPUQuota > 0:
+		period := o.hc.CPUPeriod
 		if period == 0 {
 			period = cpuPeriod
 		}
-		vals["cpus"] = ctyval.NumVal(math.Round(float64(hc.CPUQuota)/float64(period)*1e6) / 1e6)
+		o.vals["cpus"] = ctyval.NumVal(math.Round(float64(o.hc.CPUQuota)/float64(period)*1e6) / 1e6)
 	}
-	if rs := restartString(hc.RestartPolicy); rs != "no" || setByPrior("restart") {
-		vals["restart"] = cty.StringVal(rs)
-	}
-
-	if setByPrior("shm_size") || (hc.ShmSize > 0 && hc.ShmSize != 64<<20) {
-		if hc.ShmSize > 0 {
-			vals["shm_size"] = cty.StringVal(formatSize(hc.ShmSize))
+	if o.setByPrior("shm_size") || (o.hc.ShmSize > 0 && o.hc.ShmSize != 64<<20) {
+		if o.hc.ShmSize > 0 {
+			o.vals["shm_size"] = cty.StringVal(formatSize(o.hc.ShmSize))
 		}
 	}
-	if hc.PidsLimit != nil && *hc.PidsLimit > 0 {
-		vals["pids_limit"] = cty.NumberIntVal(*hc.PidsLimit)
+	if o.hc.PidsLimit != nil && *o.hc.PidsLimit > 0 {
+		o.vals["pids_limit"] = cty.NumberIntVal(*o.hc.PidsLimit)
 	}
-	if len(hc.Devices) > 0 || setByPrior("devices") {
+}
+
+// devices observes devices, gpus, network_mode and ipc_mode.
+func (o *observer) devices() {
+	if len(o.hc.Devices) > 0 || o.setByPrior("devices") {
 		ds := []string{}
-		for _, d := range hc.Devices {
+		for _, d := range o.hc.Devices {
 			ds = append(ds, deviceString(d))
 		}
-		vals["devices"] = ctyval.ListOrNull(ds)
+		o.vals["devices"] = ctyval.ListOrNull(ds)
 	}
-	for _, r := range hc.DeviceRequests {
+	for _, r := range o.hc.DeviceRequests {
 		if hasGPUCap(r) {
 			if r.Count < 0 {
-				vals["gpus"] = cty.StringVal("all")
+				o.vals["gpus"] = cty.StringVal("all")
 			} else {
-				vals["gpus"] = cty.StringVal(strconv.Itoa(r.Count))
+				o.vals["gpus"] = cty.StringVal(strconv.Itoa(r.Count))
 			}
 		}
 	}
-	if setByPrior("network_mode") {
-		vals["network_mode"] = cty.StringVal(string(hc.NetworkMode))
+	if o.setByPrior("network_mode") {
+		o.vals["network_mode"] = cty.StringVal(string(o.hc.NetworkMode))
 	}
-	if setByPrior("ipc_mode") {
-		vals["ipc_mode"] = cty.StringVal(string(hc.IpcMode))
+	if o.setByPrior("ipc_mode") {
+		o.vals["ipc_mode"] = cty.StringVal(string(o.hc.IpcMode))
 	}
-	if setByPrior("ulimits") {
-		want := ctyval.StrMap(p("ulimits"))
+}
+
+// privileges observes ulimits and cap_add.
+func (o *observer) privileges() {
+	if o.setByPrior("ulimits") {
+		want := ctyval.StrMap(o.p("ulimits"))
 		got := map[string]string{}
-		for _, u := range hc.Ulimits {
+		for _, u := range o.hc.Ulimits {
 			if _, ok := want[u.Name]; ok { // daemon-wide default ulimits are not drift
 				got[u.Name] = ulimitString(u)
 			}
 		}
-		vals["ulimits"] = ctyval.MapOrNull(got)
+		o.vals["ulimits"] = ctyval.MapOrNull(got)
 	}
-	if len(hc.CapAdd) > 0 || setByPrior("cap_add") {
+	if len(o.hc.CapAdd) > 0 || o.setByPrior("cap_add") {
 		cs := []string{}
-		for _, c := range hc.CapAdd {
+		for _, c := range o.hc.CapAdd {
 			cs = append(cs, normCap(c))
 		}
-		vals["cap_add"] = ctyval.SetOrNull(cs)
+		o.vals["cap_add"] = ctyval.SetOrNull(cs)
 	}
-	if setByPrior("labels") {
-		want := ctyval.StrMap(p("labels"))
+}
+
+// lifecycle observes restart, labels, cgroup_parent and stop_timeout.
+func (o *observer) lifecycle() {
+	if rs := restartString(o.hc.RestartPolicy); rs != "no" || o.setByPrior("restart") {
+		o.vals["restart"] = cty.StringVal(rs)
+	}
+
+	if o.setByPrior("labels") {
+		want := ctyval.StrMap(o.p("labels"))
 		got := map[string]string{}
 		for k := range want {
-			if v, ok := cfg.Labels[k]; ok {
+			if v, ok := o.cfg.Labels[k]; ok {
 				got[k] = v
 			}
 		}
-		vals["labels"] = ctyval.MapOrNull(got)
+		o.vals["labels"] = ctyval.MapOrNull(got)
 	}
-	if hc.CgroupParent != "" || setByPrior("cgroup_parent") {
-		vals["cgroup_parent"] = cty.StringVal(hc.CgroupParent)
+	if o.hc.CgroupParent != "" || o.setByPrior("cgroup_parent") {
+		o.vals["cgroup_parent"] = cty.StringVal(o.hc.CgroupParent)
 	}
-	if cfg.StopTimeout != nil {
-		vals["stop_timeout"] = cty.NumberIntVal(int64(*cfg.StopTimeout))
+	if o.cfg.StopTimeout != nil {
+		o.vals["stop_timeout"] = cty.NumberIntVal(int64(*o.cfg.StopTimeout))
 	}
+}
 
+// binds observes the mount blocks and bind_files.
+func (o *observer) binds() {
 	// Binds: targets prior lists in bind_files are files; every other bind
 	// is a mount block. Volumes the image declares are not ours.
 	fileTargets := map[string]bool{}
-	for _, f := range ctyval.Elems(p("bind_files")) {
+	for _, f := range ctyval.Elems(o.p("bind_files")) {
 		fileTargets[path.Clean(ctyval.Str(ctyval.Attr(f, "target")))] = true
 	}
 	priorMounts := map[string]cty.Value{}
-	for _, m := range ctyval.Elems(p("mount")) {
+	for _, m := range ctyval.Elems(o.p("mount")) {
 		priorMounts[path.Clean(ctyval.Str(ctyval.Attr(m, "target")))] = m
 	}
 	var mounts, files []cty.Value
-	for _, mp := range ins.Mounts {
+	for _, mp := range o.ins.Mounts {
 		if mp.Type != "bind" {
 			continue
 		}
@@ -199,53 +243,55 @@ func observe(s *sdk.ResourceSchema, prior cty.Value, ins container.InspectRespon
 		}
 		mounts = append(mounts, cty.ObjectVal(m))
 	}
-	mountType := s.Block.BlockTypes["mount"].Block.ImpliedType()
+	mountType := o.schema.Block.BlockTypes["mount"].Block.ImpliedType()
 	if len(mounts) == 0 {
-		vals["mount"] = cty.SetValEmpty(mountType)
+		o.vals["mount"] = cty.SetValEmpty(mountType)
 	} else {
-		vals["mount"] = cty.SetVal(mounts)
+		o.vals["mount"] = cty.SetVal(mounts)
 	}
 	if len(files) > 0 {
-		vals["bind_files"] = cty.ListVal(orderLike(files, ctyval.Elems(p("bind_files"))))
-	} else if setByPrior("bind_files") {
-		vals["bind_files"] = cty.ListValEmpty(bindFileType)
+		o.vals["bind_files"] = cty.ListVal(orderLike(files, ctyval.Elems(o.p("bind_files"))))
+	} else if o.setByPrior("bind_files") {
+		o.vals["bind_files"] = cty.ListValEmpty(bindFileType)
 	}
+}
 
-	for name := range notObservable {
-		vals[name] = p(name)
-	}
-
-	vals["id"] = cty.StringVal(ins.ID)
-	vals["image_id"] = cty.StringVal(ins.Image)
-	running := ins.State != nil && ins.State.Running
-	vals["running"] = cty.BoolVal(running)
+// runtime observes what only the engine sets: id, image_id, running,
+// exit_code and, for a running container, the cgroup limits cg.
+func (o *observer) runtime(cg *cgroupValues) {
+	o.vals["id"] = cty.StringVal(o.ins.ID)
+	o.vals["image_id"] = cty.StringVal(o.ins.Image)
+	running := o.ins.State != nil && o.ins.State.Running
+	o.vals["running"] = cty.BoolVal(running)
 	exit := 0
-	if ins.State != nil {
-		exit = ins.State.ExitCode
+	if o.ins.State != nil {
+		exit = o.ins.State.ExitCode
 	}
-	vals["exit_code"] = cty.NumberIntVal(int64(exit))
+	o.vals["exit_code"] = cty.NumberIntVal(int64(exit))
 	if cg != nil && running {
-		vals["cgroup_version"] = cty.NumberIntVal(int64(cg.Version))
-		vals["cgroup_memory_max"] = cty.StringVal(cg.MemoryMax)
-		vals["cgroup_memory_swap_max"] = cty.StringVal(cg.SwapMax)
-		vals["cgroup_cpu_max"] = cty.StringVal(cg.CPUMax)
+		o.vals["cgroup_version"] = cty.NumberIntVal(int64(cg.Version))
+		o.vals["cgroup_memory_max"] = cty.StringVal(cg.MemoryMax)
+		o.vals["cgroup_memory_swap_max"] = cty.StringVal(cg.SwapMax)
+		o.vals["cgroup_cpu_max"] = cty.StringVal(cg.CPUMax)
 	}
+}
 
+// keepPriorSpelling fills nulls, then keeps prior's spelling where it means the same.
+func (o *observer) keepPriorSpelling() {
 	// Fill nulls, then keep prior's spelling where it means the same.
-	for name, a := range s.Block.Attributes {
-		if _, ok := vals[name]; !ok {
-			vals[name] = cty.NullVal(a.Type)
+	for name, a := range o.schema.Block.Attributes {
+		if _, ok := o.vals[name]; !ok {
+			o.vals[name] = cty.NullVal(a.Type)
 		}
 		if !a.Computed || a.Optional {
-			if pv := p(name); equiv(name, pv, vals[name]) {
-				vals[name] = pv
+			if pv := o.p(name); equiv(name, pv, o.vals[name]) {
+				o.vals[name] = pv
 			}
 		}
 	}
-	if pv := p("mount"); equiv("mount", pv, vals["mount"]) && !pv.IsNull() {
-		vals["mount"] = pv
+	if pv := o.p("mount"); equiv("mount", pv, o.vals["mount"]) && !pv.IsNull() {
+		o.vals["mount"] = pv
 	}
-	return cty.ObjectVal(vals)
 }
 
 func emptyIfNil(ss []string) []string {

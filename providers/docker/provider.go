@@ -9,8 +9,8 @@ import (
 
 // Resource type names.
 const (
-	typeImage     = "docker_image"
-	typeContainer = "docker_container"
+	TypeImage     = "docker_image"
+	TypeContainer = "docker_container"
 )
 
 // provider is an sdk.Router for both types whose ReadResources reads a
@@ -35,7 +35,7 @@ func New() sdk.Provider {
 	cs := newClients()
 	img, ctr := &imageResource{clients: cs}, &containerResource{clients: cs}
 	return &provider{
-		Router:  &sdk.Router{Name: "docker", Resources: map[string]sdk.Resource{typeImage: img, typeContainer: ctr}},
+		Router:  &sdk.Router{Name: "docker", Resources: map[string]sdk.Resource{TypeImage: img, TypeContainer: ctr}},
 		clients: cs, image: img, container: ctr,
 	}
 }
@@ -46,9 +46,9 @@ func (p *provider) ReadResources(ctx context.Context, req sdk.ReadRequest) sdk.R
 	var imgIdx, ctrIdx []int
 	for i, it := range req.Resources {
 		switch it.TypeName {
-		case typeImage:
+		case TypeImage:
 			imgIdx = append(imgIdx, i)
-		case typeContainer:
+		case TypeContainer:
 			ctrIdx = append(ctrIdx, i)
 		default:
 			return p.Router.ReadResources(ctx, req) // it reports the unknown type

@@ -109,7 +109,7 @@ func BenchmarkResolve10k(b *testing.B) {
 			}
 			vals["hub_dir"], vals["repo_id"], vals["target"] = cty.StringVal(dir), cty.StringVal("org/big"), cty.StringVal("/model")
 			cfg := cty.ObjectVal(vals)
-			req := sdk.PlanRequest{TypeName: TypeName, Node: n.node, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(schema.Block, null, cfg)}
+			req := sdk.PlanRequest{TypeName: TypeManifest, Node: n.node, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(schema.Block, null, cfg)}
 			for i := 0; i < b.N; i++ {
 				resp := r.Plan(context.Background(), req)
 				if resp.Diagnostics.HasErrors() {

@@ -47,11 +47,11 @@ func TestLostReplyManifestOwnership(t *testing.T) {
 					return resp.NewState, resp.Private
 				}},
 				{"recovered, then destroyed", func(t *testing.T, _, planned cty.Value, _ sdk.ApplyResponse) (cty.Value, []byte) {
-					r := sdktest.Read(t, p, TypeName, n.node, recovered(planned), nil)
+					r := sdktest.Read(t, p, TypeManifest, n.node, recovered(planned), nil)
 					return r.NewState, r.Private
 				}},
 				{"dropped from state, created again over its own file", func(t *testing.T, cfg, _ cty.Value, _ sdk.ApplyResponse) (cty.Value, []byte) {
-					return sdktest.Create(t, p, TypeName, n.node, cfg)
+					return sdktest.Create(t, p, TypeManifest, n.node, cfg)
 				}},
 			}
 			for i, tc := range cases {
@@ -64,8 +64,8 @@ func TestLostReplyManifestOwnership(t *testing.T) {
 						"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"),
 						"target": cty.StringVal("/model"), "manifest_path": cty.StringVal(mp),
 					})
-					pl := sdktest.Plan(t, p, TypeName, n.node, null, nil, cfg)
-					resp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeName, Address: "a", Node: n.node,
+					pl := sdktest.Plan(t, p, TypeManifest, n.node, null, nil, cfg)
+					resp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeManifest, Address: "a", Node: n.node,
 						Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, nil)
 					if resp.Diagnostics.HasErrors() {
 						t.Fatal(resp.Diagnostics.Err())
@@ -75,7 +75,7 @@ func TestLostReplyManifestOwnership(t *testing.T) {
 					}
 					// The reply (resp) is lost here, but in the first case.
 					st, priv := tc.after(t, cfg, pl.Planned, resp)
-					sdktest.Destroy(t, p, TypeName, n.node, st, priv)
+					sdktest.Destroy(t, p, TypeManifest, n.node, st, priv)
 					if ents, _ := os.ReadDir(base); len(ents) != 0 {
 						t.Fatalf("destroy left %v in %s (want it empty, as before the first apply)", ents[0].Name(), base)
 					}

@@ -17,7 +17,7 @@ import (
 // the file and its folders, so a write whose reply is lost (a killed CLI or
 // plugin, a dropped link) cannot leave either behind, nor can a replacement
 // that finds its own earlier file there take it for someone else's.
-var records = restore.Store{Kind: TypeName}
+var records = restore.Store{Kind: TypeManifest}
 
 // writeScript ($3 record name, $4 its key line, $5 path, $6 wanted sha256,
 // $7 the sha256 private data says this resource wrote, "" none) writes

@@ -429,7 +429,7 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 // Import implements sdk.Resource: a manifest is derived from config, so
 // there is nothing on the node to adopt; create it instead.
 func (m *manifest) Import(context.Context, sdk.ImportRequest) sdk.ImportResponse {
-	return sdk.ImportUnsupported(TypeName + " (it is derived from the hub: declare it and apply)")
+	return sdk.ImportUnsupported(TypeManifest + " (it is derived from the hub: declare it and apply)")
 }
 
 func short(commit string) string {

@@ -7,8 +7,8 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-// TypeName is the resource type this provider serves.
-const TypeName = "hubstage_manifest"
+// TypeManifest is the resource type this provider serves.
+const TypeManifest = "hubstage_manifest"
 
 // SummaryAttribute names the computed attribute that summarises a change
 // of "files" in one line; plan renderers show it instead of the list.
@@ -21,6 +21,6 @@ var fileType = cty.Object(map[string]cty.Type{"source": cty.String, "target": ct
 func New() sdk.Provider {
 	pool := node.NewPool()
 	return &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{
-		TypeName: &manifest{conn: pool.Get},
+		TypeManifest: &manifest{conn: pool.Get},
 	}}
 }

@@ -34,7 +34,7 @@ func modelHub(t *testing.T, h *hub) (repo, c1, c2 string) {
 }
 
 func provider(t *testing.T, nodes []testNode) sdk.Provider {
-	return sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeName: resourceFor(nodes)}})
+	return sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeManifest: resourceFor(nodes)}})
 }
 
 func config(t *testing.T, attrs map[string]cty.Value) cty.Value {
@@ -42,7 +42,7 @@ func config(t *testing.T, attrs map[string]cty.Value) cty.Value {
 }
 
 func TestSchemaShape(t *testing.T) {
-	rs := sdktest.Schema(t, sdktest.GRPC(t, New()), TypeName)
+	rs := sdktest.Schema(t, sdktest.GRPC(t, New()), TypeManifest)
 	files := rs.Block.Attributes["files"]
 	if files == nil || !files.Type.Equals(cty.List(cty.Object(map[string]cty.Type{"source": cty.String, "target": cty.String}))) {
 		t.Fatalf("files must be list(object({source, target})) for docker_container.bind_files; got %#v", files)
@@ -91,7 +91,7 @@ func TestValidate(t *testing.T) {
 			for k, v := range tc.set {
 				attrs[k] = v
 			}
-			diags := p.ValidateResourceConfig(context.Background(), sdk.ValidateRequest{TypeName: TypeName, Config: config(t, attrs)})
+			diags := p.ValidateResourceConfig(context.Background(), sdk.ValidateRequest{TypeName: TypeManifest, Config: config(t, attrs)})
 			if tc.bad == "" {
 				if diags.HasErrors() {
 					t.Fatalf("unexpected: %v", diags.Err())
@@ -145,7 +145,7 @@ func TestLifecycle(t *testing.T) {
 				"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"),
 				"target": cty.StringVal("/model"), "manifest_path": cty.StringVal(mp),
 			})
-			state, priv := sdktest.Create(t, p, TypeName, n.node, cfg)
+			state, priv := sdktest.Create(t, p, TypeManifest, n.node, cfg)
 			if got := state.GetAttr("commit").AsString(); got != c1 {
 				t.Fatalf("commit %s, want %s", got, c1)
 			}
@@ -160,13 +160,13 @@ func TestLifecycle(t *testing.T) {
 			if string(written) != manifestOf(state) {
 				t.Fatalf("manifest file:\n%s\nwant:\n%s", written, manifestOf(state))
 			}
-			if pl := sdktest.Plan(t, p, TypeName, n.node, state, priv, cfg); !pl.Planned.RawEquals(state) {
+			if pl := sdktest.Plan(t, p, TypeManifest, n.node, state, priv, cfg); !pl.Planned.RawEquals(state) {
 				t.Fatalf("second plan is not a no-op: %#v", pl.Planned)
 			}
 
 			// The ref moves: refresh reports it, plan updates in place.
 			h.ref(repo, "main", c2)
-			read := sdktest.Read(t, p, TypeName, n.node, state, priv)
+			read := sdktest.Read(t, p, TypeManifest, n.node, state, priv)
 			wantSummary := "commit " + c1[:7] + " -> " + c2[:7] + ", +1 files, -1 files, 1 changed"
 			if got := read.NewState.GetAttr(SummaryAttribute).AsString(); got != wantSummary {
 				t.Errorf("drift summary %q, want %q", got, wantSummary)
@@ -174,7 +174,7 @@ func TestLifecycle(t *testing.T) {
 			if !read.NewState.GetAttr("files").RawEquals(state.GetAttr("files")) {
 				t.Errorf("refresh changed the applied files; it must only report the drift")
 			}
-			pl := sdktest.Plan(t, p, TypeName, n.node, read.NewState, read.Private, cfg)
+			pl := sdktest.Plan(t, p, TypeManifest, n.node, read.NewState, read.Private, cfg)
 			if pl.Planned.RawEquals(read.NewState) || len(pl.RequiresReplace) != 0 {
 				t.Fatalf("want an in-place update, got replace=%v planned=%#v", pl.RequiresReplace, pl.Planned)
 			}
@@ -185,7 +185,7 @@ func TestLifecycle(t *testing.T) {
 			if summary != wantSummary || len(summary) > 120 {
 				t.Errorf("plan summary %q, want %q (short)", summary, wantSummary)
 			}
-			ap, _ := sdktest.Apply(t, p, TypeName, n.node, read.NewState, pl.Planned, cfg, pl.PlannedPrivate)
+			ap, _ := sdktest.Apply(t, p, TypeManifest, n.node, read.NewState, pl.Planned, cfg, pl.PlannedPrivate)
 			if !ap.NewState.RawEquals(pl.Planned) {
 				t.Fatalf("apply result differs from plan:\n%#v\n%#v", ap.NewState, pl.Planned)
 			}
@@ -194,30 +194,30 @@ func TestLifecycle(t *testing.T) {
 			if string(written) != manifestOf(ap.NewState) || !strings.Contains(string(written), "/model/engrams/e1.bin") {
 				t.Fatalf("manifest not rewritten:\n%s", written)
 			}
-			read = sdktest.Read(t, p, TypeName, n.node, ap.NewState, ap.Private)
+			read = sdktest.Read(t, p, TypeManifest, n.node, ap.NewState, ap.Private)
 			if !read.NewState.RawEquals(ap.NewState) {
 				t.Fatalf("read after update shows drift: %#v", read.NewState)
 			}
-			if pl := sdktest.Plan(t, p, TypeName, n.node, read.NewState, read.Private, cfg); !pl.Planned.RawEquals(read.NewState) {
+			if pl := sdktest.Plan(t, p, TypeManifest, n.node, read.NewState, read.Private, cfg); !pl.Planned.RawEquals(read.NewState) {
 				t.Fatalf("plan after update is not a no-op")
 			}
 
 			// Someone deletes the manifest: refresh sees it, plan rewrites it.
 			must(t, os.Remove(mp))
-			read = sdktest.Read(t, p, TypeName, n.node, ap.NewState, ap.Private)
+			read = sdktest.Read(t, p, TypeManifest, n.node, ap.NewState, ap.Private)
 			if !read.NewState.GetAttr("manifest_sha256").IsNull() {
 				t.Fatalf("missing manifest not observed")
 			}
-			pl = sdktest.Plan(t, p, TypeName, n.node, read.NewState, read.Private, cfg)
+			pl = sdktest.Plan(t, p, TypeManifest, n.node, read.NewState, read.Private, cfg)
 			if s := pl.Planned.GetAttr(SummaryAttribute).AsString(); !strings.Contains(s, "manifest_path rewritten") {
 				t.Fatalf("plan summary %q does not say the manifest is rewritten", s)
 			}
-			ap, _ = sdktest.Apply(t, p, TypeName, n.node, read.NewState, pl.Planned, cfg, pl.PlannedPrivate)
+			ap, _ = sdktest.Apply(t, p, TypeManifest, n.node, read.NewState, pl.Planned, cfg, pl.PlannedPrivate)
 			if _, err := os.Stat(mp); err != nil {
 				t.Fatalf("manifest not rewritten: %v", err)
 			}
 
-			sdktest.Destroy(t, p, TypeName, n.node, ap.NewState, ap.Private)
+			sdktest.Destroy(t, p, TypeManifest, n.node, ap.NewState, ap.Private)
 			if _, err := os.Stat(mp); !os.IsNotExist(err) {
 				t.Fatalf("destroy left %s (%v)", mp, err)
 			}
@@ -252,8 +252,8 @@ func TestManifestOwnership(t *testing.T) {
 
 			// Foreign content: refused, and the file is untouched.
 			must(t, os.WriteFile(mp, []byte("someone else's\n"), 0o644))
-			pl := sdktest.Plan(t, p, TypeName, n.node, null, nil, cfg)
-			resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeName, Address: "a", Node: n.node, Prior: null, Planned: pl.Planned, Config: cfg}, nil)
+			pl := sdktest.Plan(t, p, TypeManifest, n.node, null, nil, cfg)
+			resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeManifest, Address: "a", Node: n.node, Prior: null, Planned: pl.Planned, Config: cfg}, nil)
 			if !resp.Diagnostics.HasErrors() || !strings.Contains(resp.Diagnostics.Err().Error(), "remove it or choose another manifest_path") {
 				t.Fatalf("want a refusal, got %v", resp.Diagnostics.Err())
 			}
@@ -266,17 +266,17 @@ func TestManifestOwnership(t *testing.T) {
 
 			// Identical content: adopted, and destroy leaves it.
 			must(t, os.WriteFile(mp, FormatManifest(entriesOf(pl.Planned)), 0o644))
-			ap, _ := sdktest.Apply(t, p, TypeName, n.node, null, pl.Planned, cfg, nil)
-			sdktest.Destroy(t, p, TypeName, n.node, ap.NewState, ap.Private)
+			ap, _ := sdktest.Apply(t, p, TypeManifest, n.node, null, pl.Planned, cfg, nil)
+			sdktest.Destroy(t, p, TypeManifest, n.node, ap.NewState, ap.Private)
 			if _, err := os.Stat(mp); err != nil {
 				t.Fatalf("destroy removed a manifest this resource did not write: %v", err)
 			}
 
 			// Written by us, then edited: destroy warns and leaves it.
 			must(t, os.Remove(mp))
-			ap, _ = sdktest.Apply(t, p, TypeName, n.node, null, pl.Planned, cfg, nil)
+			ap, _ = sdktest.Apply(t, p, TypeManifest, n.node, null, pl.Planned, cfg, nil)
 			must(t, os.WriteFile(mp, []byte("edited\n"), 0o644))
-			resp = p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeName, Address: "a", Node: n.node, Prior: ap.NewState, Planned: null, Config: null, Private: ap.Private}, nil)
+			resp = p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeManifest, Address: "a", Node: n.node, Prior: ap.NewState, Planned: null, Config: null, Private: ap.Private}, nil)
 			if resp.Diagnostics.HasErrors() || len(resp.Diagnostics) != 1 || !resp.NewState.IsNull() {
 				t.Fatalf("want a null state and one warning, got %#v %v", resp.NewState, resp.Diagnostics)
 			}
@@ -310,8 +310,8 @@ func TestReadBatchIsOneRoundTrip(t *testing.T) {
 			var items []sdk.ReadItem
 			for i, id := range []string{"coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw", "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"} {
 				cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal(id), "target": cty.StringVal([]string{"/model", "/draft-exl3", "/m2"}[i])})
-				st, pr := sdktest.Create(t, p, TypeName, n.node, cfg)
-				items = append(items, sdk.ReadItem{TypeName: TypeName, Address: id, Prior: st, Private: pr})
+				st, pr := sdktest.Create(t, p, TypeManifest, n.node, cfg)
+				items = append(items, sdk.ReadItem{TypeName: TypeManifest, Address: id, Prior: st, Private: pr})
 			}
 			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n.node, Resources: items})
 			if resp.Diagnostics.HasErrors() || resp.RoundTrips != 1 || len(resp.Results) != 3 {
@@ -335,7 +335,7 @@ func TestPlanEdges(t *testing.T) {
 	n := nodes[0]
 	null := cty.NullVal(schema.Block.ImpliedType())
 	cfg := config(t, map[string]cty.Value{"hub_dir": cty.UnknownVal(cty.String), "repo_id": cty.StringVal("o/m"), "target": cty.StringVal("/model")})
-	pl := sdktest.Plan(t, p, TypeName, n.node, null, nil, cfg)
+	pl := sdktest.Plan(t, p, TypeManifest, n.node, null, nil, cfg)
 	if pl.Planned.GetAttr("files").IsKnown() || pl.Planned.GetAttr("commit").IsKnown() {
 		t.Fatalf("computed values must be unknown with an unknown config")
 	}
@@ -343,16 +343,16 @@ func TestPlanEdges(t *testing.T) {
 	h := newHub(t, t.TempDir())
 	repo, _, c2 := modelHub(t, h)
 	cfg = config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
-	pl = sdktest.Plan(t, p, TypeName, n.node, null, nil, cfg)
+	pl = sdktest.Plan(t, p, TypeManifest, n.node, null, nil, cfg)
 	h.ref(repo, "main", c2)
-	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeName, Address: "a", Node: n.node, Prior: null, Planned: pl.Planned, Config: cfg}, nil)
+	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeManifest, Address: "a", Node: n.node, Prior: null, Planned: pl.Planned, Config: cfg}, nil)
 	if !resp.Diagnostics.HasErrors() || !strings.Contains(resp.Diagnostics.Err().Error(), "run plan again") {
 		t.Fatalf("want a changed-since-plan error, got %v", resp.Diagnostics.Err())
 	}
 
 	must(t, os.Remove(filepath.Join(repo, "blobs", sum("e1"))))
 	r := resourceFor(nodes)
-	presp := r.Plan(context.Background(), sdk.PlanRequest{TypeName: TypeName, Node: n.node, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(schema.Block, null, cfg)})
+	presp := r.Plan(context.Background(), sdk.PlanRequest{TypeName: TypeManifest, Node: n.node, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(schema.Block, null, cfg)})
 	if !presp.Diagnostics.HasErrors() || !strings.Contains(presp.Diagnostics.Err().Error(), "engrams/e1.bin") {
 		t.Fatalf("want a dangling error naming engrams/e1.bin, got %v", presp.Diagnostics.Err())
 	}

@@ -11,6 +11,12 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
+// Resource type names.
+const (
+	TypeModule = "kmod_module"
+	TypeCgroup = "kmod_cgroup"
+)
+
 // Config says where the provider finds the kernel on a node. The zero
 // value means the real one; tests point it at a simulated kernel.
 type Config struct {
@@ -92,8 +98,8 @@ func NewWithConfig(cfg Config) sdk.Provider {
 	return &sdk.Router{
 		Name: "kmod",
 		Resources: map[string]sdk.Resource{
-			"kmod_module": &moduleResource{k: k},
-			"kmod_cgroup": &cgroupResource{k: k},
+			TypeModule: &moduleResource{k: k},
+			TypeCgroup: &cgroupResource{k: k},
 		},
 	}
 }
