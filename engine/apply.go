@@ -174,11 +174,7 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 		if c := changes[d.Addr]; c != nil && c.Before != cty.NilVal && !c.Before.IsNull() {
 			cp.Private = c.PriorPrivate
 		}
-		rec, err := cp.record()
-		if err == nil {
-			err = e.Store.PutResource(rec)
-		}
-		if err != nil {
+		if err := e.putObject(&cp); err != nil {
 			diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
 			continue
 		}
@@ -410,11 +406,7 @@ func (ap *applier) moveToDeposed(addr string) error {
 	}
 	cp := *in
 	cp.Addr = addr + deposedSuffix
-	rec, err := cp.record()
-	if err != nil {
-		return err
-	}
-	if err := ap.e.Store.PutResource(rec); err != nil {
+	if err := ap.e.putObject(&cp); err != nil {
 		return err
 	}
 	return ap.e.Store.DeleteResource(addr)

@@ -58,11 +58,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 	}
 	in := &stateObject{Addr: addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: found.Node,
 		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version}
-	rec, err := in.record()
-	if err == nil {
-		err = e.Store.PutResource(rec)
-	}
-	if err != nil {
+	if err := e.putObject(in); err != nil {
 		return append(diags, errDiag("Cannot store "+addr, err.Error()))
 	}
 	return diags

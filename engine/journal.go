@@ -61,11 +61,7 @@ func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map
 	for _, addr := range addrsSorted {
 		var msg string
 		if in, ok := refreshed[addr]; ok {
-			rec, err := in.record()
-			if err == nil {
-				err = e.Store.PutResource(rec)
-			}
-			if err != nil {
+			if err := e.putObject(in); err != nil {
 				diags = append(diags, errDiag("Cannot store recovered instance "+addr, err.Error()))
 				continue
 			}

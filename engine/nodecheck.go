@@ -27,26 +27,7 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 	if e.NodeCheck == nil {
 		return nil
 	}
-	byKey := map[string]sdk.Node{}
-	add := func(n sdk.Node) {
-		if n.Transport == "local" && !n.Become {
-			return // nothing to reach
-		}
-		if _, ok := byKey[n.Key()]; !ok {
-			byKey[n.Key()] = n
-		}
-	}
-	for _, n := range cfgNodes {
-		add(n)
-	}
-	for _, in := range insts {
-		add(in.Node)
-	}
-	nodes := make([]sdk.Node, 0, len(byKey))
-	for _, n := range byKey {
-		nodes = append(nodes, n)
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name+nodes[i].Key() < nodes[j].Name+nodes[j].Key() })
+	nodes := nodesToReach(cfgNodes, insts)
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	lim := make(limiter, e.parallelism())
@@ -85,4 +66,30 @@ func nodeBlockName(name string) string {
 		name = name[:i]
 	}
 	return name
+}
+
+// nodesToReach is every node of the configuration and of state once, in a
+// stable order; a local node that does not become root needs no check.
+func nodesToReach(cfgNodes map[string]sdk.Node, insts map[string]*stateObject) []sdk.Node {
+	byKey := map[string]sdk.Node{}
+	add := func(n sdk.Node) {
+		if n.Transport == "local" && !n.Become {
+			return // nothing to reach
+		}
+		if _, ok := byKey[n.Key()]; !ok {
+			byKey[n.Key()] = n
+		}
+	}
+	for _, n := range cfgNodes {
+		add(n)
+	}
+	for _, in := range insts {
+		add(in.Node)
+	}
+	nodes := make([]sdk.Node, 0, len(byKey))
+	for _, n := range byKey {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name+nodes[i].Key() < nodes[j].Name+nodes[j].Key() })
+	return nodes
 }

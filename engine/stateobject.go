@@ -84,6 +84,15 @@ func unknownAsNull(v cty.Value) cty.Value {
 	return v
 }
 
+// putObject writes obj's record to state.
+func (e *Engine) putObject(obj *stateObject) error {
+	rec, err := obj.record()
+	if err != nil {
+		return err
+	}
+	return e.Store.PutResource(rec)
+}
+
 // stateObjectFromRecord decodes a state record.
 func stateObjectFromRecord(r *state.Resource) (*stateObject, error) {
 	v, err := DecodeValue(r.Value)
