@@ -159,8 +159,10 @@ func newShowCommand(m *meta) *cobra.Command {
 
 func newStateCommand(m *meta) *cobra.Command {
 	cmd := &cobra.Command{Use: "state", Short: "Inspect and edit the state (list, show, rm, mv, history, undo, pull, push, migrate)"}
-	cmd.AddCommand(stateMoveCommands(m)...)
 	cmd.AddCommand(
+		newStatePullCommand(m),
+		newStatePushCommand(m),
+		newStateMigrateCommand(m),
 		newStateListCommand(m),
 		newStateShowCommand(m),
 		newStateRmCommand(m),

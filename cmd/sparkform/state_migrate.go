@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -12,70 +10,8 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
-// stateMoveCommands are `state pull`, `state push` and `state migrate`.
-func stateMoveCommands(m *meta) []*cobra.Command {
-	pull := &cobra.Command{
-		Use:   "pull",
-		Short: "Print the whole state as a portable JSON snapshot (for backup, or state push)",
-		Long: `Print the state as one JSON document: lineage, serial, every instance and the
-outputs. It holds what the state holds (node details, provider-private data):
-keep it as private as the state. Reading takes no lock.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := m.openStateReadOnly()
-			if err != nil {
-				return noStateHint(err)
-			}
-			defer st.Close()
-			p, err := state.Export(st)
-			if err != nil {
-				return err
-			}
-			return state.WritePortable(m.stdout, p)
-		},
-	}
-	var pushForce bool
-	var pushTimeout time.Duration
-	push := &cobra.Command{
-		Use:   "push FILE",
-		Short: "Replace the state with a snapshot from state pull (- reads stdin)",
-		Long: `Replace the state with a snapshot written by state pull. A state of another
-lineage (a different state, not an older copy of this one), or a newer
-serial of the same lineage, is refused unless -force is given.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var r io.Reader = m.stdin
-			if args[0] != "-" {
-				data, err := os.ReadFile(args[0])
-				if err != nil {
-					return err
-				}
-				r = bytes.NewReader(data)
-			}
-			p, err := state.ReadPortable(r)
-			if err != nil {
-				return err
-			}
-			st, err := m.openState(pushTimeout, "sparkform state push")
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := state.CheckTarget(st, p, pushForce); err != nil {
-				return err
-			}
-			if err := st.Replace(p); err != nil {
-				return err
-			}
-			be, _ := m.backend()
-			fmt.Fprintf(m.stdout, "Pushed %d %s (lineage %s, serial %d) to %s.\n",
-				len(p.Resources), plural(len(p.Resources), "instance", "instances"), p.Lineage, p.Serial, be)
-			return nil
-		},
-	}
-	push.Flags().BoolVar(&pushForce, "force", false, "replace a state of another lineage or a newer serial")
-	push.Flags().DurationVar(&pushTimeout, "lock-timeout", 0, "wait this long for the state lock")
-
+// newStateMigrateCommand is `sparkform state migrate`: it copies the state between the local file and the configured backend.
+func newStateMigrateCommand(m *meta) *cobra.Command {
 	var toLocal, migForce bool
 	var migTimeout time.Duration
 	migrate := &cobra.Command{
@@ -134,5 +70,5 @@ lineage) is refused unless -force is given. The source is left as it was.`,
 	migrate.Flags().BoolVar(&toLocal, "to-local", false, "copy from the configured backend to the local file instead")
 	migrate.Flags().BoolVar(&migForce, "force", false, "replace a target that holds another lineage")
 	migrate.Flags().DurationVar(&migTimeout, "lock-timeout", 0, "wait this long for each state's lock")
-	return []*cobra.Command{pull, push, migrate}
+	return migrate
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/sparkform/sparkform/state"
+)
+
+// newStatePullCommand is `sparkform state pull`: it prints the whole state as a portable JSON snapshot.
+func newStatePullCommand(m *meta) *cobra.Command {
+	pull := &cobra.Command{
+		Use:   "pull",
+		Short: "Print the whole state as a portable JSON snapshot (for backup, or state push)",
+		Long: `Print the state as one JSON document: lineage, serial, every instance and the
+outputs. It holds what the state holds (node details, provider-private data):
+keep it as private as the state. Reading takes no lock.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := m.openStateReadOnly()
+			if err != nil {
+				return noStateHint(err)
+			}
+			defer st.Close()
+			p, err := state.Export(st)
+			if err != nil {
+				return err
+			}
+			return state.WritePortable(m.stdout, p)
+		},
+	}
+	return pull
+}
