@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newFmtCommand is `sparkform fmt`: *.sf.hcl files in the canonical format.
 func newFmtCommand(m *meta) *cobra.Command {
 	var check, list, showDiff bool
 	cmd := &cobra.Command{

@@ -9,6 +9,8 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
+// newForceUnlockCommand is `sparkform force-unlock`: a stale state lock
+// released.
 func newForceUnlockCommand(m *meta) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{

@@ -9,6 +9,7 @@ import (
 	"github.com/sparkform/sparkform/engine"
 )
 
+// newGraphCommand is `sparkform graph`: the dependency graph in DOT.
 func newGraphCommand(m *meta) *cobra.Command {
 	return &cobra.Command{
 		Use:   "graph",

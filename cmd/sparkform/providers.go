@@ -11,6 +11,8 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
+// newProvidersCommand is `sparkform providers`: the providers and their
+// schemas.
 func newProvidersCommand(m *meta) *cobra.Command {
 	cmd := &cobra.Command{Use: "providers", Short: "Inspect providers"}
 	var asJSON bool
@@ -55,6 +57,7 @@ func newProvidersCommand(m *meta) *cobra.Command {
 	return cmd
 }
 
+// blockJSON is a schema block as `providers schema -json` prints it.
 func blockJSON(b *sdk.Block) map[string]any {
 	attrs := map[string]any{}
 	for n, a := range b.Attributes {

@@ -8,6 +8,8 @@ import (
 	"github.com/sparkform/sparkform/engine"
 )
 
+// newValidateCommand is `sparkform validate`: the configuration checked
+// without touching nodes or state.
 func newValidateCommand(m *meta) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -11,6 +11,7 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
+// newVersionCommand is `sparkform version`.
 func newVersionCommand(m *meta) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
