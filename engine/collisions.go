@@ -1,3 +1,6 @@
+// This file holds the collision check: a plan may not have two instances
+// manage the same object on one node (their types' Identity attributes).
+
 package engine
 
 import (

@@ -23,7 +23,8 @@
 //     blocks whose keys are known before it; walk.go: the walker.
 //   - refresh.go, nodecheck.go: reading the nodes.
 //   - plan.go (plan_normal.go, plan_destroy.go): Engine.Plan by mode;
-//     plan_instance.go: planning one instance; ignore.go: lifecycle.
+//     plan_instance.go: planning one instance; ignore.go: lifecycle;
+//     collisions.go: two instances may not manage one object.
 //   - apply.go (apply_destroy.go): Engine.Apply and applying one instance;
 //     planfresh.go: the saved-plan check.
 //   - import.go, validate.go: Engine.Import and Engine.Validate.
