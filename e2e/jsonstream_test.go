@@ -100,11 +100,11 @@ func checkApplyStream(t *testing.T, stdout string, n int) {
 		t.Errorf("change summaries %v, want %v", summaries, want)
 	}
 	for _, key := range []string{"spark-01", "spark-02"} {
-		c := start[`docker_container.ds41["`+key+`"]`]
-		for _, dep := range []string{`kmod_module.nvidia_drm["spark-01"]`, `kmod_module.nvidia_drm["spark-02"]`,
-			`hubstage_manifest.model["` + key + `"]`, `hubstage_manifest.draft["` + key + `"]`} {
+		c := start[`module.dsv41.docker_container.serve["`+key+`"]`]
+		for _, dep := range []string{`module.dsv41.kmod_module.display["spark-01"]`, `module.dsv41.kmod_module.display["spark-02"]`,
+			`module.dsv41.hubstage_manifest.model["` + key + `"]`, `module.dsv41.hubstage_manifest.draft["` + key + `"]`} {
 			if d, ok := done[dep]; !ok || d > c {
-				t.Errorf("docker_container.ds41[%q] started (message %d) before %s completed (message %d)", key, c, dep, d)
+				t.Errorf("module.dsv41.docker_container.serve[%q] started (message %d) before %s completed (message %d)", key, c, dep, d)
 			}
 		}
 	}
