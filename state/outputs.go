@@ -39,7 +39,7 @@ func (s *BoltStore) Outputs() (map[string]Output, error) {
 		if v == nil {
 			return nil
 		}
-		return json.Unmarshal(v, &out)
+		return decode(v, &out, "the outputs")
 	})
 	return out, err
 }
