@@ -69,3 +69,24 @@ func TestModuleFailureHoldsBackOnlyItsNode(t *testing.T) {
 		t.Errorf("after destroying module.stack[\"s1\"]: %v", got)
 	}
 }
+
+// TestModuleInputTakesOneInstance: a module input that names one instance
+// of a root resource (base[each.key]) waits for that instance only, so a
+// failed base["s2"] holds back module.stack["s2"] and not module.stack["s1"].
+func TestModuleInputTakesOneInstance(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("modules_input", `fail={"s2"="create"}`)
+	_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
+	if !hasErrorContaining(diags, `sftest_thing.base["s2"]`) {
+		t.Fatalf("apply does not name the failed base: %s", diagString(diags))
+	}
+	got := strings.Join(b.addrs(), "\n")
+	for _, want := range []string{`module.stack["s1"].sftest_thing.first["n1"]`, `module.stack["s1"].sftest_thing.second["n2"]`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s was held back by another stack's failure; state:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `module.stack["s2"]`) {
+		t.Errorf("module.stack[\"s2\"] went ahead without its base:\n%s", got)
+	}
+}

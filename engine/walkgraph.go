@@ -186,15 +186,52 @@ func (cg *configGraph) walkGraph(m *config.Module, keep func(vertex) bool, keepI
 		deps := cg.g.dependsOn(v)
 		if _, static := cg.expansions[v.addr]; !static || v.kind != resourceVertex {
 			for _, d := range deps {
-				if keep(d) {
-					wg.connect(v, d)
+				if !keep(d) {
+					continue
 				}
+				if keys := cg.literalKeys(v, d, kept); keys != nil {
+					// A local that takes only named instances of a
+					// block walked instance by instance (a module input
+					// such as kit[each.key] of its instance) waits for
+					// just those, so a failure elsewhere in the block
+					// holds back only what uses the failed instance.
+					for _, k := range keys {
+						wg.connect(v, instanceV(m.Resources[d.addr].Addr.Instance(k).String()))
+					}
+					continue
+				}
+				wg.connect(v, d)
 			}
 			continue
 		}
 		cg.addInstanceVertices(wg, m, v, keep, kept)
 	}
 	return wg
+}
+
+// literalKeys returns the instance keys local v takes of resource block d
+// when every reference of v to d names one instance by a literal key that
+// the walk has as a vertex; nil otherwise (v takes d whole).
+func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.InstanceKey]bool) []addrs.InstanceKey {
+	if v.kind != localVertex || d.kind != resourceVertex || kept[d.addr] == nil {
+		return nil
+	}
+	var keys []addrs.InstanceKey
+	seen := map[addrs.InstanceKey]bool{}
+	for _, ref := range cg.refs[v] {
+		r, ok := ref.Subject.(addrs.Resource)
+		if !ok || r.String() != d.addr {
+			continue
+		}
+		if ref.Key == nil || !kept[d.addr][ref.Key] {
+			return nil
+		}
+		if !seen[ref.Key] {
+			seen[ref.Key] = true
+			keys = append(keys, ref.Key)
+		}
+	}
+	return keys
 }
 
 // addInstanceVertices adds the kept instances of static block v: each

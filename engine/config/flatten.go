@@ -683,8 +683,39 @@ func (e *moduleVarExpr) Variables() []hcl.Traversal {
 	if e.inner == nil {
 		return nil
 	}
+	// X[each.key] or X[count.index] names one instance of X: this
+	// instance's key is known, so the reference says which (the engine
+	// then waits for that instance only).
+	keyed := map[hcl.Range]cty.Value{}
+	if n, ok := e.inner.(hclsyntax.Node); ok {
+		hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
+			ix, ok := n.(*hclsyntax.IndexExpr)
+			if !ok {
+				return nil
+			}
+			coll, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr)
+			key, ok2 := ix.Key.(*hclsyntax.ScopeTraversalExpr)
+			if !ok || !ok2 || len(key.Traversal) != 2 {
+				return nil
+			}
+			root, attr := key.Traversal.RootName(), ""
+			if a, ok := key.Traversal[1].(hcl.TraverseAttr); ok {
+				attr = a.Name
+			}
+			switch {
+			case root == "each" && attr == "key" && e.each != nil && e.each.Key.IsKnown():
+				keyed[coll.Traversal.SourceRange()] = e.each.Key
+			case root == "count" && attr == "index" && e.countIndex != cty.NilVal && e.countIndex.IsKnown():
+				keyed[coll.Traversal.SourceRange()] = e.countIndex
+			}
+			return nil
+		})
+	}
 	var out []hcl.Traversal
 	for _, tr := range e.inner.Variables() {
+		if k, ok := keyed[tr.SourceRange()]; ok {
+			tr = append(append(hcl.Traversal(nil), tr...), hcl.TraverseIndex{Key: k, SrcRange: tr.SourceRange()})
+		}
 		switch tr.RootName() {
 		case "each":
 			if e.each != nil {
