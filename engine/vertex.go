@@ -7,7 +7,9 @@ package engine
 
 import (
 	"context"
+	"strings"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/graph"
 )
 
@@ -50,9 +52,14 @@ func destroyAllV(addr string) vertex { return vertex{destroyAllVertex, addr} }
 func (v vertex) String() string {
 	switch v.kind {
 	case localVertex:
+		if strings.HasPrefix(v.addr, "module.") {
+			// A flattened module value (config.Flatten) is named by its
+			// address already: module.m["a"].var.x, module.m.
+			return v.addr
+		}
 		return "local." + v.addr
 	case nodeVertex:
-		return "node." + v.addr
+		return addrs.NodeBlock{Name: v.addr}.String()
 	case outputVertex:
 		return "output." + v.addr
 	case instanceVertexKind:
