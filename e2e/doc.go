@@ -19,6 +19,21 @@
 // TestQuickstart runs examples/quickstart/run.sh (what `make demo` runs)
 // and checks it leaves no container, image or temporary folder behind.
 //
+// TestKillPoints (faults_test.go) is the short version of the torture
+// suite: testdata/faults (kmod_module, gitkit_checkout, hubstage_manifest
+// with manifest_path, docker_image, docker_container, sparkform_data) on an
+// sshd node with a simulated kernel, run by sparkform built with the
+// sparkform_faultinject tag so that a provider pauses between its node
+// change and its reply (providers/sdk/fault_inject.go). At 11 fixed kill
+// points, one per window (each type's create and delete, CLI and plugin
+// kills), it kills, then requires one converging apply, a plan with no
+// changes, and a destroy that leaves the node as before: module parameters
+// put back, no folder, file, restore record or container left.
+//
+// TestTorture (torture_test.go, build tag torture, run by `make torture`)
+// kills at >= 100 random moments of apply and destroy on two nodes with 200
+// sparkform_data (CLI, plugin and sshd kills) and prints the table.
+//
 // The test needs root, sshd, git, busybox-static and a Docker Engine; when
 // one is missing it is skipped, or fails under CI=true.
 package e2e

@@ -285,6 +285,8 @@ type cli struct {
 	t   *testing.T
 	dir string
 	env []string
+	// bin is the binary to run; "" means sparkformBin.
+	bin string
 }
 
 type result struct {
@@ -301,7 +303,11 @@ func (c *cli) run(args ...string) result {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sparkformBin, args...)
+	bin := c.bin
+	if bin == "" {
+		bin = sparkformBin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	var stdout, stderr bytes.Buffer

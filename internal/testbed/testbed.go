@@ -437,7 +437,7 @@ func (n *Node) stopSSHD() error {
 	pid := n.cmd.Process.Pid
 	// Connection children call setsid, so they are not in sshd's process
 	// group: signal them by parent pid first, then the listener's group.
-	for _, child := range childrenOf(pid) {
+	for _, child := range ChildrenOf(pid) {
 		_ = syscall.Kill(child, syscall.SIGTERM)
 	}
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
@@ -451,8 +451,22 @@ func (n *Node) stopSSHD() error {
 	return nil
 }
 
-// childrenOf lists the pids whose parent is pid (from /proc).
-func childrenOf(pid int) []int {
+// DropConnections kills (SIGKILL) the sshd processes serving n's open
+// connections, as a crashed sshd or a cut link would end them; the
+// listener stays and takes new connections. It returns how many it killed.
+func (n *Node) DropConnections() int {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	kids := ChildrenOf(n.cmd.Process.Pid)
+	for _, child := range kids {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+	return len(kids)
+}
+
+// ChildrenOf lists the pids whose parent is pid (from /proc).
+func ChildrenOf(pid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

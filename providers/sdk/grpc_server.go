@@ -206,6 +206,7 @@ func (s *GRPCServer) ApplyResourceChange(req *proto.ApplyResourceChange_Request,
 		TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),
 		Prior: vals[0], Planned: vals[1], Config: vals[2], Private: req.Private,
 	}, progress)
+	faultPoint(req.TypeName, applyAction(vals[0].IsNull(), vals[1].IsNull()), req.Address)
 	diags = resp.Diagnostics
 	state, err := encodeValue(resp.NewState, ty)
 	if err != nil {

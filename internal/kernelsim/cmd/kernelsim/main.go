@@ -8,6 +8,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/sparkform/sparkform/internal/kernelsim"
 )
@@ -18,6 +20,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: kernelsim --root DIR modprobe|rmmod|lsmod|kernelsim ARGS...")
 		os.Exit(2)
 	}
+	// A module load or unload, once started, completes in a real kernel
+	// whatever happens to the modprobe process (a SIGTERM relayed by sudo
+	// when sparkform cancels, a SIGHUP or broken pipe when the SSH link
+	// drops). The shim does the same, instead of leaving a half-written
+	// /sys/module entry no kernel would show.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
 	s, err := kernelsim.Open(a[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
