@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sparkform
 PKGS    := ./...
 
-.PHONY: all build test fuzz demo bench proto docs fmt vet clean
+.PHONY: all build test fuzz torture demo bench proto docs fmt vet clean
 
 all: build
 
@@ -40,6 +40,15 @@ fuzz:
 	  pkg=$${t%%:*}; name=$${t#*:}; echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x $$pkg; \
 	done
+
+# The torture suite, not part of test: >= 100 random kills (CLI, plugin,
+# sshd) over apply and destroy on two nodes, each followed by a converging
+# apply, a clean plan and a destroy that must leave the nodes as they were;
+# prints the table. About 10 minutes; bounded by SPARKFORM_TORTURE_TIME
+# (default 12m). The
+# short version, TestKillPoints, is part of test.
+torture:
+	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture$$' -count=1 -v -timeout 20m ./e2e/
 
 # The main job on a built-in local example: plan, apply, show, destroy.
 demo: build

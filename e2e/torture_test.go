@@ -1,0 +1,197 @@
+//go:build torture
+
+package e2e
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkform/sparkform/internal/testbed"
+)
+
+// tortureKill is one random kill and what followed it.
+type tortureKill struct {
+	op, kind  string
+	at        time.Duration
+	converged bool
+	leaked    bool
+	lost      bool
+}
+
+// TestTorture is `make torture`: testdata/faults on two sshd nodes (one
+// simulated kernel each) with 200 sparkform_data, killed at random moments
+// of apply and destroy: kill -9 of the CLI, of one of its plugins, or of a
+// node's sshd connections. A round is: apply killed, then one apply must
+// converge and a plan show no changes (state opens, journal settled);
+// destroy killed, the same; then a destroy that must leave both nodes as
+// before (module parameters put back; node folders byte for byte; no
+// restore record or container). It runs until SPARKFORM_TORTURE_KILLS
+// kills (default 100; about 9 minutes here) or SPARKFORM_TORTURE_TIME (default 12m), prints the
+// table, and fails on any leak, lost restore, failed convergence, or too
+// few kills. SPARKFORM_TORTURE_SEED repeats a run.
+func TestTorture(t *testing.T) {
+	want := envInt(t, "SPARKFORM_TORTURE_KILLS", 100)
+	budget := 12 * time.Minute
+	if s := os.Getenv("SPARKFORM_TORTURE_TIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("SPARKFORM_TORTURE_TIME: %v", err)
+		}
+		budget = d
+	}
+	seed := int64(envInt(t, "SPARKFORM_TORTURE_SEED", int(time.Now().UnixNano()%1e9)))
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d (SPARKFORM_TORTURE_SEED=%d repeats this run)", seed, seed)
+
+	start := time.Now()
+	fb := newFaultBed(t, 2, 200)
+	// How long a clean apply and destroy take: kills land within them.
+	t0 := time.Now()
+	fb.sf.must(0, "apply", "-auto-approve")
+	tApply := time.Since(t0)
+	t0 = time.Now()
+	fb.sf.must(0, "destroy", "-auto-approve")
+	tDestroy := time.Since(t0)
+	t.Logf("clean apply %s, destroy %s", tApply.Round(time.Millisecond), tDestroy.Round(time.Millisecond))
+	if leaked, lost := fb.problems(); len(leaked)+len(lost) > 0 {
+		t.Fatalf("a clean apply and destroy already leave: %v %v", leaked, lost)
+	}
+
+	var kills []*tortureKill
+	rounds := 0
+	for len(kills) < want && time.Since(start) < budget {
+		rounds++
+		var round []*tortureKill
+		for _, op := range []string{"apply", "destroy"} {
+			expect := tApply
+			if op == "destroy" {
+				expect = tDestroy
+			}
+			k := fb.killAt(rng, op, expect)
+			if k == nil {
+				continue // it finished before the kill: not a kill point
+			}
+			if err := fb.converge(); err != nil {
+				t.Errorf("round %d, %s killed (%s at %s): %v", rounds, op, k.kind, k.at, err)
+				fb.sf.run("apply", "-auto-approve") // back on track for the next kill
+			} else {
+				k.converged = true
+			}
+			kills = append(kills, k)
+			round = append(round, k)
+		}
+		if r := fb.sf.run("destroy", "-auto-approve"); r.code != 0 {
+			t.Errorf("round %d: destroy after the kills: %s", rounds, r)
+		}
+		leaked, lost := fb.problems()
+		for _, l := range leaked {
+			t.Errorf("round %d: leaked: %s", rounds, l)
+		}
+		for _, l := range lost {
+			t.Errorf("round %d: restore lost: %s", rounds, l)
+		}
+		for _, k := range round {
+			k.leaked, k.lost = len(leaked) > 0, len(lost) > 0
+		}
+		if len(leaked)+len(lost) > 0 {
+			fb.repair()
+		}
+	}
+	table := tortureTable(kills)
+	fmt.Printf("\ntorture: %d rounds, %d kill points in %s (seed %d)\n%s\n", rounds, len(kills), time.Since(start).Round(time.Second), seed, table)
+	t.Logf("\n%s", table)
+	if len(kills) < want {
+		t.Errorf("only %d kill points within %s, want %d: raise SPARKFORM_TORTURE_TIME", len(kills), budget, want)
+	}
+}
+
+// killAt starts op and kills at a random moment within expect; nil when op
+// ended before the moment came.
+func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tortureKill {
+	fb.t.Helper()
+	kinds := []string{"cli", "cli", "cli", "plugin", "plugin", "plugin", "sshd"}
+	k := &tortureKill{op: op, kind: kinds[rng.Intn(len(kinds))]}
+	k.at = time.Duration(rng.Int63n(int64(expect)*9/10 + 1))
+	p := fb.start(nil, op, "-auto-approve")
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(k.at):
+	}
+	switch k.kind {
+	case "plugin":
+		kids := testbed.ChildrenOf(p.cmd.Process.Pid)
+		if len(kids) == 0 {
+			k.kind = "cli"
+			p.kill()
+			break
+		}
+		_ = syscall.Kill(kids[rng.Intn(len(kids))], syscall.SIGKILL)
+		p.wait(4 * time.Minute)
+	case "sshd":
+		fb.nodes[rng.Intn(len(fb.nodes))].bed.DropConnections()
+		p.wait(4 * time.Minute)
+	default:
+		p.kill()
+	}
+	if p.killed && k.kind != "cli" {
+		fb.t.Errorf("%s killed (%s at %s): sparkform did not end within 4 minutes:\n%s", op, k.kind, k.at, lastLines(p.out.String(), 20))
+	}
+	return k
+}
+
+func tortureTable(kills []*tortureKill) string {
+	type row struct{ tried, converged, leaked, lost int }
+	rows := map[string]*row{}
+	var total row
+	for _, k := range kills {
+		key := k.op + " / " + k.kind
+		if rows[key] == nil {
+			rows[key] = &row{}
+		}
+		for _, r := range []*row{rows[key], &total} {
+			r.tried++
+			if k.converged {
+				r.converged++
+			}
+			if k.leaked {
+				r.leaked++
+			}
+			if k.lost {
+				r.lost++
+			}
+		}
+	}
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-18s %6s %10s %7s %13s\n", "kill point", "tried", "converged", "leaked", "restore lost")
+	for _, k := range keys {
+		r := rows[k]
+		fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", k, r.tried, r.converged, r.leaked, r.lost)
+	}
+	fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", "total", total.tried, total.converged, total.leaked, total.lost)
+	return b.String()
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
+}
