@@ -45,8 +45,7 @@ fuzz:
 # sshd) over apply and destroy on two nodes, each followed by a converging
 # apply, a clean plan and a destroy that must leave the nodes as they were;
 # prints the table. About 10 minutes; bounded by SPARKFORM_TORTURE_TIME
-# (default 12m). The
-# short version, TestKillPoints, is part of test.
+# (default 12m). The short version, TestKillPoints, is part of test.
 torture:
 	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture$$' -count=1 -v -timeout 20m ./e2e/
 
