@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/testbed"
 )
 
 // sparkformBin is the sparkform binary, built once (a test build whose kmod
@@ -30,5 +32,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	testbed.RemoveStaleRestoreRecords()
 	os.Exit(code)
 }

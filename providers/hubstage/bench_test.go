@@ -12,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -27,6 +28,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	testbed.RemoveStaleRestoreRecords()
 	for _, d := range benchDirs {
 		os.RemoveAll(d)
 	}

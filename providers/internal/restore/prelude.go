@@ -6,6 +6,7 @@ package restore
 //	sf_rdir BASE KIND            print the record folder
 //	sf_rcat BASE KIND NAME       print "record" and the record, or nothing
 //	sf_rcreate BASE KIND NAME TEXT   write TEXT unless a record exists
+//	                                 (sets, then resets, TERM/HUP/INT traps)
 //	sf_rappend BASE KIND NAME TEXT   append TEXT to the record
 //	sf_rrm BASE KIND NAME        remove the record and empty folders
 const Prelude = `sf_rdir() {
@@ -24,12 +25,20 @@ sf_rcreate() {
 	_d=$(sf_rdir "$1" "$2") || return 1
 	[ -f "$_d/$3" ] && return 0
 	(umask 077 && mkdir -p "$_d") || return 1
+	# Temp files of a write killed outright (SIGKILL) before its cleanup.
+	find "$_d" -maxdepth 1 -name '.new.*' -mmin +10 -exec rm -f {} + 2>/dev/null
 	_t=$(umask 077 && mktemp "$_d/.new.XXXXXX") || return 1
-	if ! printf '%s' "$4" >"$_t"; then rm -f "$_t"; return 1; fi
+	# A cancelled command gets SIGTERM (sudo relays it), a dropped link
+	# SIGHUP: take the temp file along. (Resets those traps afterwards.)
+	trap 'rm -f "$_t"; exit 143' TERM
+	trap 'rm -f "$_t"; exit 129' HUP
+	trap 'rm -f "$_t"; exit 130' INT
+	if ! printf '%s' "$4" >"$_t"; then rm -f "$_t"; trap - TERM HUP INT; return 1; fi
 	sf_fsync "$_t"
 	# ln fails when the record exists: the first one wins.
 	ln "$_t" "$_d/$3" 2>/dev/null
 	rm -f "$_t"
+	trap - TERM HUP INT
 	sf_fsync "$_d"
 	[ -f "$_d/$3" ]
 }

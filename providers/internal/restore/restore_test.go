@@ -2,6 +2,7 @@ package restore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -138,5 +139,26 @@ func TestDefaultFolder(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out.Stdout)); got != "/var/lib/sparkform/restore/kmod_module" {
 		t.Fatalf("sf_rdir as root = %q", got)
+	}
+}
+
+// TestCreateKilledLeavesNoTemp: a record write cancelled half-way (SIGTERM,
+// as sudo relays it when sparkform cancels a command) takes its temp file
+// along and leaves no record.
+func TestCreateKilledLeavesNoTemp(t *testing.T) {
+	base := t.TempDir()
+	_, err := node.NewLocal("local").Run(context.Background(), node.Cmd{
+		Argv: []string{"sh", "-c", restore.Prelude + "\nsync() { kill -TERM $$; }\nsf_rcreate \"$1\" kmod_module rec 'prior x\n'", "sh", base},
+	})
+	var ee *node.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 143 {
+		t.Fatalf("want exit 143 from the TERM trap, got %v", err)
+	}
+	ents, err := os.ReadDir(filepath.Join(base, "restore", "kmod_module"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left in the record folder: %s", e.Name())
 	}
 }
