@@ -72,6 +72,7 @@ trap 'rm -f "$t"' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 141' PIPE
 cat > "$t" || exit 1
 s=$(sha256sum < "$t") || exit 1
 s=${s%% *}

@@ -19,6 +19,11 @@ if [ -e "$path" ] || [ -L "$path" ]; then
 	mv "$path" "$tmp/old" || { rmdir "$tmp"; exit 1; }
 	rm -rf "$tmp" || exit 1
 fi
+# Temporary trees of a stage that was killed outright before its cleanup
+# (named by stage.sh, so ours); they would keep a made folder non-empty.
+parent=$(dirname "$path")
+base=$(basename "$path")
+if writable "$parent"; then rm -rf "$parent/.$base.sparkform-tmp-"*; fi
 echo removed
 for d in "$@"; do
 	if [ -L "$d" ] || [ ! -d "$d" ]; then

@@ -49,6 +49,9 @@ trap cleanup EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# A dropped SSH link shows as a broken pipe at the next progress line:
+# without a handler sh dies of SIGPIPE and skips the EXIT cleanup.
+trap 'exit 141' PIPE
 
 if [ -n "$made" ]; then
 	mkdir -p "$parent" || exit 77
