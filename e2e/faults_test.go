@@ -20,9 +20,9 @@ import (
 )
 
 // faultBin is sparkform built with the sparkform_faultinject tag
-// (providers/sdk/fault_inject.go): a provider can pause between its node
-// change and its reply. Only the fault tests run it; the other tests run
-// the shipped binary.
+// (providers/sdk/fault_inject.go: a provider can pause between its node
+// change and its reply) and kmodsim (as sparkformBin). Only the fault tests
+// run it.
 var faultBin struct {
 	once sync.Once
 	path string
@@ -33,7 +33,7 @@ func faultBinary(t *testing.T) string {
 	t.Helper()
 	faultBin.once.Do(func() {
 		faultBin.path = filepath.Join(filepath.Dir(sparkformBin), "sparkform-faultinject")
-		out, err := exec.Command("go", "build", "-tags", "sparkform_faultinject", "-o", faultBin.path, "../cmd/sparkform").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "kmodsim,sparkform_faultinject", "-o", faultBin.path, "../cmd/sparkform").CombinedOutput()
 		if err != nil {
 			faultBin.err = fmt.Errorf("building sparkform with fault injection: %v\n%s", err, out)
 		}
