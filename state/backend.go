@@ -107,20 +107,31 @@ type Portable struct {
 // is refused: an interrupted run must be settled (plan) first, or its
 // record of what was in flight would be lost.
 func Export(s Store) (*Portable, error) {
-	snap, err := s.Snapshot()
+	p, intents, err := ExportWithIntents(s)
 	if err != nil {
 		return nil, err
 	}
-	if len(snap.Intents) > 0 {
+	if len(intents) > 0 {
 		return nil, fmt.Errorf("%w: the state has %d journal intent(s) from an interrupted run (first: %s); "+
-			"run `sparkform plan` to settle them first", ErrInvalid, len(snap.Intents), snap.Intents[0].Address)
+			"run `sparkform plan` to settle them first", ErrInvalid, len(intents), intents[0].Address)
+	}
+	return p, nil
+}
+
+// ExportWithIntents is Export that also returns the journal instead of
+// refusing it (state pull: a reader that never waits for a running apply
+// reports its in-flight calls, which the snapshot does not carry).
+func ExportWithIntents(s Store) (*Portable, []*Intent, error) {
+	snap, err := s.Snapshot()
+	if err != nil {
+		return nil, nil, err
 	}
 	outs, err := s.Outputs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &Portable{Version: PortableVersion, Lineage: snap.Meta.Lineage, Serial: snap.Meta.Serial,
-		Resources: snap.Resources, Outputs: outs}, nil
+		Resources: snap.Resources, Outputs: outs}, snap.Intents, nil
 }
 
 // ReadPortable decodes and checks a snapshot written by WritePortable.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sparkform/sparkform/state"
@@ -21,9 +23,14 @@ keep it as private as the state. Reading takes no lock.`,
 				return noStateHint(err)
 			}
 			defer st.Close()
-			p, err := state.Export(st)
+			p, intents, err := state.ExportWithIntents(st)
 			if err != nil {
 				return err
+			}
+			if len(intents) > 0 {
+				fmt.Fprintf(m.stderr, "Warning: %d journal %s in flight (a running apply, or one that was interrupted; first: %s): "+
+					"the snapshot has the state without them. Pull again after the run, or after `sparkform plan` settles them.\n",
+					len(intents), plural(len(intents), "intent is", "intents are"), intents[0].Address)
 			}
 			return state.WritePortable(m.stdout, p)
 		},
