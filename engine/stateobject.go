@@ -20,7 +20,8 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
-// Store is what the engine needs of the state store (*state.Store).
+// Store is what the engine needs of a state.Store (the local bbolt file or
+// etcd): every state.Store is one.
 type Store interface {
 	Meta() (state.Meta, error)
 	Resources() ([]*state.Resource, error)
@@ -33,6 +34,8 @@ type Store interface {
 	// clears its intent in one durable write.
 	Complete(addr string, result *state.Resource) error
 }
+
+var _ Store = state.Store(nil)
 
 const (
 	statusReady   = state.Status("ready")
