@@ -592,15 +592,19 @@ func TestStopInterruptsApply(t *testing.T) {
 	r, p := newThing(t)
 	blockingApply(r)
 	planned := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"name": cty.StringVal("a")})
+	// The Stop reply may arrive after the apply's: wait for it before the
+	// test's cleanup closes the connection under it.
+	stopped := make(chan error, 1)
 	go func() {
 		<-r.started
-		if err := p.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
+		stopped <- p.Stop(context.Background())
 	}()
 	resp := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: "test_thing", Address: "test_thing.slow", Prior: nullThing(), Planned: planned}, nil)
 	if !resp.Diagnostics.HasErrors() || resp.Diagnostics[0].Summary != "Interrupted" {
 		t.Errorf("diags %v; want the provider's Interrupted", resp.Diagnostics)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Stop: %v", err)
 	}
 }
 
