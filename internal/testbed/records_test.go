@@ -12,8 +12,8 @@ import (
 // goes; one keyed under a live one stays.
 func TestRemoveStaleRestoreRecords(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: root is required to write /var/lib/sparkform")
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set: root is required to write /var/lib/sparkform")
 		}
 		t.Skip("needs root (writes /var/lib/sparkform/restore)")
 	}
