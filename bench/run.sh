@@ -12,8 +12,10 @@
 #         1,000 files, container); no-op plan over SSH, SSH_RUNS (default 5)
 #         runs, and the refresh counters (see bench/ssh.sh, bench/README.md).
 #
-# Usage: bench/run.sh [-n "1000 10000"] [-r 3] [-k] [-s]     (-s skips part 2,
-#        -k keeps the work dir).  Env: SPARKFORM_BIN to use a built binary,
+# Usage: bench/run.sh [-n "1000 10000"] [-r 3] [-b] [-k] [-s]  (-s skips part 2,
+#        -k keeps the work dir, -b uses the single-instance-blocks shape: N
+#        resource blocks without count, in chains of 10, as generated configs
+#        have them).  Env: SPARKFORM_BIN to use a built binary,
 #        SSH_RUNS for part 2's number of no-op plans (default 5).
 set -euo pipefail
 
@@ -21,13 +23,15 @@ NS="1000 10000"
 RUNS=3
 KEEP=0
 SKIP_SSH=0
-while getopts "n:r:ks" opt; do
+SHAPE=count
+while getopts "n:r:bks" opt; do
   case $opt in
     n) NS=$OPTARG ;;
     r) RUNS=$OPTARG ;;
+    b) SHAPE=blocks ;;
     k) KEEP=1 ;;
     s) SKIP_SSH=1 ;;
-    *) echo "usage: $0 [-n \"1000 10000\"] [-r RUNS] [-k] [-s]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-n \"1000 10000\"] [-r RUNS] [-b] [-k] [-s]" >&2; exit 2 ;;
   esac
 done
 
@@ -59,6 +63,18 @@ gen() {
   done
 }
 
+# gen_blocks N: the same chains of 10, one single-instance block each.
+gen_blocks() {
+  local chains=$(( $1 / 10 )) c i
+  printf 'node "local" {\n  transport = "local"\n}\n'
+  for ((c = 0; c < chains; c++)); do
+    printf '\nresource "sparkform_data" "c%d_0" {\n  node  = node.local\n  input = "seed-%d"\n}\n' "$c" "$c"
+    for ((i = 1; i < 10; i++)); do
+      printf '\nresource "sparkform_data" "c%d_%d" {\n  node  = node.local\n  input = sparkform_data.c%d_%d.id\n}\n' "$c" "$i" "$c" $((i - 1))
+    done
+  done
+}
+
 # measure OUT CMD...: runs CMD under GNU time, appends "wall cpu rss_mib" to OUT.
 measure() {
   local out=$1; shift
@@ -82,12 +98,12 @@ median() {
     print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2 }'
 }
 
-echo "sparkform bench: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') $(go version | awk '{print $3}') $(nproc) cpus, $RUNS runs, medians [min-max]"
+echo "sparkform bench: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') $(go version | awk '{print $3}') $(nproc) cpus, shape $SHAPE, $RUNS runs, medians [min-max]"
 printf '%-7s %-8s %-22s %-22s %-22s\n' N phase "wall s" "cpu s (user+sys)" "peak RSS MiB"
 for n in $NS; do
   d=$WORK/n$n
   mkdir -p "$d"
-  gen "$n" >"$d/main.sf.hcl"
+  if [[ $SHAPE = blocks ]]; then gen_blocks "$n" >"$d/main.sf.hcl"; else gen "$n" >"$d/main.sf.hcl"; fi
   : >"$WORK/apply.$n"; : >"$WORK/plan.$n"; : >"$WORK/destroy.$n"
   for ((r = 1; r <= RUNS; r++)); do
     rm -rf "$d/.sparkform"
