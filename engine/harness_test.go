@@ -282,7 +282,7 @@ func (b *bed) value(addr string) cty.Value {
 	if err != nil {
 		return cty.NilVal
 	}
-	v, err := DecodeValue(r.Value)
+	v, err := ResourceValue(r)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -57,8 +59,10 @@ type stateObject struct {
 	SchemaVersion int64
 }
 
-// EncodeValue is the state encoding of a value: cty JSON with its type, so
-// state can be shown without asking any provider for a schema.
+// EncodeValue is the JSON encoding of a value: cty JSON with its type, so
+// it can be shown without asking any provider for a schema. Outputs and
+// state snapshots (state pull) use it; instance records use the compact
+// encodeStateValue.
 func EncodeValue(v cty.Value) (json.RawMessage, error) {
 	v, _ = v.UnmarkDeep()
 	if !v.IsWhollyKnown() {
@@ -73,6 +77,77 @@ func DecodeValue(b json.RawMessage) (cty.Value, error) {
 		return cty.NullVal(cty.DynamicPseudoType), nil
 	}
 	return ctyjson.Unmarshal(b, cty.DynamicPseudoType)
+}
+
+// encodeStateValue is the state encoding of an instance's value: cty
+// msgpack against the value's own type, and that type as cty JSON. The
+// store keeps each distinct type once (state.Resource.ValueType), so a
+// value costs its data alone, and decoding it knows its type up front
+// instead of reading it from every value (cty/json's dynamic form).
+func encodeStateValue(v cty.Value) (typ, data []byte, err error) {
+	v, _ = v.UnmarkDeep()
+	if !v.IsWhollyKnown() {
+		v = unknownAsNull(v)
+	}
+	ty := v.Type()
+	if typ, err = ctyjson.MarshalType(ty); err != nil {
+		return nil, nil, err
+	}
+	if data, err = ctymsgpack.Marshal(v, ty); err != nil {
+		return nil, nil, err
+	}
+	return typ, data, nil
+}
+
+// ResourceValue decodes the value of a state record, in either form
+// (state.Resource.Value).
+func ResourceValue(r *state.Resource) (cty.Value, error) {
+	if r.ValueType == nil {
+		return DecodeValue(r.Value)
+	}
+	ty, err := stateType(r.ValueType)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if len(r.Value) == 0 {
+		return cty.NullVal(ty), nil
+	}
+	return ctymsgpack.Unmarshal(r.Value, ty)
+}
+
+// JSONForm returns r with its value in the JSON form (a copy when it
+// was compact): what a snapshot written for people (state pull) holds.
+func JSONForm(r *state.Resource) (*state.Resource, error) {
+	if r.ValueType == nil {
+		return r, nil
+	}
+	v, err := ResourceValue(r)
+	if err != nil {
+		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
+	}
+	js, err := EncodeValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
+	}
+	c := *r
+	c.Value, c.ValueType = js, nil
+	return &c, nil
+}
+
+// stateTypes caches decoded value types by their JSON: a state holds a
+// handful of distinct types, shared by thousands of records.
+var stateTypes sync.Map // string -> cty.Type
+
+func stateType(js []byte) (cty.Type, error) {
+	if t, ok := stateTypes.Load(string(js)); ok {
+		return t.(cty.Type), nil
+	}
+	t, err := ctyjson.UnmarshalType(js)
+	if err != nil {
+		return cty.NilType, fmt.Errorf("value type: %w", err)
+	}
+	stateTypes.Store(string(js), t)
+	return t, nil
 }
 
 // unknownAsNull replaces every unknown in v with a null of its type: what
@@ -98,14 +173,31 @@ func (e *Engine) putObject(obj *stateObject) error {
 
 // stateObjectFromRecord decodes a state record.
 func stateObjectFromRecord(r *state.Resource) (*stateObject, error) {
-	v, err := DecodeValue(r.Value)
+	return decodeStateObject(r, nil)
+}
+
+// nodeCache holds the nodes decoded while reading one state: records
+// of one node share its bytes, and decoding them once per record was a
+// JSON decode per instance.
+type nodeCache map[string]sdk.Node
+
+// decodeStateObject decodes a state record; nodes (may be nil) caches
+// decoded node details.
+func decodeStateObject(r *state.Resource, nodes nodeCache) (*stateObject, error) {
+	v, err := ResourceValue(r)
 	if err != nil {
 		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
 	}
 	var n sdk.Node
 	if len(r.Node) > 0 {
-		if err := json.Unmarshal(r.Node, &n); err != nil {
-			return nil, fmt.Errorf("state record %s: node: %w", r.Address, err)
+		var ok bool
+		if n, ok = nodes[string(r.Node)]; !ok {
+			if err := json.Unmarshal(r.Node, &n); err != nil {
+				return nil, fmt.Errorf("state record %s: node: %w", r.Address, err)
+			}
+			if nodes != nil {
+				nodes[string(r.Node)] = n
+			}
 		}
 	}
 	return &stateObject{
@@ -117,7 +209,7 @@ func stateObjectFromRecord(r *state.Resource) (*stateObject, error) {
 
 // record is the state record of the object.
 func (in *stateObject) record() (*state.Resource, error) {
-	val, err := EncodeValue(in.Value)
+	typ, val, err := encodeStateValue(in.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
 	}
@@ -131,7 +223,7 @@ func (in *stateObject) record() (*state.Resource, error) {
 	}
 	return &state.Resource{
 		Address: in.Addr, Type: in.Type, Provider: in.Provider, Node: nodeJSON,
-		SchemaVersion: in.SchemaVersion, Value: val, Private: in.Private,
+		SchemaVersion: in.SchemaVersion, Value: val, ValueType: typ, Private: in.Private,
 		Dependencies: in.Dependencies, Status: st, UpdatedAt: time.Now().UTC(),
 	}, nil
 }
@@ -163,8 +255,9 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
 	}
 	out := make(map[string]*stateObject, len(recs))
+	nodes := nodeCache{}
 	for _, r := range recs {
-		in, err := stateObjectFromRecord(r)
+		in, err := decodeStateObject(r, nodes)
 		if err != nil {
 			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
 		}

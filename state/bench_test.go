@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -192,4 +193,99 @@ func dataSize(tb testing.TB, path string) int64 {
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// applyRecord is a record shaped like a sparkform_data instance as the
+// engine writes it: compact value of a shared type, node details, one
+// dependency.
+func applyRecord(addr, dep string) *Resource {
+	value := fmt.Appendf(nil, "\x84\xa2id\xb0%016x\xa5input\xb0%016x\xa6output\xb0%016x\xb0triggers_replace\xc0",
+		len(addr)*7919, len(dep)*104729, len(dep)*104729)
+	r := &Resource{
+		Address: addr, Type: "sparkform_data", Provider: "sparkform",
+		Node: json.RawMessage(`{"Name":"node.local","Transport":"local","Host":"","Port":22,"User":"root","IdentityFile":"",` +
+			`"IdentityFiles":null,"IdentitiesOnly":false,"KnownHosts":"","ProxyJump":null,"Become":false,"Timeout":15000000000}`),
+		Value:     value,
+		ValueType: json.RawMessage(`["object",{"id":"string","input":"string","output":"string","triggers_replace":"dynamic"}]`),
+	}
+	if dep != "" {
+		r.Dependencies = []string{dep}
+	}
+	return r
+}
+
+// applyOrder is the order an apply of N instances in chains of 10 stores
+// them (every chain's first link, then every second link...): shape
+// "blocks" names them like bench/run.sh -b (one block per instance),
+// "count" like bench/run.sh (10 blocks with count = N/10).
+func applyOrder(shape string, n int) (addrs, deps []string) {
+	name := func(chain, link int) string {
+		if shape == "blocks" {
+			return fmt.Sprintf("sparkform_data.c%d_%d", chain, link)
+		}
+		return fmt.Sprintf("sparkform_data.r%d[%d]", link, chain)
+	}
+	for link := 0; link < 10; link++ {
+		for chain := 0; chain < (n+9)/10 && len(addrs) < n; chain++ {
+			addrs = append(addrs, name(chain, link))
+			dep := ""
+			if link > 0 {
+				dep = name(chain, link-1)
+				if shape != "blocks" {
+					dep = fmt.Sprintf("sparkform_data.r%d", link-1)
+				}
+			}
+			deps = append(deps, dep)
+		}
+	}
+	return addrs, deps
+}
+
+// BenchmarkApply: what an apply from empty costs the store per instance
+// (b.N instances, 10 at a time as the engine runs them: an intent, then
+// Complete with the result), and the file it leaves:
+//
+//	go test -run '^$' -bench Apply -benchtime=10000x -benchmem ./state/
+func BenchmarkApply(b *testing.B) {
+	for _, shape := range []string{"blocks", "count"} {
+		b.Run("shape="+shape, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "state.db")
+			s, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			addrs, deps := applyOrder(shape, b.N)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := 0; w < 10; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+						r := applyRecord(addrs[i], deps[i])
+						if err := s.PutIntent(&Intent{Address: r.Address, Action: "create", Resource: r}); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := s.Complete(r.Address, r); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err := s.Close(); err != nil { // includes the last-good copy
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size())/float64(b.N), "file-B/instance")
+			b.ReportMetric(float64(dataSize(b, path))/float64(b.N), "used-B/instance")
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +33,7 @@ type op struct {
 type commitCtx struct {
 	serial uint64
 	now    time.Time
+	in     *txInterner
 }
 
 func (c *commitCtx) next() uint64 { c.serial++; return c.serial }
@@ -173,7 +173,10 @@ func (s *BoltStore) commit(batch []*op) error {
 	defer s.releaseDB()
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		c := &commitCtx{serial: binary.BigEndian.Uint64(meta.Get(keySerial)), now: time.Now().UTC()}
+		c := &commitCtx{serial: binary.BigEndian.Uint64(meta.Get(keySerial)), now: time.Now().UTC(), in: newInterner(tx)}
+		for _, name := range [][]byte{bucketResources, bucketHistory, bucketInterned} {
+			tx.Bucket(name).FillPercent = fillPercent
+		}
 		start := c.serial
 		for i, o := range batch {
 			if err := o.fn(tx, c); err != nil {
@@ -214,12 +217,14 @@ func putResourceOp(r *Resource) (opFunc, error) {
 	if rec.Status == "" {
 		rec.Status = StatusReady
 	}
-	data, err := json.Marshal(&rec) // outside the commit: callers encode in parallel
-	if err != nil {
-		return nil, fmt.Errorf("%w: resource %s: %v", ErrInvalid, r.Address, err)
-	}
 	key := []byte(r.Address)
 	return func(tx *bolt.Tx, c *commitCtx) error {
+		// Encoded in the transaction, where refs get their interned ids:
+		// copying a few fields, the values come encoded from the engine.
+		data, err := appendResource(nil, &rec, rec.Address, c.in)
+		if err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketResources)
 		prior := b.Get(key)
 		action := HistoryUpdate
@@ -316,15 +321,15 @@ func (s *BoltStore) MoveResource(from, to string) error {
 		if b.Get(tk) != nil {
 			return fmt.Errorf("%w: %s; remove it first or pick another address", ErrResourceExists, to)
 		}
-		var r Resource
-		if err := decode(prior, &r, from); err != nil {
+		r, err := decodeResource(prior, from, newStrs(tx))
+		if err != nil {
 			return err
 		}
-		if err := CheckMove(&r, to); err != nil {
+		if err := CheckMove(r, to); err != nil {
 			return err
 		}
 		r.Address, r.UpdatedAt = to, c.now
-		data, err := json.Marshal(&r)
+		data, err := appendResource(nil, r, to, c.in)
 		if err != nil {
 			return err
 		}
@@ -409,12 +414,17 @@ func (s *BoltStore) PutIntent(in *Intent) error {
 	if rec.PID == 0 {
 		rec.PID = os.Getpid()
 	}
-	data, err := json.Marshal(&rec)
-	if err != nil {
-		return fmt.Errorf("%w: intent for %s: %v", ErrInvalid, in.Address, err)
+	if rec.Resource != nil {
+		if err := checkResource(rec.Resource); err != nil {
+			return err
+		}
 	}
 	key := []byte(in.Address)
-	return s.submit(func(tx *bolt.Tx, _ *commitCtx) error {
+	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+		data, err := appendIntent(nil, &rec, c.in)
+		if err != nil {
+			return err
+		}
 		return tx.Bucket(bucketJournal).Put(key, data)
 	})
 }
@@ -430,29 +440,12 @@ func (s *BoltStore) DeleteIntent(addr string) error {
 	})
 }
 
-// historyRecord is the stored form of a HistoryEntry; Prior stays the raw
-// stored record (null for "did not exist").
-type historyRecord struct {
-	Serial uint64          `json:"serial"`
-	Time   time.Time       `json:"time"`
-	Action string          `json:"action"`
-	Peer   string          `json:"peer,omitempty"`
-	Prior  json.RawMessage `json:"prior"`
-}
-
 // historyPrefix: addresses hold no NUL (checkAddress), so addr+NUL never
 // prefixes another address's keys; the big-endian serial keeps them ordered.
 func historyPrefix(addr string) []byte { return append([]byte(addr), 0) }
 
 func putHistory(tx *bolt.Tx, addr string, serial uint64, now time.Time, action, peer string, prior []byte) error {
-	rec := historyRecord{Serial: serial, Time: now, Action: action, Peer: peer}
-	if prior != nil {
-		rec.Prior = json.RawMessage(prior) // Marshal copies it before the key is overwritten
-	}
-	data, err := json.Marshal(&rec)
-	if err != nil {
-		return err
-	}
+	data := encodeHistory(now, action, peer, prior) // copies prior before the key is overwritten
 	hb := tx.Bucket(bucketHistory)
 	prefix := historyPrefix(addr)
 	if err := hb.Put(binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial), data); err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -12,23 +13,24 @@ func (s *BoltStore) Replace(p *Portable) error {
 	if p == nil || p.Lineage == "" {
 		return fmt.Errorf("%w: replace with a snapshot that has no lineage", ErrInvalid)
 	}
-	recs := make(map[string][]byte, len(p.Resources))
+	recs := make([]*Resource, 0, len(p.Resources))
 	for _, r := range p.Resources {
 		if err := checkResource(r); err != nil {
 			return err
 		}
-		data, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("%w: resource %s: %v", ErrInvalid, r.Address, err)
+		rec := *r
+		if rec.Status == "" {
+			rec.Status = StatusReady
 		}
-		recs[r.Address] = data
+		recs = append(recs, &rec)
 	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address })
 	outs, err := json.Marshal(p.Outputs)
 	if err != nil {
 		return fmt.Errorf("%w: outputs: %v", ErrInvalid, err)
 	}
 	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
-		for _, name := range [][]byte{bucketResources, bucketJournal, bucketHistory} {
+		for _, name := range [][]byte{bucketResources, bucketJournal, bucketHistory, bucketInterned} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return err
 			}
@@ -36,9 +38,15 @@ func (s *BoltStore) Replace(p *Portable) error {
 				return err
 			}
 		}
+		c.in = newInterner(tx)
 		b := tx.Bucket(bucketResources)
-		for addr, data := range recs {
-			if err := b.Put([]byte(addr), data); err != nil {
+		b.FillPercent = 1 // written in key order
+		for _, r := range recs {
+			data, err := appendResource(nil, r, r.Address, c.in)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(r.Address), data); err != nil {
 				return err
 			}
 		}

@@ -31,6 +31,16 @@ var (
 
 // How long one bbolt open waits for the file's flock. Readers hold it for
 // one read transaction, writers for one commit batch: milliseconds.
+// allocSize is how far the file grows past its data at a time (bbolt's
+// default is 16 MiB; each growth costs a truncate and an fsync).
+const allocSize = 256 << 10
+
+// fillPercent is how full a write fills a bucket's pages when it splits
+// them. bbolt's default 0.5 leaves half of every split page empty; keys
+// here are mostly appended or rewritten in place, so fuller pages cost
+// little more splitting and make the file about a third smaller.
+const fillPercent = 0.7
+
 var (
 	readerWait = 2 * time.Second
 	writerWait = 30 * time.Second
@@ -159,8 +169,9 @@ func (s *BoltStore) Close() error {
 
 func (s *BoltStore) init() error {
 	return s.update(func(tx *bolt.Tx) error {
+		all := [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory, bucketInterned}
 		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			for _, b := range [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory} {
+			for _, b := range all {
 				if bytes.Equal(name, b) {
 					return nil
 				}
@@ -170,7 +181,16 @@ func (s *BoltStore) init() error {
 		if err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory} {
+		if tx.Bucket(bucketMeta) != nil && tx.Bucket(bucketMeta).Get(keyLineage) != nil {
+			m, err := readMeta(tx, s.path)
+			if err != nil {
+				return err
+			}
+			if m.Version < FormatVersion {
+				return migrate(tx)
+			}
+		}
+		for _, b := range all {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -214,13 +234,13 @@ func (s *BoltStore) Resources() ([]*Resource, error) {
 // Resource returns one instance, or an error wrapping ErrResourceNotFound.
 func (s *BoltStore) Resource(addr string) (*Resource, error) {
 	var r *Resource
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) (err error) {
 		v := tx.Bucket(bucketResources).Get([]byte(addr))
 		if v == nil {
 			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
 		}
-		r = new(Resource)
-		return decode(v, r, addr)
+		r, err = decodeResource(v, addr, newStrs(tx))
+		return err
 	})
 	return r, err
 }
@@ -265,18 +285,15 @@ func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 	var out []*HistoryEntry
 	err := s.view(func(tx *bolt.Tx) error {
 		prefix := historyPrefix(addr)
+		st := newStrs(tx)
 		c := tx.Bucket(bucketHistory).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var rec historyRecord
-			if err := decode(v, &rec, addr); err != nil {
-				return err
+			if len(k) != len(prefix)+8 {
+				return corrupt(addr, fmt.Sprintf("history key %q", k))
 			}
-			e := &HistoryEntry{Address: addr, Serial: rec.Serial, Time: rec.Time, Action: rec.Action, Peer: rec.Peer}
-			if len(rec.Prior) > 0 && string(rec.Prior) != "null" {
-				e.Prior = new(Resource)
-				if err := decode(rec.Prior, e.Prior, addr); err != nil {
-					return err
-				}
+			e, err := decodeHistory(v, addr, binary.BigEndian.Uint64(k[len(prefix):]), st)
+			if err != nil {
+				return err
 			}
 			out = append(out, e)
 		}
@@ -298,11 +315,15 @@ func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 		Serial:  binary.BigEndian.Uint64(b.Get(keySerial)),
 		Version: int(binary.BigEndian.Uint64(b.Get(keyVersion))),
 	}
-	if m.Version > FormatVersion {
+	if m.Version < 1 || m.Version > FormatVersion {
 		return m, fmt.Errorf("%w: %s has format version %d; this sparkform reads up to %d: upgrade sparkform",
 			ErrFormat, path, m.Version, FormatVersion)
 	}
-	for _, name := range [][]byte{bucketResources, bucketJournal, bucketHistory} {
+	names := [][]byte{bucketResources, bucketJournal, bucketHistory}
+	if m.Version >= 2 {
+		names = append(names, bucketInterned)
+	}
+	for _, name := range names {
 		if tx.Bucket(name) == nil {
 			return m, fmt.Errorf("%w: %s lacks the %s bucket", ErrFormat, path, name)
 		}
@@ -312,10 +333,11 @@ func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 
 func readResources(tx *bolt.Tx) ([]*Resource, error) {
 	b := tx.Bucket(bucketResources)
-	out := make([]*Resource, 0, b.Stats().KeyN)
+	var out []*Resource // b.Stats().KeyN would walk every page first
+	st := newStrs(tx)
 	err := b.ForEach(func(k, v []byte) error {
-		r := new(Resource)
-		if err := decode(v, r, string(k)); err != nil {
+		r, err := decodeResource(v, string(k), st)
+		if err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -326,9 +348,10 @@ func readResources(tx *bolt.Tx) ([]*Resource, error) {
 
 func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 	var out []*Intent
+	st := newStrs(tx)
 	err := tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
-		in := new(Intent)
-		if err := decode(v, in, string(k)); err != nil {
+		in, err := decodeIntent(v, string(k), st)
+		if err != nil {
 			return err
 		}
 		out = append(out, in)
@@ -337,8 +360,9 @@ func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 	return out, err
 }
 
-// decode unmarshals a stored record. encoding/json copies what it keeps, so
-// decoding straight from bbolt's mmap is safe after the transaction ends.
+// decode unmarshals a stored JSON record (the outputs). encoding/json
+// copies what it keeps, so decoding straight from bbolt's mmap is safe
+// after the transaction ends.
 func decode(data []byte, v any, addr string) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: record for %s is corrupt: %v", ErrFormat, addr, err)
@@ -396,6 +420,11 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 			OpenFile:     lockedOpen(!s.readOnly, wait, !s.treeOK),
 			FreelistType: bolt.FreelistMapType,
 		})
+		if err == nil && !s.readOnly {
+			// Grow the file by at most allocSize past what it holds, not
+			// to bbolt's next power of two (16 MiB for a 9 MiB state).
+			db.AllocSize = allocSize
+		}
 		return err
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,8 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-// FormatVersion is the layout version this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the layout version this build writes. It reads
+// every version up to it: a format-1 file (JSON records) is read as it
+// is and converted to format 2 (compact records, see record.go) when a
+// writer opens it.
+const FormatVersion = 2
 
 // HistoryLimit is how many prior records are kept per address.
 const HistoryLimit = 20
@@ -24,8 +28,16 @@ const (
 	StatusTainted Status = "tainted" // created but not known good: replaced on next apply
 )
 
-// Resource is one resource instance as stored. Node, Value and Private are
-// opaque to the store: the engine decides their encoding.
+// Resource is one resource instance as stored. Node, Value, ValueType and
+// Private are opaque to the store: the engine decides their encoding.
+//
+// Value comes in one of two forms. Without ValueType it is a JSON
+// document (what format-1 records and pushed snapshots hold). With
+// ValueType it is binary (the engine's: cty msgpack of a value of that
+// cty type), and the store keeps ValueType, like Node, Type and Provider,
+// once per distinct value rather than once per instance. Records read
+// from a store share those bytes with each other: treat them as
+// read-only.
 type Resource struct {
 	Address       string          `json:"address"` // e.g. gitkit_checkout.kit["a"]
 	Type          string          `json:"type"`
@@ -33,10 +45,46 @@ type Resource struct {
 	Node          json.RawMessage `json:"node,omitempty"`
 	SchemaVersion int64           `json:"schema_version"`
 	Value         json.RawMessage `json:"value,omitempty"`
+	ValueType     json.RawMessage `json:"value_type,omitempty"`
 	Private       []byte          `json:"private,omitempty"`
 	Dependencies  []string        `json:"dependencies,omitempty"` // config-level addresses
 	Status        Status          `json:"status"`
 	UpdatedAt     time.Time       `json:"updated_at"` // set by the store on write
+}
+
+// resourceJSON is Resource without its JSON methods.
+type resourceJSON Resource
+
+// MarshalJSON writes a binary Value (one with ValueType) as a base64
+// string, so a snapshot holding one is still valid JSON and reads back
+// the same; a JSON Value is written as it is.
+func (r Resource) MarshalJSON() ([]byte, error) {
+	if r.ValueType == nil || len(r.Value) == 0 {
+		return json.Marshal(resourceJSON(r))
+	}
+	v, err := json.Marshal([]byte(r.Value))
+	if err != nil {
+		return nil, err
+	}
+	r.Value = v
+	return json.Marshal(resourceJSON(r))
+}
+
+// UnmarshalJSON reverses MarshalJSON.
+func (r *Resource) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode((*resourceJSON)(r)); err != nil {
+		return err
+	}
+	if r.ValueType != nil && len(r.Value) > 0 {
+		var raw []byte
+		if err := json.Unmarshal(r.Value, &raw); err != nil {
+			return fmt.Errorf("resource %s: value_type is set, so value must be base64: %v", r.Address, err)
+		}
+		r.Value = raw
+	}
+	return nil
 }
 
 // Intent is a journal record: "about to run Action on Address".
@@ -166,6 +214,15 @@ func checkResource(r *Resource) error {
 	}
 	if r.Type == "" {
 		return fmt.Errorf("%w: resource %s has no type", ErrInvalid, r.Address)
+	}
+	if len(r.Node) > 0 && !json.Valid(r.Node) {
+		return fmt.Errorf("%w: resource %s: node is not valid JSON", ErrInvalid, r.Address)
+	}
+	if r.ValueType == nil && len(r.Value) > 0 && !json.Valid(r.Value) {
+		return fmt.Errorf("%w: resource %s: value is not valid JSON (and has no value type)", ErrInvalid, r.Address)
+	}
+	if len(r.ValueType) > 0 && !json.Valid(r.ValueType) {
+		return fmt.Errorf("%w: resource %s: value type is not valid JSON", ErrInvalid, r.Address)
 	}
 	switch r.Status {
 	case "", StatusReady, StatusTainted:

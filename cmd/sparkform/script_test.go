@@ -60,6 +60,12 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("SF_EXAMPLES", ex)
+			// Files scripts copy in (e.g. a state written by an older format).
+			fx, err := filepath.Abs("testdata/fixtures")
+			if err != nil {
+				return err
+			}
+			env.Setenv("SF_FIXTURES", fx)
 			return os.MkdirAll(filepath.Join(env.WorkDir, "home"), 0o700)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

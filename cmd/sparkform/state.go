@@ -23,7 +23,7 @@ func noStateHint(err error) error {
 
 // renderRecord prints one instance as `sparkform state show` does.
 func (m *meta) renderRecord(r *state.Resource) error {
-	v, err := engine.DecodeValue(r.Value)
+	v, err := engine.ResourceValue(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Address, err)
 	}
@@ -106,7 +106,7 @@ func newShowCommand(m *meta) *cobra.Command {
 					Outputs   map[string]any `json:"outputs"`
 				}{Lineage: meta.Lineage, Serial: meta.Serial, Resources: []jr{}, Outputs: map[string]any{}}
 				for _, r := range recs {
-					v, err := engine.DecodeValue(r.Value)
+					v, err := engine.ResourceValue(r)
 					if err != nil {
 						return err
 					}

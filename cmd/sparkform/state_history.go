@@ -32,7 +32,7 @@ func newStateHistoryCommand(m *meta) *cobra.Command {
 				}
 				fmt.Fprintln(m.stdout)
 				if h.Prior != nil {
-					v, _ := engine.DecodeValue(h.Prior.Value)
+					v, _ := engine.ResourceValue(h.Prior)
 					fmt.Fprintf(m.stdout, "  before: %s\n", (&renderer{}).value(v, "  "))
 				} else {
 					fmt.Fprintln(m.stdout, "  before: (not in state)")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -31,6 +32,13 @@ keep it as private as the state. Reading takes no lock.`,
 				fmt.Fprintf(m.stderr, "Warning: %d journal %s in flight (a running apply, or one that was interrupted; first: %s): "+
 					"the snapshot has the state without them. Pull again after the run, or after `sparkform plan` settles them.\n",
 					len(intents), plural(len(intents), "intent is", "intents are"), intents[0].Address)
+			}
+			// Values as JSON, readable and independent of this build's
+			// compact record encoding.
+			for i, r := range p.Resources {
+				if p.Resources[i], err = engine.JSONForm(r); err != nil {
+					return err
+				}
 			}
 			return state.WritePortable(m.stdout, p)
 		},

@@ -95,11 +95,7 @@ func (b *batch) setRecord(addr string, data []byte) {
 // addHistory records prior (nil: did not exist) for addr at serial and
 // trims the address's history to state.HistoryLimit.
 func (b *batch) addHistory(addr string, serial uint64, action, peer string, prior []byte) {
-	rec := historyRecord{Serial: serial, Time: b.now, Action: action, Peer: peer}
-	if prior != nil {
-		rec.Prior = json.RawMessage(prior)
-	}
-	data, _ := json.Marshal(&rec) // a RawMessage from the store is valid JSON
+	data := state.EncodeHistory(b.now, action, peer, prior)
 	key := b.s.k.hist(addr, serial)
 	b.put(key, data)
 	keys := append([]string{key}, b.hist[addr]...)
@@ -307,11 +303,7 @@ func marshalResource(r *state.Resource, now time.Time) ([]byte, error) {
 	if rec.Status == "" {
 		rec.Status = state.StatusReady
 	}
-	data, err := json.Marshal(&rec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: resource %s: %v", state.ErrInvalid, r.Address, err)
-	}
-	return data, nil
+	return state.EncodeResource(&rec, rec.Address)
 }
 
 func putStage(addr string, data []byte) func(*batch) error {
@@ -405,15 +397,15 @@ func (s *Store) MoveResource(from, to string) error {
 		if b.recs[to] != nil {
 			return fmt.Errorf("%w: %s; remove it first or pick another address", state.ErrResourceExists, to)
 		}
-		var r state.Resource
-		if err := decode(prior, &r, from); err != nil {
+		r, err := state.DecodeResource(prior, from)
+		if err != nil {
 			return err
 		}
-		if err := state.CheckMove(&r, to); err != nil {
+		if err := state.CheckMove(r, to); err != nil {
 			return err
 		}
 		r.Address, r.UpdatedAt = to, b.now
-		data, err := json.Marshal(&r)
+		data, err := state.EncodeResource(r, to)
 		if err != nil {
 			return err
 		}
@@ -444,7 +436,12 @@ func (s *Store) PutIntent(in *state.Intent) error {
 	if rec.PID == 0 {
 		rec.PID = os.Getpid()
 	}
-	data, err := json.Marshal(&rec)
+	if rec.Resource != nil {
+		if err := state.CheckResource(rec.Resource); err != nil {
+			return err
+		}
+	}
+	data, err := state.EncodeIntent(&rec)
 	if err != nil {
 		return fmt.Errorf("%w: intent for %s: %v", state.ErrInvalid, in.Address, err)
 	}
@@ -485,9 +482,13 @@ func (s *Store) Replace(p *state.Portable) error {
 		if err := state.CheckResource(r); err != nil {
 			return err
 		}
-		data, err := json.Marshal(r)
+		rec := *r
+		if rec.Status == "" {
+			rec.Status = state.StatusReady
+		}
+		data, err := state.EncodeResource(&rec, rec.Address)
 		if err != nil {
-			return fmt.Errorf("%w: resource %s: %v", state.ErrInvalid, r.Address, err)
+			return err
 		}
 		recs = append(recs, [2]string{s.k.res(r.Address), string(data)})
 	}

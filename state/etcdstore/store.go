@@ -170,6 +170,19 @@ func (s *Store) init() error {
 	_, m, err := s.decodeMeta(resp.Kvs, true)
 	if err == nil {
 		s.serial = m.Serial
+		if m.Version < state.FormatVersion {
+			// Records of format 1 (JSON) stay readable and become format
+			// 2 as they are written; the version tells an older sparkform
+			// that it can no longer read this state.
+			tr, err := s.c.Txn(ctx).If(s.lock.held()).Then(
+				clientv3.OpPut(s.k.meta("version"), strconv.Itoa(state.FormatVersion))).Commit()
+			if err != nil {
+				return fmt.Errorf("etcd backend: upgrade the state format under %q: %w", s.b.cfg.Prefix, err)
+			}
+			if !tr.Succeeded {
+				return fmt.Errorf("%w: %s (while upgrading the state format)", state.ErrLockLost, s.where())
+			}
+		}
 		return nil
 	}
 	if !errors.Is(err, state.ErrNoState) {
@@ -292,7 +305,7 @@ func (s *Store) Resources() ([]*state.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeAll[state.Resource](resp.Kvs, s.k.resPrefix())
+	return decodeAll(state.DecodeResource, resp.Kvs, s.k.resPrefix())
 }
 
 // Resource returns one instance.
@@ -309,8 +322,7 @@ func (s *Store) Resource(addr string) (*state.Resource, error) {
 	if len(resp.Kvs) == 0 {
 		return nil, fmt.Errorf("%w: %s", state.ErrResourceNotFound, addr)
 	}
-	r := new(state.Resource)
-	return r, decode(resp.Kvs[0].Value, r, addr)
+	return state.DecodeResource(resp.Kvs[0].Value, addr)
 }
 
 // Intents returns the journal, sorted by address (one range request).
@@ -324,7 +336,7 @@ func (s *Store) Intents() ([]*state.Intent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeAll[state.Intent](resp.Kvs, s.k.jnlPrefix())
+	return decodeAll(state.DecodeIntent, resp.Kvs, s.k.jnlPrefix())
 }
 
 // Snapshot reads meta, resources and journal at one revision: three range
@@ -348,10 +360,10 @@ func (s *Store) Snapshot() (*state.Snapshot, error) {
 	if _, snap.Meta, err = s.decodeMeta(resp.Responses[0].GetResponseRange().Kvs, false); err != nil {
 		return nil, err
 	}
-	if snap.Resources, err = decodeAll[state.Resource](resp.Responses[1].GetResponseRange().Kvs, s.k.resPrefix()); err != nil {
+	if snap.Resources, err = decodeAll(state.DecodeResource, resp.Responses[1].GetResponseRange().Kvs, s.k.resPrefix()); err != nil {
 		return nil, err
 	}
-	if snap.Intents, err = decodeAll[state.Intent](resp.Responses[2].GetResponseRange().Kvs, s.k.jnlPrefix()); err != nil {
+	if snap.Intents, err = decodeAll(state.DecodeIntent, resp.Responses[2].GetResponseRange().Kvs, s.k.jnlPrefix()); err != nil {
 		return nil, err
 	}
 	return &snap, nil
@@ -373,17 +385,15 @@ func (s *Store) History(addr string) ([]*state.HistoryEntry, error) {
 		return nil, err
 	}
 	var out []*state.HistoryEntry
+	prefix := s.k.histPrefix(addr)
 	for _, kv := range resp.Kvs {
-		var rec historyRecord
-		if err := decode(kv.Value, &rec, addr); err != nil {
-			return nil, err
+		serial, err := strconv.ParseUint(strings.TrimPrefix(string(kv.Key), prefix), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: history key %q", state.ErrFormat, kv.Key)
 		}
-		e := &state.HistoryEntry{Address: addr, Serial: rec.Serial, Time: rec.Time, Action: rec.Action, Peer: rec.Peer}
-		if len(rec.Prior) > 0 && string(rec.Prior) != "null" {
-			e.Prior = new(state.Resource)
-			if err := decode(rec.Prior, e.Prior, addr); err != nil {
-				return nil, err
-			}
+		e, err := state.DecodeHistory(kv.Value, addr, serial)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
@@ -410,30 +420,14 @@ func (s *Store) Outputs() (map[string]state.Output, error) {
 	return out, nil
 }
 
-func decodeAll[T any](kvs []*mvccKV, prefix string) ([]*T, error) {
+func decodeAll[T any](dec func([]byte, string) (*T, error), kvs []*mvccKV, prefix string) ([]*T, error) {
 	out := make([]*T, 0, len(kvs))
 	for _, kv := range kvs {
-		v := new(T)
-		if err := decode(kv.Value, v, strings.TrimPrefix(string(kv.Key), prefix)); err != nil {
+		v, err := dec(kv.Value, strings.TrimPrefix(string(kv.Key), prefix))
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
 	return out, nil // etcd returns keys in byte order, as bbolt does
-}
-
-func decode(data []byte, v any, addr string) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%w: record for %s is corrupt: %v", state.ErrFormat, addr, err)
-	}
-	return nil
-}
-
-// historyRecord is the stored form of a state.HistoryEntry (as in bbolt).
-type historyRecord struct {
-	Serial uint64          `json:"serial"`
-	Time   time.Time       `json:"time"`
-	Action string          `json:"action"`
-	Peer   string          `json:"peer,omitempty"`
-	Prior  json.RawMessage `json:"prior"`
 }

@@ -1,0 +1,97 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// migrate converts a format-1 file (JSON records) to format 2 in the
+// writer's opening transaction: every resource, intent and history record
+// is decoded as format 1 and encoded as format 2 (values stay in the form
+// they have: a JSON value becomes binary when the engine next writes the
+// instance). Each bucket is rebuilt in key order, so its pages are full.
+func migrate(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketInterned); err != nil {
+		return err
+	}
+	in := newInterner(tx)
+	err := rebuild(tx, bucketResources, func(k, v []byte) ([]byte, error) {
+		r, err := decodeResource(v, string(k), nil)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status == "" {
+			r.Status = StatusReady
+		}
+		return appendResource(nil, r, string(k), in)
+	})
+	if err != nil {
+		return err
+	}
+	err = rebuild(tx, bucketJournal, func(k, v []byte) ([]byte, error) {
+		it, err := decodeIntent(v, string(k), nil)
+		if err != nil {
+			return nil, err
+		}
+		return appendIntent(nil, it, in)
+	})
+	if err != nil {
+		return err
+	}
+	err = rebuild(tx, bucketHistory, func(k, v []byte) ([]byte, error) {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+9 {
+			return nil, corrupt(string(k), "bad history key")
+		}
+		addr := string(k[:i])
+		e, err := decodeHistory(v, addr, binary.BigEndian.Uint64(k[i+1:]), nil)
+		if err != nil {
+			return nil, err
+		}
+		var prior []byte
+		if e.Prior != nil {
+			if prior, err = appendResource(nil, e.Prior, addr, in); err != nil {
+				return nil, err
+			}
+		}
+		return encodeHistory(e.Time, e.Action, e.Peer, prior), nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyVersion, u64(FormatVersion))
+}
+
+// rebuild replaces bucket name with one holding conv of each record,
+// written in key order with full pages.
+func rebuild(tx *bolt.Tx, name []byte, conv func(k, v []byte) ([]byte, error)) error {
+	type kv struct{ k, v []byte }
+	var all []kv
+	err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+		nv, err := conv(k, v)
+		if err != nil {
+			return err
+		}
+		all = append(all, kv{bytes.Clone(k), nv})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(name); err != nil {
+		return err
+	}
+	b, err := tx.CreateBucket(name)
+	if err != nil {
+		return err
+	}
+	b.FillPercent = 1
+	for _, e := range all {
+		if err := b.Put(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
