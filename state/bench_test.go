@@ -289,3 +289,49 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSession: what a command pays the store around its work on a
+// state of 10,000 instances: opening it for writing and closing it with
+// nothing written (a no-op plan), and with one instance written (an apply
+// that changed one thing: the last-good copy is refreshed).
+func BenchmarkSession(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "state.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	addrs, deps := applyOrder("blocks", 10000)
+	batch := make([]*op, len(addrs))
+	for i := range addrs {
+		fn, err := putResourceOp(applyRecord(addrs[i], deps[i]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch[i] = &op{fn: fn, done: make(chan error, 1)}
+	}
+	for i := 0; i < len(batch); i += 20 { // commits of 20, as an apply makes them
+		s.runBatch(batch[i:min(i+20, len(batch))])
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, write := range []bool{false, true} {
+		b.Run(fmt.Sprintf("write=%v", write), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := Open(path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if write {
+					if err := s.PutResource(applyRecord(addrs[0], "")); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -294,17 +294,25 @@ const (
 // type its parent expects, referenced once (a cycle sends bbolt's
 // recursive search into a stack overflow, which no recover() catches),
 // and every element lies inside its page. A freed page must not be
-// reachable: a writer would reuse it over live data. It reads the whole
-// file, so it runs once per Store (the first open), not per transaction.
+// reachable: a writer would reuse it over live data. It looks at every
+// page in use, so it runs once per Store (the first open), not per
+// transaction; it maps the file rather than reading it, so it costs the
+// pages it looks at and no copy of the file.
 func checkTree(f *os.File, path string) error {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
 		return nil
 	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil {
-		return fmt.Errorf("state: read %s: %w", path, err)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("state: map %s: %w", path, err)
 	}
+	defer syscall.Munmap(data)
+	return checkPages(data, path)
+}
+
+func checkPages(data []byte, path string) error {
+	var err error
 	m0, why0 := parseMeta(data)
 	ps := 4096
 	if why0 == "" {
@@ -320,8 +328,12 @@ func checkTree(f *os.File, path string) error {
 		m = m1
 	}
 	ps = int(m.pageSize)
+	if m.pageSize == 0 || m.pgid > uint64(len(data))/uint64(m.pageSize) {
+		return damaged(path, "its header says %d pages of %d bytes, more than the file holds", m.pgid, m.pageSize)
+	}
 	le := binary.LittleEndian
-	seen := map[uint64]bool{}
+	seen := make([]uint64, (m.pgid+63)/64)
+	isSeen := func(i uint64) bool { return seen[i/64]&(1<<(i%64)) != 0 }
 	// page returns the bytes of page id spanning its overflow pages.
 	page := func(id uint64, want uint16) ([]byte, error) {
 		if id < 2 || id >= m.pgid {
@@ -344,10 +356,10 @@ func checkTree(f *os.File, path string) error {
 			return nil, fmt.Errorf("page %d's %d overflow pages run past the end of the file", id, over)
 		}
 		for i := id; i <= id+over; i++ {
-			if seen[i] {
+			if isSeen(i) {
 				return nil, fmt.Errorf("page %d is referenced twice (a cycle or a shared page)", i)
 			}
-			seen[i] = true
+			seen[i/64] |= 1 << (i % 64)
 		}
 		return data[off:end], nil
 	}
@@ -423,7 +435,7 @@ func checkTree(f *os.File, path string) error {
 			if id < 2 || id >= m.pgid {
 				return damaged(path, "the freelist names page %d, outside 2..%d", id, m.pgid-1)
 			}
-			if seen[id] {
+			if isSeen(id) {
 				return damaged(path, "page %d is both in use and in the freelist", id)
 			}
 		}

@@ -314,3 +314,41 @@ func TestStateSizePerInstance(t *testing.T) {
 		})
 	}
 }
+
+// Opening a state for writing and closing it with nothing written (a
+// no-op plan) leaves the file as it was: no commit, no fsync, no copy.
+func TestOpenWithoutWritesWritesNothing(t *testing.T) {
+	path := statePath(t)
+	s := openStore(t, path)
+	if err := s.PutResource(applyRecord("sparkform_data.a", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bak, err := os.Stat(BackupPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, path)
+	if _, err := s.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("opening and closing the state changed the file")
+	}
+	if fi, err := os.Stat(BackupPath(path)); err != nil || !fi.ModTime().Equal(bak.ModTime()) {
+		t.Errorf("the last-good copy was rewritten: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -167,9 +168,31 @@ func (s *BoltStore) Close() error {
 	return nil
 }
 
+var allBuckets = [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory, bucketInterned}
+
+// init makes a new state's buckets and meta data, or converts an older
+// format. An existing state of this format needs neither: it is only
+// read, so opening it for a command that writes nothing (a no-op plan)
+// writes nothing either.
 func (s *BoltStore) init() error {
+	if !s.mayCreate {
+		current := false
+		err := s.view(func(tx *bolt.Tx) error {
+			m, err := readMeta(tx, s.path)
+			current = err == nil && m.Version == FormatVersion
+			return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
+					current = false
+				}
+				return nil
+			})
+		})
+		if err != nil || current {
+			return err
+		}
+	}
 	return s.update(func(tx *bolt.Tx) error {
-		all := [][]byte{bucketMeta, bucketResources, bucketJournal, bucketHistory, bucketInterned}
+		all := allBuckets
 		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 			for _, b := range all {
 				if bytes.Equal(name, b) {
