@@ -70,13 +70,15 @@ func (s *BoltStore) submit(fn opFunc) error {
 // while writes are already queued: opening it per batch (open, flock, read
 // meta and freelist, mmap, munmap) cost about as much CPU as the commit
 // itself on a 10,000-instance apply. Readers still get in between
-// commits, as the package contract says: the handle is let go as soon as
-// the queue is empty, and after holdMax of continuous holding it is let go
-// for readerGap, longer than a reader's longest poll interval (lockedOpen:
-// 2 ms), so a reader waits about holdMax at most, never a whole apply.
+// commits, as the package contract says: the handle is let go once the
+// queue has stayed empty for idleHold, and after holdMax of continuous
+// holding it is let go for readerGap, longer than a reader's longest poll
+// interval (lockedOpen: 2 ms), so a reader waits about holdMax at most,
+// never a whole apply.
 const (
 	holdMax   = 50 * time.Millisecond
 	readerGap = 3 * time.Millisecond
+	idleHold  = 2 * time.Millisecond
 )
 
 // commitLoop is the group commit: while one batch is being fsync'd, new ops
@@ -92,7 +94,29 @@ func (s *BoltStore) commitLoop() {
 		}
 	}
 	defer release() // runs before close(s.done): Close returns with the file closed
-	for first := range s.queue {
+	idle := time.NewTimer(idleHold)
+	defer idle.Stop()
+	for {
+		var first *op
+		ok := true
+		if held {
+			// Keep the file open for the next write a moment: in an apply
+			// it comes as soon as the next provider call returns, and
+			// reopening costs a map, the meta and freelist reads and a
+			// fresh page buffer for every page written.
+			idle.Reset(idleHold)
+			select {
+			case first, ok = <-s.queue:
+			case <-idle.C:
+				release()
+				first, ok = <-s.queue
+			}
+		} else {
+			first, ok = <-s.queue
+		}
+		if !ok {
+			return
+		}
 		batch := []*op{first}
 	fill:
 		for len(batch) < maxBatch {
@@ -132,10 +156,7 @@ func (s *BoltStore) commitLoop() {
 			}
 		}
 		s.runBatch(batch)
-		switch {
-		case len(s.queue) == 0:
-			release()
-		case time.Since(heldSince) > holdMax:
+		if held && time.Since(heldSince) > holdMax {
 			release()
 			time.Sleep(readerGap)
 		}

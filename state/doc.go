@@ -26,7 +26,7 @@
 //     when forced, breaks a live lock (the old holder then gets ErrLockLost).
 //   - The bbolt file itself is opened only for the duration of one read
 //     transaction or one run of back-to-back commit batches (let go when the
-//     write queue is empty, and for a moment at least every 50 ms), never
+//     write queue has been empty for 2 ms, and for a moment at least every 50 ms), never
 //     for the life of a Store. bbolt's own flock therefore covers
 //     milliseconds, and readers (OpenReadOnly,
 //     no writer lock) wait for a commit, never for a whole apply; a read
