@@ -8,8 +8,11 @@
 // folder 0700) holding
 //
 //   - meta:      lineage (random id made at creation), serial, format version;
-//   - resources: one key per resource instance address -> JSON Resource record,
-//     so a write costs O(log N) and never rewrites the whole state;
+//   - resources: one key per resource instance address -> Resource record
+//     (format 2: compact binary, record.go), so a write costs O(log N) and
+//     never rewrites the whole state;
+//   - interned:  the parts many records share (node details, type,
+//     provider, the value's cty type), stored once and referred to by id;
 //   - journal:   Intent records written before each provider call and removed
 //     after its result is stored, so a crash leaves a visible trace;
 //   - history:   the prior record of every changed instance (or a tombstone
