@@ -295,7 +295,7 @@ func (ap *applier) replan(ctx context.Context, prov sdk.Provider, r *config.Reso
 		prior, priorPrivate = cty.NullVal(schema.Block.ImpliedType()), nil
 	}
 	cfg := applyIgnoreChanges(ci.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ci, prior, priorPrivate, cfg, schema.Block, replacesOf(c), false)
+	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ci, prior, priorPrivate, cfg, replacesOf(c), false)
 	_, pd = planNotes(pd) // the plan showed them
 	diags := sdkDiags(pd, ci.Addr, r.Config, &rng)
 	if pd.HasErrors() {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -952,4 +953,40 @@ func TestFailureIsolatedPerInstance(t *testing.T) {
 	if p := r.plan(PlanOptions{}); p.HasChanges() {
 		t.Errorf("not converged: %v", actions(p))
 	}
+}
+
+// TestBatchWithOneFailure: instances applied together over one provider
+// session, one of them failing, store exactly the ones that succeeded;
+// the next apply creates only the failed one.
+func TestBatchWithOneFailure(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("batchfail", "fail=create")
+	r.e.Parallelism = 30
+	_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
+	if !hasErrorContaining(diags, `sftest_thing.many["k07"]`) {
+		t.Fatalf("diagnostics do not name the failed instance: %s", diagString(diags))
+	}
+	var want []string
+	for i := range 30 {
+		if i != 7 {
+			want = append(want, fmt.Sprintf(`sftest_thing.many["k%02d"]`, i))
+		}
+	}
+	if got := b.addrs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state = %v; want every instance but k07", got)
+	}
+	for _, a := range want {
+		if got, w := b.attr(a, "value"), "v-"+strings.TrimSuffix(strings.TrimPrefix(a, `sftest_thing.many["`), `"]`); got != w {
+			t.Errorf("%s stored value %q; want %q (results crossed)", a, got, w)
+		}
+	}
+	if in := b.intents(); len(in) != 0 {
+		t.Errorf("journal intents left: %v", in)
+	}
+	r = b.cfg("batchfail")
+	p := r.plan(PlanOptions{})
+	if got, w := actions(p), map[string]plans.Action{`sftest_thing.many["k07"]`: plans.Create}; !reflect.DeepEqual(got, w) {
+		t.Fatalf("plan after the failure = %v; want %v", got, w)
+	}
+	r.apply(p)
 }

@@ -87,7 +87,8 @@ func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagn
 }
 
 // validateResources decodes every resource body against its schema and
-// asks its provider to check it, the providers in parallel.
+// asks its provider to check it: one batched call per provider (the
+// providers in parallel), in which equal configurations travel once.
 func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []string, base *hcl.EvalContext) hcl.Diagnostics {
 	ictx := base.NewChild()
 	ictx.Variables = map[string]cty.Value{
@@ -95,8 +96,12 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
 	}
 	var diags hcl.Diagnostics
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	type batch struct {
+		keys []string
+		reqs []sdk.ValidateRequest
+	}
+	byProvider := map[string]*batch{}
+	var names []string
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
@@ -108,19 +113,45 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 		if _, d := r.NodeExpr.Value(ictx); d.HasErrors() {
 			diags = append(diags, d...)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prov, d := e.provider(ctx, sdk.ProviderNameOf(r.Addr.Type))
-			if !d.HasErrors() {
-				rng := r.DeclRange
-				d = sdkDiags(prov.ValidateResourceConfig(ctx, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, schema.Block)}), key, r.Config, &rng)
+		name := sdk.ProviderNameOf(r.Addr.Type)
+		b := byProvider[name]
+		if b == nil {
+			b = &batch{}
+			byProvider[name] = b
+			names = append(names, name)
+		}
+		b.keys = append(b.keys, key)
+		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, schema.Block)})
+	}
+	results := make([]hcl.Diagnostics, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			b := byProvider[name]
+			prov, d := e.provider(ctx, name)
+			if d.HasErrors() {
+				results[i] = d
+				return
 			}
-			mu.Lock()
-			diags = append(diags, d...)
-			mu.Unlock()
-		}()
+			var got []sdk.Diagnostics
+			if bv, ok := prov.(sdk.BatchValidator); ok {
+				got = bv.ValidateResourceConfigs(ctx, b.reqs)
+			} else {
+				got = make([]sdk.Diagnostics, len(b.reqs))
+				for j, req := range b.reqs {
+					got[j] = prov.ValidateResourceConfig(ctx, req)
+				}
+			}
+			for j, key := range b.keys {
+				r := e.Module.Resources[key]
+				rng := r.DeclRange
+				results[i] = append(results[i], sdkDiags(got[j], key, r.Config, &rng)...)
+			}
+		})
 	}
 	wg.Wait()
+	for _, d := range results {
+		diags = append(diags, d...)
+	}
 	return diags
 }

@@ -52,8 +52,14 @@ const ExecPrefix = "sparkform-provider-"
 const exitGrace = 3 * time.Second
 
 // The RPC methods of the provider service, as counted by Stats.
-var methods = []string{"GetSchema", "ValidateResourceConfig", "ReadResources",
-	"PlanResourceChange", "ApplyResourceChange", "ImportResource", "Stop"}
+// A session (PlanResourceChanges, ApplyResourceChanges) counts once per
+// stream opened; METHOD+batchSuffix counts the messages the engine sent
+// on it, each carrying every call that was ready at that moment.
+var methods = []string{"GetSchema", "ValidateResourceConfigs", "ReadResources",
+	"PlanResourceChanges", "PlanResourceChanges" + batchSuffix,
+	"ApplyResourceChanges", "ApplyResourceChanges" + batchSuffix, "ImportResource", "Stop"}
+
+const batchSuffix = " messages"
 
 const servicePrefix = "/sparkform.provider.v1.Provider/"
 
@@ -237,7 +243,11 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 			}),
 			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				count(method)
-				return streamer(ctx, desc, cc, method, opts...)
+				cs, err := streamer(ctx, desc, cc, method, opts...)
+				if err != nil || !desc.ClientStreams {
+					return cs, err
+				}
+				return &countingStream{ClientStream: cs, sent: inst.calls[strings.TrimPrefix(method, servicePrefix)+batchSuffix]}, nil
 			}),
 		},
 	})
@@ -254,6 +264,10 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	}
 	rpc, err := client.Client()
 	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
+			err = fmt.Errorf("it speaks another version of the provider protocol than this sparkform, which speaks version %d (%v). "+
+				"Use a build of the provider made against this sparkform's providers/sdk", sdk.ProtocolVersion, err)
+		}
 		return fail(err)
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
@@ -269,6 +283,19 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	inst.prov.Store(prov)
 	inst.log.Debug("provider plugin started", "cmd", strings.Join(cmd.Args, " "))
 	return nil
+}
+
+// countingStream counts the messages sent on a session stream.
+type countingStream struct {
+	grpc.ClientStream
+	sent *atomic.Int64
+}
+
+func (s *countingStream) SendMsg(m any) error {
+	if s.sent != nil {
+		s.sent.Add(1)
+	}
+	return s.ClientStream.SendMsg(m)
 }
 
 // rpcError is the diagnostic for an RPC that failed in transport. A plugin

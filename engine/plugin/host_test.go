@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		for _, name := range []string{"crashy", "slow", "broken"} {
+		for _, name := range []string{"crashy", "slow", "broken", "batch", "oldproto"} {
 			if err := os.Symlink(selfExe, filepath.Join(pluginDir, ExecPrefix+name)); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
@@ -108,7 +108,8 @@ func TestBuiltinThroughRealProcess(t *testing.T) {
 	if _, err := h.Schema(ctx, "sparkform"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]map[string]int64{"sparkform": {"GetSchema": 1, "PlanResourceChange": 1, "ApplyResourceChange": 1, "ReadResources": 1}}
+	want := map[string]map[string]int64{"sparkform": {"GetSchema": 1, "PlanResourceChanges": 1, "PlanResourceChanges messages": 1,
+		"ApplyResourceChanges": 1, "ApplyResourceChanges messages": 1, "ReadResources": 1}}
 	if got := h.Stats(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Stats = %v; want %v", got, want)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +31,9 @@ type GRPCClient struct {
 
 	mu     sync.Mutex // serialises the GetSchema fetch
 	schema atomic.Pointer[clientSchema]
+
+	plans   *clientMux[*proto.PlanResourceChange_Request, *proto.PlanResourceChange_Response]
+	applies *clientMux[*proto.ApplyResourceChange_Request, *proto.ApplyResourceChange_Event]
 }
 
 type clientSchema struct {
@@ -39,11 +41,95 @@ type clientSchema struct {
 	types  map[string]cty.Type
 }
 
-var _ Provider = (*GRPCClient)(nil)
+var (
+	_ Provider       = (*GRPCClient)(nil)
+	_ BatchValidator = (*GRPCClient)(nil)
+)
 
 // NewGRPCClient returns a Provider that talks to the provider served on conn.
 func NewGRPCClient(conn grpc.ClientConnInterface) *GRPCClient {
-	return &GRPCClient{client: proto.NewProviderClient(conn)}
+	c := &GRPCClient{client: proto.NewProviderClient(conn)}
+	c.plans = &clientMux[*proto.PlanResourceChange_Request, *proto.PlanResourceChange_Response]{
+		open: func(ctx context.Context) (muxStream[*proto.PlanResourceChange_Request, *proto.PlanResourceChange_Response], error) {
+			st, err := c.client.PlanResourceChanges(ctx, callOpts...)
+			if err != nil {
+				return nil, err
+			}
+			return planClientStream{st}, nil
+		},
+		final: func(*proto.PlanResourceChange_Response) bool { return true },
+		size: func(r *proto.PlanResourceChange_Request) int {
+			return len(r.Prior) + len(r.Config) + len(r.Proposed) + len(r.Replaces) + len(r.PriorPrivate) + 256
+		},
+	}
+	c.applies = &clientMux[*proto.ApplyResourceChange_Request, *proto.ApplyResourceChange_Event]{
+		open: func(ctx context.Context) (muxStream[*proto.ApplyResourceChange_Request, *proto.ApplyResourceChange_Event], error) {
+			st, err := c.client.ApplyResourceChanges(ctx, callOpts...)
+			if err != nil {
+				return nil, err
+			}
+			return applyClientStream{st}, nil
+		},
+		final: func(ev *proto.ApplyResourceChange_Event) bool { return ev.GetResult() != nil },
+		size: func(r *proto.ApplyResourceChange_Request) int {
+			return len(r.Prior) + len(r.Planned) + len(r.Config) + len(r.Private) + 256
+		},
+	}
+	return c
+}
+
+type planClientStream struct {
+	grpc.BidiStreamingClient[proto.PlanResourceChanges_Batch, proto.PlanResourceChanges_Results]
+}
+
+func (s planClientStream) send(items []muxItem[*proto.PlanResourceChange_Request], cancels []uint64) error {
+	b := &proto.PlanResourceChanges_Batch{Items: make([]*proto.PlanResourceChanges_Item, len(items)), Cancel: cancels}
+	for i, it := range items {
+		b.Items[i] = &proto.PlanResourceChanges_Item{Id: it.id, Request: it.v}
+	}
+	return s.Send(b)
+}
+
+func (s planClientStream) recv() ([]muxItem[*proto.PlanResourceChange_Response], error) {
+	m, err := s.Recv()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]muxItem[*proto.PlanResourceChange_Response], len(m.Results))
+	for i, r := range m.Results {
+		resp := r.Response
+		if resp == nil {
+			resp = &proto.PlanResourceChange_Response{}
+		}
+		out[i] = muxItem[*proto.PlanResourceChange_Response]{r.Id, resp}
+	}
+	return out, nil
+}
+
+type applyClientStream struct {
+	grpc.BidiStreamingClient[proto.ApplyResourceChanges_Batch, proto.ApplyResourceChanges_Events]
+}
+
+func (s applyClientStream) send(items []muxItem[*proto.ApplyResourceChange_Request], cancels []uint64) error {
+	b := &proto.ApplyResourceChanges_Batch{Items: make([]*proto.ApplyResourceChanges_Item, len(items)), Cancel: cancels}
+	for i, it := range items {
+		b.Items[i] = &proto.ApplyResourceChanges_Item{Id: it.id, Request: it.v}
+	}
+	return s.Send(b)
+}
+
+func (s applyClientStream) recv() ([]muxItem[*proto.ApplyResourceChange_Event], error) {
+	m, err := s.Recv()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]muxItem[*proto.ApplyResourceChange_Event], 0, len(m.Events))
+	for _, e := range m.Events {
+		if e.Event != nil {
+			out = append(out, muxItem[*proto.ApplyResourceChange_Event]{e.Id, e.Event})
+		}
+	}
+	return out, nil
 }
 
 var callOpts = []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)}
@@ -117,21 +203,56 @@ func (c *GRPCClient) GetSchema(ctx context.Context) (*Schema, Diagnostics) {
 	return s.schema, diags
 }
 
-// ValidateResourceConfig implements Provider.
+// ValidateResourceConfig implements Provider: a batch of one.
 func (c *GRPCClient) ValidateResourceConfig(ctx context.Context, req ValidateRequest) Diagnostics {
-	ty, diags := c.typeOf(ctx, req.TypeName)
-	if diags.HasErrors() {
-		return diags
+	return c.ValidateResourceConfigs(ctx, []ValidateRequest{req})[0]
+}
+
+// ValidateResourceConfigs implements BatchValidator: one RPC for all of
+// reqs, each distinct (type, value) sent once.
+func (c *GRPCClient) ValidateResourceConfigs(ctx context.Context, reqs []ValidateRequest) []Diagnostics {
+	out := make([]Diagnostics, len(reqs))
+	sent := make([]int, len(reqs)) // index of the item that answers reqs[i]; -1: answered here
+	var items []*proto.ValidateResourceConfig_Request
+	seen := map[string]int{}
+	for i, req := range reqs {
+		sent[i] = -1
+		ty, diags := c.typeOf(ctx, req.TypeName)
+		if diags.HasErrors() {
+			out[i] = diags
+			continue
+		}
+		cfg, err := encodeValue(req.Config, ty)
+		if err != nil {
+			out[i] = Diagnostics{badValue("config", req.TypeName, err)}
+			continue
+		}
+		key := req.TypeName + "\x00" + string(cfg)
+		j, ok := seen[key]
+		if !ok {
+			j = len(items)
+			seen[key] = j
+			items = append(items, &proto.ValidateResourceConfig_Request{TypeName: req.TypeName, Config: cfg})
+		}
+		sent[i] = j
 	}
-	cfg, err := encodeValue(req.Config, ty)
-	if err != nil {
-		return Diagnostics{badValue("config", req.TypeName, err)}
+	if len(items) == 0 {
+		return out
 	}
-	resp, err := c.client.ValidateResourceConfig(ctx, &proto.ValidateResourceConfig_Request{TypeName: req.TypeName, Config: cfg}, callOpts...)
-	if err != nil {
-		return Diagnostics{c.rpcError(ctx, "ValidateResourceConfig", req.TypeName, err)}
+	resp, err := c.client.ValidateResourceConfigs(ctx, &proto.ValidateResourceConfigs_Request{Items: items}, callOpts...)
+	if err == nil && len(resp.Results) != len(items) {
+		err = fmt.Errorf("the provider returned %d results for %d configurations", len(resp.Results), len(items))
 	}
-	return diagsFromProto(resp.Diagnostics)
+	for i, j := range sent {
+		switch {
+		case j < 0:
+		case err != nil:
+			out[i] = Diagnostics{c.rpcError(ctx, "ValidateResourceConfigs", reqs[i].TypeName, err)}
+		default:
+			out[i] = diagsFromProto(resp.Results[j].Diagnostics)
+		}
+	}
+	return out
 }
 
 func batchAddress(req ReadRequest) string {
@@ -193,7 +314,9 @@ func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadRes
 	return out
 }
 
-// PlanResourceChange implements Provider.
+// PlanResourceChange implements Provider. The call is an item of the
+// client's plan session (see mux.go): concurrent calls share messages.
+// A Proposed left cty.NilVal is computed by the provider (ProposedNew).
 func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) PlanResponse {
 	ty, diags := c.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
@@ -215,10 +338,15 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 		}
 		replaces = b
 	}
-	resp, err := c.client.PlanResourceChange(ctx, &proto.PlanResourceChange_Request{
+	var resp *proto.PlanResourceChange_Response
+	err := c.plans.call(ctx, &proto.PlanResourceChange_Request{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeToProto(req.Node),
 		Prior: enc[0], Config: enc[1], Proposed: enc[2], PriorPrivate: req.PriorPrivate, Replaces: replaces, Offline: req.Offline,
-	}, callOpts...)
+		ProposedDefault: req.Proposed == cty.NilVal,
+	}, func(r *proto.PlanResourceChange_Response) { resp = r })
+	if err == nil && resp == nil {
+		err = errors.New("no response")
+	}
 	if err != nil {
 		return PlanResponse{Diagnostics: Diagnostics{c.rpcError(ctx, "PlanResourceChange", req.Address, err)}}
 	}
@@ -230,9 +358,10 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 	return PlanResponse{Planned: planned, RequiresReplace: pathsFromProto(resp.RequiresReplace), PlannedPrivate: resp.PlannedPrivate, Diagnostics: diags}
 }
 
-// ApplyResourceChange implements Provider. If the call fails in transport
-// the outcome on the node is unknown: NewState is then the prior value and
-// the diagnostic says what happened.
+// ApplyResourceChange implements Provider: an item of the client's apply
+// session, its progress events and result delivered as they arrive. If
+// the call fails in transport the outcome on the node is unknown:
+// NewState is then the prior value and the diagnostic says what happened.
 func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, progress func(Progress)) ApplyResponse {
 	failed := func(diags Diagnostics) ApplyResponse {
 		return ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: diags}
@@ -249,25 +378,11 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 		}
 		enc[i] = b
 	}
-	// The stream gets its own ctx so that returning early (a bad event)
-	// also ends the RPC on the plugin side.
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.client.ApplyResourceChange(sctx, &proto.ApplyResourceChange_Request{
+	var result *proto.ApplyResourceChange_Result
+	err := c.applies.call(ctx, &proto.ApplyResourceChange_Request{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeToProto(req.Node),
 		Prior: enc[0], Planned: enc[1], Config: enc[2], Private: req.Private,
-	}, callOpts...)
-	if err != nil {
-		return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
-	}
-	for {
-		ev, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)})
-		}
-		if err != nil {
-			return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
-		}
+	}, func(ev *proto.ApplyResourceChange_Event) {
 		switch e := ev.Event.(type) {
 		case *proto.ApplyResourceChange_Event_Progress:
 			if progress != nil {
@@ -275,15 +390,21 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 				progress(Progress{Message: p.Message, Current: p.Current, Total: p.Total, Unit: p.Unit, Elapsed: time.Duration(p.ElapsedNs)})
 			}
 		case *proto.ApplyResourceChange_Event_Result:
-			r := e.Result
-			diags := diagsFromProto(r.Diagnostics)
-			v, err := decodeValue(r.NewState, ty)
-			if err != nil {
-				return failed(append(diags, badValue("new state", req.Address, err)))
-			}
-			return ApplyResponse{NewState: v, Private: r.Private, Diagnostics: diags}
+			result = e.Result
 		}
+	})
+	if err != nil {
+		return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
 	}
+	if result == nil {
+		return failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)})
+	}
+	diags = diagsFromProto(result.Diagnostics)
+	v, err := decodeValue(result.NewState, ty)
+	if err != nil {
+		return failed(append(diags, badValue("new state", req.Address, err)))
+	}
+	return ApplyResponse{NewState: v, Private: result.Private, Diagnostics: diags}
 }
 
 // ImportResource implements Provider.

@@ -21,11 +21,18 @@ const PluginName = "provider"
 // is too small for a batched ReadResources of thousands of instances.
 const MaxMessageSize = 256 << 20
 
+// ProtocolVersion is the version of the provider protocol
+// (proto/provider.proto) this package speaks. 2: validation in one call
+// per provider, plans and applies as items of sessions (mux.go). An engine
+// and a plugin of different versions refuse each other at the handshake,
+// before any call.
+const ProtocolVersion = 2
+
 // Handshake is the go-plugin handshake between the engine and a provider
 // plugin. The magic cookie is not a secret: it only tells a user who runs a
 // plugin by hand that it is not meant to be run that way.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  ProtocolVersion,
 	MagicCookieKey:   "SPARKFORM_PLUGIN_MAGIC_COOKIE",
 	MagicCookieValue: "c5a3e1f0d9b7sparkform-provider-v1",
 }

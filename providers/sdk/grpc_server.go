@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc"
 
 	"github.com/sparkform/sparkform/providers/sdk/proto"
 )
@@ -19,8 +20,14 @@ type GRPCServer struct {
 	proto.UnimplementedProviderServer
 	impl Provider
 
-	mu    sync.Mutex // serialises the first GetSchema
-	types atomic.Pointer[map[string]cty.Type]
+	mu     sync.Mutex // serialises the first GetSchema
+	schema atomic.Pointer[serverSchema]
+}
+
+// serverSchema is what the server keeps of the provider's schema.
+type serverSchema struct {
+	types  map[string]cty.Type
+	blocks map[string]*Block
 }
 
 var _ proto.ProviderServer = (*GRPCServer)(nil)
@@ -30,27 +37,37 @@ func NewGRPCServer(p Provider) *GRPCServer {
 	return &GRPCServer{impl: p}
 }
 
-// typeOf returns the value type of a resource type, loading the schema
-// once on first use.
-func (s *GRPCServer) typeOf(ctx context.Context, name string) (cty.Type, Diagnostics) {
-	m := s.types.Load()
-	if m == nil {
-		s.mu.Lock()
-		if m = s.types.Load(); m == nil {
-			schema, diags := s.impl.GetSchema(ctx)
-			if diags.HasErrors() || schema == nil {
-				s.mu.Unlock()
-				return cty.NilType, append(diags, Errorf(nil, "Provider has no schema", "the provider's GetSchema failed, so %q cannot be decoded", name))
-			}
-			t := impliedTypes(schema)
-			m = &t
-			s.types.Store(m)
-		}
-		s.mu.Unlock()
+// loadSchema returns the provider's schema, loading it once on first use.
+func (s *GRPCServer) loadSchema(ctx context.Context, name string) (*serverSchema, Diagnostics) {
+	if m := s.schema.Load(); m != nil {
+		return m, nil
 	}
-	ty, ok := (*m)[name]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.schema.Load(); m != nil {
+		return m, nil
+	}
+	schema, diags := s.impl.GetSchema(ctx)
+	if diags.HasErrors() || schema == nil {
+		return nil, append(diags, Errorf(nil, "Provider has no schema", "the provider's GetSchema failed, so %q cannot be decoded", name))
+	}
+	m := &serverSchema{types: impliedTypes(schema), blocks: make(map[string]*Block, len(schema.ResourceTypes))}
+	for n, rs := range schema.ResourceTypes {
+		m.blocks[n] = rs.Block
+	}
+	s.schema.Store(m)
+	return m, nil
+}
+
+// typeOf returns the value type of a resource type.
+func (s *GRPCServer) typeOf(ctx context.Context, name string) (cty.Type, Diagnostics) {
+	m, diags := s.loadSchema(ctx, name)
+	if m == nil {
+		return cty.NilType, diags
+	}
+	ty, ok := m.types[name]
 	if !ok {
-		return cty.NilType, Diagnostics{unknownType(name, *m)}
+		return cty.NilType, Diagnostics{unknownType(name, m.types)}
 	}
 	return ty, nil
 }
@@ -78,18 +95,33 @@ func (s *GRPCServer) GetSchema(ctx context.Context, _ *proto.GetSchema_Request) 
 	return &proto.GetSchema_Response{Schema: ps, Diagnostics: diagsToProto(diags)}, nil
 }
 
-// ValidateResourceConfig implements proto.ProviderServer.
-func (s *GRPCServer) ValidateResourceConfig(ctx context.Context, req *proto.ValidateResourceConfig_Request) (*proto.ValidateResourceConfig_Response, error) {
+// ValidateResourceConfigs implements proto.ProviderServer: each item is
+// checked once; equal items share one answer.
+func (s *GRPCServer) ValidateResourceConfigs(ctx context.Context, req *proto.ValidateResourceConfigs_Request) (*proto.ValidateResourceConfigs_Response, error) {
+	out := &proto.ValidateResourceConfigs_Response{Results: make([]*proto.ValidateResourceConfig_Response, len(req.Items))}
+	seen := map[string]*proto.ValidateResourceConfig_Response{}
+	for i, it := range req.Items {
+		key := it.TypeName + "\x00" + string(it.Config)
+		r, ok := seen[key]
+		if !ok {
+			r = &proto.ValidateResourceConfig_Response{Diagnostics: diagsToProto(s.validateOne(ctx, it))}
+			seen[key] = r
+		}
+		out.Results[i] = r
+	}
+	return out, nil
+}
+
+func (s *GRPCServer) validateOne(ctx context.Context, req *proto.ValidateResourceConfig_Request) Diagnostics {
 	ty, diags := s.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
-		return &proto.ValidateResourceConfig_Response{Diagnostics: diagsToProto(diags)}, nil
+		return diags
 	}
 	cfg, err := decodeValue(req.Config, ty)
 	if err != nil {
-		return &proto.ValidateResourceConfig_Response{Diagnostics: diagsToProto(Diagnostics{badValue("config", req.TypeName, err)})}, nil
+		return Diagnostics{badValue("config", req.TypeName, err)}
 	}
-	diags = s.impl.ValidateResourceConfig(ctx, ValidateRequest{TypeName: req.TypeName, Config: cfg})
-	return &proto.ValidateResourceConfig_Response{Diagnostics: diagsToProto(diags)}, nil
+	return s.impl.ValidateResourceConfig(ctx, ValidateRequest{TypeName: req.TypeName, Config: cfg})
 }
 
 // ReadResources implements proto.ProviderServer.
@@ -136,17 +168,52 @@ func (s *GRPCServer) ReadResources(ctx context.Context, req *proto.ReadResources
 	return out, nil
 }
 
-// PlanResourceChange implements proto.ProviderServer.
-func (s *GRPCServer) PlanResourceChange(ctx context.Context, req *proto.PlanResourceChange_Request) (*proto.PlanResourceChange_Response, error) {
+// PlanResourceChanges implements proto.ProviderServer: the plan session
+// (mux.go), each item planned in a goroutine of its own.
+func (s *GRPCServer) PlanResourceChanges(stream grpc.BidiStreamingServer[proto.PlanResourceChanges_Batch, proto.PlanResourceChanges_Results]) error {
+	m := &serverMux[*proto.PlanResourceChange_Request, *proto.PlanResourceChange_Response]{
+		recv: func() ([]muxItem[*proto.PlanResourceChange_Request], []uint64, error) {
+			b, err := stream.Recv()
+			if err != nil {
+				return nil, nil, err
+			}
+			items := make([]muxItem[*proto.PlanResourceChange_Request], 0, len(b.Items))
+			for _, it := range b.Items {
+				if it.Request != nil {
+					items = append(items, muxItem[*proto.PlanResourceChange_Request]{it.Id, it.Request})
+				}
+			}
+			return items, b.Cancel, nil
+		},
+		send: func(rs []muxItem[*proto.PlanResourceChange_Response]) error {
+			out := &proto.PlanResourceChanges_Results{Results: make([]*proto.PlanResourceChanges_Result, len(rs))}
+			for i, r := range rs {
+				out.Results[i] = &proto.PlanResourceChanges_Result{Id: r.id, Response: r.v}
+			}
+			return stream.Send(out)
+		},
+		handle: func(ctx context.Context, req *proto.PlanResourceChange_Request, emit func(*proto.PlanResourceChange_Response)) {
+			emit(s.planOne(ctx, req))
+		},
+		size: func(r *proto.PlanResourceChange_Response) int { return len(r.Planned) + len(r.PlannedPrivate) + 256 },
+	}
+	return m.serve(stream.Context())
+}
+
+func (s *GRPCServer) planOne(ctx context.Context, req *proto.PlanResourceChange_Request) *proto.PlanResourceChange_Response {
 	ty, diags := s.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
-		return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(diags)}, nil
+		return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(diags)}
 	}
 	var vals [3]cty.Value
 	for i, b := range [3][]byte{req.Prior, req.Config, req.Proposed} {
+		if i == 2 && req.ProposedDefault {
+			vals[2] = ProposedNew(s.schema.Load().blocks[req.TypeName], vals[0], vals[1])
+			break
+		}
 		v, err := decodeValue(b, ty)
 		if err != nil {
-			return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(Diagnostics{badValue([3]string{"prior", "config", "proposed"}[i], req.Address, err)})}, nil
+			return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(Diagnostics{badValue([3]string{"prior", "config", "proposed"}[i], req.Address, err)})}
 		}
 		vals[i] = v
 	}
@@ -154,7 +221,7 @@ func (s *GRPCServer) PlanResourceChange(ctx context.Context, req *proto.PlanReso
 	if len(req.Replaces) > 0 {
 		v, err := decodeValue(req.Replaces, ty)
 		if err != nil {
-			return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(Diagnostics{badValue("replaced object", req.Address, err)})}, nil
+			return &proto.PlanResourceChange_Response{Diagnostics: diagsToProto(Diagnostics{badValue("replaced object", req.Address, err)})}
 		}
 		replaces = v
 	}
@@ -170,36 +237,76 @@ func (s *GRPCServer) PlanResourceChange(ctx context.Context, req *proto.PlanReso
 	return &proto.PlanResourceChange_Response{
 		Planned: planned, RequiresReplace: pathsToProto(resp.RequiresReplace),
 		PlannedPrivate: resp.PlannedPrivate, Diagnostics: diagsToProto(diags),
-	}, nil
+	}
 }
 
-// ApplyResourceChange implements proto.ProviderServer: progress events are
-// sent as the provider reports them, then one result.
-func (s *GRPCServer) ApplyResourceChange(req *proto.ApplyResourceChange_Request, stream proto.Provider_ApplyResourceChangeServer) error {
-	ctx := stream.Context()
-	result := func(state, private []byte, diags Diagnostics) error {
-		return stream.Send(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Result{
+// ApplyResourceChanges implements proto.ProviderServer: the apply session
+// (mux.go). Each item runs in a goroutine of its own; its progress events
+// are sent as the provider reports them and its result the moment its
+// apply returns, whatever the other items are doing.
+func (s *GRPCServer) ApplyResourceChanges(stream grpc.BidiStreamingServer[proto.ApplyResourceChanges_Batch, proto.ApplyResourceChanges_Events]) error {
+	m := &serverMux[*proto.ApplyResourceChange_Request, *proto.ApplyResourceChange_Event]{
+		recv: func() ([]muxItem[*proto.ApplyResourceChange_Request], []uint64, error) {
+			b, err := stream.Recv()
+			if err != nil {
+				return nil, nil, err
+			}
+			items := make([]muxItem[*proto.ApplyResourceChange_Request], 0, len(b.Items))
+			for _, it := range b.Items {
+				if it.Request != nil {
+					items = append(items, muxItem[*proto.ApplyResourceChange_Request]{it.Id, it.Request})
+				}
+			}
+			return items, b.Cancel, nil
+		},
+		send: func(evs []muxItem[*proto.ApplyResourceChange_Event]) error {
+			out := &proto.ApplyResourceChanges_Events{Events: make([]*proto.ApplyResourceChanges_Event, len(evs))}
+			for i, e := range evs {
+				out.Events[i] = &proto.ApplyResourceChanges_Event{Id: e.id, Event: e.v}
+			}
+			return stream.Send(out)
+		},
+		handle: s.applyOne,
+		size: func(e *proto.ApplyResourceChange_Event) int {
+			if r := e.GetResult(); r != nil {
+				return len(r.NewState) + len(r.Private) + 256
+			}
+			return 256
+		},
+	}
+	return m.serve(stream.Context())
+}
+
+// applyOne applies one item: progress events as the provider reports
+// them, then one result.
+func (s *GRPCServer) applyOne(ctx context.Context, req *proto.ApplyResourceChange_Request, emit func(*proto.ApplyResourceChange_Event)) {
+	result := func(state, private []byte, diags Diagnostics) {
+		emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Result{
 			Result: &proto.ApplyResourceChange_Result{NewState: state, Private: private, Diagnostics: diagsToProto(diags)}}})
 	}
 	ty, diags := s.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
-		return result(req.Prior, req.Private, diags)
+		result(req.Prior, req.Private, diags)
+		return
 	}
 	var vals [3]cty.Value
 	for i, b := range [3][]byte{req.Prior, req.Planned, req.Config} {
 		v, err := decodeValue(b, ty)
 		if err != nil {
-			return result(req.Prior, req.Private, Diagnostics{badValue([3]string{"prior", "planned", "config"}[i], req.Address, err)})
+			result(req.Prior, req.Private, Diagnostics{badValue([3]string{"prior", "planned", "config"}[i], req.Address, err)})
+			return
 		}
 		vals[i] = v
 	}
-	var sendMu sync.Mutex // a provider may report progress from several goroutines
+	var mu sync.Mutex // a provider may report progress from several goroutines
+	finished := false
 	progress := func(p Progress) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		// A failed send means the engine went away; the ctx says so too and
-		// the provider is expected to notice it.
-		_ = stream.Send(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Progress{
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return // after the result: the engine no longer listens
+		}
+		emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Progress{
 			Progress: &proto.ApplyResourceChange_Progress{Message: p.Message, Current: p.Current, Total: p.Total, ElapsedNs: int64(p.Elapsed), Unit: p.Unit}}})
 	}
 	resp := s.impl.ApplyResourceChange(ctx, ApplyRequest{
@@ -213,9 +320,10 @@ func (s *GRPCServer) ApplyResourceChange(req *proto.ApplyResourceChange_Request,
 		diags = append(diags, badValue("new state", req.Address, err))
 		state = req.Prior
 	}
-	sendMu.Lock()
-	defer sendMu.Unlock()
-	return result(state, resp.Private, diags)
+	mu.Lock()
+	defer mu.Unlock()
+	finished = true
+	result(state, resp.Private, diags)
 }
 
 // ImportResource implements proto.ProviderServer.

@@ -45,6 +45,14 @@ type Provider interface {
 	Stop(ctx context.Context) error
 }
 
+// BatchValidator is implemented by a Provider that checks many configs in
+// one call (the gRPC client does: one RPC, each distinct value sent
+// once). The engine's validation uses it when it is there. The result has
+// one Diagnostics per request, in order.
+type BatchValidator interface {
+	ValidateResourceConfigs(ctx context.Context, reqs []ValidateRequest) []Diagnostics
+}
+
 // ValidateRequest asks whether Config is acceptable for TypeName.
 type ValidateRequest struct {
 	TypeName string
@@ -95,7 +103,10 @@ type PlanRequest struct {
 	// Config is the evaluated configuration (may hold unknowns).
 	Config cty.Value
 	// Proposed is Config with Computed attributes carried over from Prior
-	// (or unknown when creating), as Terraform proposes it.
+	// (or unknown when creating), as Terraform proposes it. The engine
+	// leaves it cty.NilVal, which means ProposedNew(schema, Prior,
+	// Config): the gRPC adapters then send no third value, and the plugin
+	// side (GRPCServer, Router) fills it in before a Resource sees it.
 	Proposed     cty.Value
 	PriorPrivate []byte
 	// Replaces is, when this create replaces an object sparkform manages

@@ -142,6 +142,9 @@ func (r *Router) PlanResourceChange(ctx context.Context, req PlanRequest) PlanRe
 		}
 		warnings = vd
 	}
+	if req.Proposed == cty.NilVal {
+		req.Proposed = ProposedNew(res.Schema().Block, req.Prior, req.Config)
+	}
 	resp := res.Plan(ctx, req)
 	resp.Diagnostics = append(warnings, resp.Diagnostics...)
 	return resp

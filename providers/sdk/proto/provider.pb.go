@@ -784,6 +784,42 @@ func (*ValidateResourceConfig) Descriptor() ([]byte, []int) {
 	return file_provider_proto_rawDescGZIP(), []int{9}
 }
 
+type ValidateResourceConfigs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateResourceConfigs) Reset() {
+	*x = ValidateResourceConfigs{}
+	mi := &file_provider_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateResourceConfigs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateResourceConfigs) ProtoMessage() {}
+
+func (x *ValidateResourceConfigs) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateResourceConfigs.ProtoReflect.Descriptor instead.
+func (*ValidateResourceConfigs) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{10}
+}
+
 type ReadResources struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -792,7 +828,7 @@ type ReadResources struct {
 
 func (x *ReadResources) Reset() {
 	*x = ReadResources{}
-	mi := &file_provider_proto_msgTypes[10]
+	mi := &file_provider_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +840,7 @@ func (x *ReadResources) String() string {
 func (*ReadResources) ProtoMessage() {}
 
 func (x *ReadResources) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[10]
+	mi := &file_provider_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +853,7 @@ func (x *ReadResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResources.ProtoReflect.Descriptor instead.
 func (*ReadResources) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{10}
+	return file_provider_proto_rawDescGZIP(), []int{11}
 }
 
 type PlanResourceChange struct {
@@ -828,7 +864,7 @@ type PlanResourceChange struct {
 
 func (x *PlanResourceChange) Reset() {
 	*x = PlanResourceChange{}
-	mi := &file_provider_proto_msgTypes[11]
+	mi := &file_provider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +876,7 @@ func (x *PlanResourceChange) String() string {
 func (*PlanResourceChange) ProtoMessage() {}
 
 func (x *PlanResourceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[11]
+	mi := &file_provider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +889,7 @@ func (x *PlanResourceChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResourceChange.ProtoReflect.Descriptor instead.
 func (*PlanResourceChange) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{11}
+	return file_provider_proto_rawDescGZIP(), []int{12}
 }
 
 type ApplyResourceChange struct {
@@ -864,7 +900,7 @@ type ApplyResourceChange struct {
 
 func (x *ApplyResourceChange) Reset() {
 	*x = ApplyResourceChange{}
-	mi := &file_provider_proto_msgTypes[12]
+	mi := &file_provider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +912,7 @@ func (x *ApplyResourceChange) String() string {
 func (*ApplyResourceChange) ProtoMessage() {}
 
 func (x *ApplyResourceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[12]
+	mi := &file_provider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +925,81 @@ func (x *ApplyResourceChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{12}
+	return file_provider_proto_rawDescGZIP(), []int{13}
+}
+
+// Items and results of the sessions. An id names one call for the life of
+// its session; it is never reused.
+type PlanResourceChanges struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourceChanges) Reset() {
+	*x = PlanResourceChanges{}
+	mi := &file_provider_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourceChanges) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourceChanges) ProtoMessage() {}
+
+func (x *PlanResourceChanges) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourceChanges.ProtoReflect.Descriptor instead.
+func (*PlanResourceChanges) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{14}
+}
+
+type ApplyResourceChanges struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChanges) Reset() {
+	*x = ApplyResourceChanges{}
+	mi := &file_provider_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChanges) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChanges) ProtoMessage() {}
+
+func (x *ApplyResourceChanges) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChanges.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChanges) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{15}
 }
 
 type ImportResource struct {
@@ -900,7 +1010,7 @@ type ImportResource struct {
 
 func (x *ImportResource) Reset() {
 	*x = ImportResource{}
-	mi := &file_provider_proto_msgTypes[13]
+	mi := &file_provider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1022,7 @@ func (x *ImportResource) String() string {
 func (*ImportResource) ProtoMessage() {}
 
 func (x *ImportResource) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[13]
+	mi := &file_provider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1035,7 @@ func (x *ImportResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResource.ProtoReflect.Descriptor instead.
 func (*ImportResource) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13}
+	return file_provider_proto_rawDescGZIP(), []int{16}
 }
 
 type Stop struct {
@@ -936,7 +1046,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_provider_proto_msgTypes[14]
+	mi := &file_provider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1058,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[14]
+	mi := &file_provider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1071,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{14}
+	return file_provider_proto_rawDescGZIP(), []int{17}
 }
 
 type AttributePath_Step struct {
@@ -979,7 +1089,7 @@ type AttributePath_Step struct {
 
 func (x *AttributePath_Step) Reset() {
 	*x = AttributePath_Step{}
-	mi := &file_provider_proto_msgTypes[15]
+	mi := &file_provider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1101,7 @@ func (x *AttributePath_Step) String() string {
 func (*AttributePath_Step) ProtoMessage() {}
 
 func (x *AttributePath_Step) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[15]
+	mi := &file_provider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1198,7 @@ type GetSchema_Request struct {
 
 func (x *GetSchema_Request) Reset() {
 	*x = GetSchema_Request{}
-	mi := &file_provider_proto_msgTypes[19]
+	mi := &file_provider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1210,7 @@ func (x *GetSchema_Request) String() string {
 func (*GetSchema_Request) ProtoMessage() {}
 
 func (x *GetSchema_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[19]
+	mi := &file_provider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1236,7 @@ type GetSchema_Response struct {
 
 func (x *GetSchema_Response) Reset() {
 	*x = GetSchema_Response{}
-	mi := &file_provider_proto_msgTypes[20]
+	mi := &file_provider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1248,7 @@ func (x *GetSchema_Response) String() string {
 func (*GetSchema_Response) ProtoMessage() {}
 
 func (x *GetSchema_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[20]
+	mi := &file_provider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1288,7 @@ type ValidateResourceConfig_Request struct {
 
 func (x *ValidateResourceConfig_Request) Reset() {
 	*x = ValidateResourceConfig_Request{}
-	mi := &file_provider_proto_msgTypes[21]
+	mi := &file_provider_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1300,7 @@ func (x *ValidateResourceConfig_Request) String() string {
 func (*ValidateResourceConfig_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[21]
+	mi := &file_provider_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1339,7 @@ type ValidateResourceConfig_Response struct {
 
 func (x *ValidateResourceConfig_Response) Reset() {
 	*x = ValidateResourceConfig_Response{}
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1351,7 @@ func (x *ValidateResourceConfig_Response) String() string {
 func (*ValidateResourceConfig_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,6 +1374,97 @@ func (x *ValidateResourceConfig_Response) GetDiagnostics() []*Diagnostic {
 	return nil
 }
 
+type ValidateResourceConfigs_Request struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Equal items (same type, same bytes) may be sent once; the engine
+	// does so.
+	Items         []*ValidateResourceConfig_Request `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateResourceConfigs_Request) Reset() {
+	*x = ValidateResourceConfigs_Request{}
+	mi := &file_provider_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateResourceConfigs_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateResourceConfigs_Request) ProtoMessage() {}
+
+func (x *ValidateResourceConfigs_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateResourceConfigs_Request.ProtoReflect.Descriptor instead.
+func (*ValidateResourceConfigs_Request) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{10, 0}
+}
+
+func (x *ValidateResourceConfigs_Request) GetItems() []*ValidateResourceConfig_Request {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ValidateResourceConfigs_Response struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per request item, in request order.
+	Results       []*ValidateResourceConfig_Response `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateResourceConfigs_Response) Reset() {
+	*x = ValidateResourceConfigs_Response{}
+	mi := &file_provider_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateResourceConfigs_Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateResourceConfigs_Response) ProtoMessage() {}
+
+func (x *ValidateResourceConfigs_Response) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateResourceConfigs_Response.ProtoReflect.Descriptor instead.
+func (*ValidateResourceConfigs_Response) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{10, 1}
+}
+
+func (x *ValidateResourceConfigs_Response) GetResults() []*ValidateResourceConfig_Response {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type ReadResources_Item struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TypeName      string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
@@ -1276,7 +1477,7 @@ type ReadResources_Item struct {
 
 func (x *ReadResources_Item) Reset() {
 	*x = ReadResources_Item{}
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1489,7 @@ func (x *ReadResources_Item) String() string {
 func (*ReadResources_Item) ProtoMessage() {}
 
 func (x *ReadResources_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1502,7 @@ func (x *ReadResources_Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResources_Item.ProtoReflect.Descriptor instead.
 func (*ReadResources_Item) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{10, 0}
+	return file_provider_proto_rawDescGZIP(), []int{11, 0}
 }
 
 func (x *ReadResources_Item) GetTypeName() string {
@@ -1346,7 +1547,7 @@ type ReadResources_Result struct {
 
 func (x *ReadResources_Result) Reset() {
 	*x = ReadResources_Result{}
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1559,7 @@ func (x *ReadResources_Result) String() string {
 func (*ReadResources_Result) ProtoMessage() {}
 
 func (x *ReadResources_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1572,7 @@ func (x *ReadResources_Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResources_Result.ProtoReflect.Descriptor instead.
 func (*ReadResources_Result) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{10, 1}
+	return file_provider_proto_rawDescGZIP(), []int{11, 1}
 }
 
 func (x *ReadResources_Result) GetNewState() []byte {
@@ -1412,7 +1613,7 @@ type ReadResources_Request struct {
 
 func (x *ReadResources_Request) Reset() {
 	*x = ReadResources_Request{}
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1625,7 @@ func (x *ReadResources_Request) String() string {
 func (*ReadResources_Request) ProtoMessage() {}
 
 func (x *ReadResources_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1638,7 @@ func (x *ReadResources_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResources_Request.ProtoReflect.Descriptor instead.
 func (*ReadResources_Request) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{10, 2}
+	return file_provider_proto_rawDescGZIP(), []int{11, 2}
 }
 
 func (x *ReadResources_Request) GetNode() *Node {
@@ -1466,7 +1667,7 @@ type ReadResources_Response struct {
 
 func (x *ReadResources_Response) Reset() {
 	*x = ReadResources_Response{}
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1679,7 @@ func (x *ReadResources_Response) String() string {
 func (*ReadResources_Response) ProtoMessage() {}
 
 func (x *ReadResources_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1692,7 @@ func (x *ReadResources_Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResources_Response.ProtoReflect.Descriptor instead.
 func (*ReadResources_Response) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{10, 3}
+	return file_provider_proto_rawDescGZIP(), []int{11, 3}
 }
 
 func (x *ReadResources_Response) GetResults() []*ReadResources_Result {
@@ -1527,14 +1728,18 @@ type PlanResourceChange_Request struct {
 	// The object this create replaces at the same address (msgpack; empty when not replacing).
 	Replaces []byte `protobuf:"bytes,8,opt,name=replaces,proto3" json:"replaces,omitempty"`
 	// Plan from state and configuration alone (-refresh=false): reach no node.
-	Offline       bool `protobuf:"varint,9,opt,name=offline,proto3" json:"offline,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Offline bool `protobuf:"varint,9,opt,name=offline,proto3" json:"offline,omitempty"`
+	// proposed is left empty and the provider computes it from prior and
+	// config with its schema (sdk.ProposedNew), as the engine would: the
+	// common case, which saves encoding and decoding a third value.
+	ProposedDefault bool `protobuf:"varint,10,opt,name=proposed_default,json=proposedDefault,proto3" json:"proposed_default,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PlanResourceChange_Request) Reset() {
 	*x = PlanResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1751,7 @@ func (x *PlanResourceChange_Request) String() string {
 func (*PlanResourceChange_Request) ProtoMessage() {}
 
 func (x *PlanResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1764,7 @@ func (x *PlanResourceChange_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResourceChange_Request.ProtoReflect.Descriptor instead.
 func (*PlanResourceChange_Request) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{11, 0}
+	return file_provider_proto_rawDescGZIP(), []int{12, 0}
 }
 
 func (x *PlanResourceChange_Request) GetTypeName() string {
@@ -1625,6 +1830,13 @@ func (x *PlanResourceChange_Request) GetOffline() bool {
 	return false
 }
 
+func (x *PlanResourceChange_Request) GetProposedDefault() bool {
+	if x != nil {
+		return x.ProposedDefault
+	}
+	return false
+}
+
 type PlanResourceChange_Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Planned         []byte                 `protobuf:"bytes,1,opt,name=planned,proto3" json:"planned,omitempty"`
@@ -1637,7 +1849,7 @@ type PlanResourceChange_Response struct {
 
 func (x *PlanResourceChange_Response) Reset() {
 	*x = PlanResourceChange_Response{}
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1861,7 @@ func (x *PlanResourceChange_Response) String() string {
 func (*PlanResourceChange_Response) ProtoMessage() {}
 
 func (x *PlanResourceChange_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1874,7 @@ func (x *PlanResourceChange_Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResourceChange_Response.ProtoReflect.Descriptor instead.
 func (*PlanResourceChange_Response) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{11, 1}
+	return file_provider_proto_rawDescGZIP(), []int{12, 1}
 }
 
 func (x *PlanResourceChange_Response) GetPlanned() []byte {
@@ -1708,7 +1920,7 @@ type ApplyResourceChange_Request struct {
 
 func (x *ApplyResourceChange_Request) Reset() {
 	*x = ApplyResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1932,7 @@ func (x *ApplyResourceChange_Request) String() string {
 func (*ApplyResourceChange_Request) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1945,7 @@ func (x *ApplyResourceChange_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Request.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Request) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{12, 0}
+	return file_provider_proto_rawDescGZIP(), []int{13, 0}
 }
 
 func (x *ApplyResourceChange_Request) GetTypeName() string {
@@ -1799,7 +2011,7 @@ type ApplyResourceChange_Progress struct {
 
 func (x *ApplyResourceChange_Progress) Reset() {
 	*x = ApplyResourceChange_Progress{}
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2023,7 @@ func (x *ApplyResourceChange_Progress) String() string {
 func (*ApplyResourceChange_Progress) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2036,7 @@ func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Progress.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Progress) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{12, 1}
+	return file_provider_proto_rawDescGZIP(), []int{13, 1}
 }
 
 func (x *ApplyResourceChange_Progress) GetMessage() string {
@@ -1873,7 +2085,7 @@ type ApplyResourceChange_Result struct {
 
 func (x *ApplyResourceChange_Result) Reset() {
 	*x = ApplyResourceChange_Result{}
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2097,7 @@ func (x *ApplyResourceChange_Result) String() string {
 func (*ApplyResourceChange_Result) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2110,7 @@ func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Result.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Result) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{12, 2}
+	return file_provider_proto_rawDescGZIP(), []int{13, 2}
 }
 
 func (x *ApplyResourceChange_Result) GetNewState() []byte {
@@ -1935,7 +2147,7 @@ type ApplyResourceChange_Event struct {
 
 func (x *ApplyResourceChange_Event) Reset() {
 	*x = ApplyResourceChange_Event{}
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2159,7 @@ func (x *ApplyResourceChange_Event) String() string {
 func (*ApplyResourceChange_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2172,7 @@ func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Event.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Event) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{12, 3}
+	return file_provider_proto_rawDescGZIP(), []int{13, 3}
 }
 
 func (x *ApplyResourceChange_Event) GetEvent() isApplyResourceChange_Event_Event {
@@ -2004,6 +2216,408 @@ func (*ApplyResourceChange_Event_Progress) isApplyResourceChange_Event_Event() {
 
 func (*ApplyResourceChange_Event_Result) isApplyResourceChange_Event_Event() {}
 
+type PlanResourceChanges_Item struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Id            uint64                      `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *PlanResourceChange_Request `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourceChanges_Item) Reset() {
+	*x = PlanResourceChanges_Item{}
+	mi := &file_provider_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourceChanges_Item) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourceChanges_Item) ProtoMessage() {}
+
+func (x *PlanResourceChanges_Item) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourceChanges_Item.ProtoReflect.Descriptor instead.
+func (*PlanResourceChanges_Item) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{14, 0}
+}
+
+func (x *PlanResourceChanges_Item) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PlanResourceChanges_Item) GetRequest() *PlanResourceChange_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type PlanResourceChanges_Batch struct {
+	state protoimpl.MessageState      `protogen:"open.v1"`
+	Items []*PlanResourceChanges_Item `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Calls the engine no longer waits for (Ctrl-C): their context is
+	// cancelled in the provider; their results may still arrive.
+	Cancel        []uint64 `protobuf:"varint,2,rep,packed,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourceChanges_Batch) Reset() {
+	*x = PlanResourceChanges_Batch{}
+	mi := &file_provider_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourceChanges_Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourceChanges_Batch) ProtoMessage() {}
+
+func (x *PlanResourceChanges_Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourceChanges_Batch.ProtoReflect.Descriptor instead.
+func (*PlanResourceChanges_Batch) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{14, 1}
+}
+
+func (x *PlanResourceChanges_Batch) GetItems() []*PlanResourceChanges_Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *PlanResourceChanges_Batch) GetCancel() []uint64 {
+	if x != nil {
+		return x.Cancel
+	}
+	return nil
+}
+
+type PlanResourceChanges_Result struct {
+	state         protoimpl.MessageState       `protogen:"open.v1"`
+	Id            uint64                       `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response      *PlanResourceChange_Response `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourceChanges_Result) Reset() {
+	*x = PlanResourceChanges_Result{}
+	mi := &file_provider_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourceChanges_Result) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourceChanges_Result) ProtoMessage() {}
+
+func (x *PlanResourceChanges_Result) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourceChanges_Result.ProtoReflect.Descriptor instead.
+func (*PlanResourceChanges_Result) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{14, 2}
+}
+
+func (x *PlanResourceChanges_Result) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PlanResourceChanges_Result) GetResponse() *PlanResourceChange_Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+type PlanResourceChanges_Results struct {
+	state         protoimpl.MessageState        `protogen:"open.v1"`
+	Results       []*PlanResourceChanges_Result `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourceChanges_Results) Reset() {
+	*x = PlanResourceChanges_Results{}
+	mi := &file_provider_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourceChanges_Results) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourceChanges_Results) ProtoMessage() {}
+
+func (x *PlanResourceChanges_Results) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourceChanges_Results.ProtoReflect.Descriptor instead.
+func (*PlanResourceChanges_Results) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{14, 3}
+}
+
+func (x *PlanResourceChanges_Results) GetResults() []*PlanResourceChanges_Result {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type ApplyResourceChanges_Item struct {
+	state         protoimpl.MessageState       `protogen:"open.v1"`
+	Id            uint64                       `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *ApplyResourceChange_Request `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChanges_Item) Reset() {
+	*x = ApplyResourceChanges_Item{}
+	mi := &file_provider_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChanges_Item) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChanges_Item) ProtoMessage() {}
+
+func (x *ApplyResourceChanges_Item) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChanges_Item.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChanges_Item) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{15, 0}
+}
+
+func (x *ApplyResourceChanges_Item) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ApplyResourceChanges_Item) GetRequest() *ApplyResourceChange_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type ApplyResourceChanges_Batch struct {
+	state         protoimpl.MessageState       `protogen:"open.v1"`
+	Items         []*ApplyResourceChanges_Item `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Cancel        []uint64                     `protobuf:"varint,2,rep,packed,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChanges_Batch) Reset() {
+	*x = ApplyResourceChanges_Batch{}
+	mi := &file_provider_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChanges_Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChanges_Batch) ProtoMessage() {}
+
+func (x *ApplyResourceChanges_Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChanges_Batch.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChanges_Batch) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{15, 1}
+}
+
+func (x *ApplyResourceChanges_Batch) GetItems() []*ApplyResourceChanges_Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ApplyResourceChanges_Batch) GetCancel() []uint64 {
+	if x != nil {
+		return x.Cancel
+	}
+	return nil
+}
+
+type ApplyResourceChanges_Event struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Id            uint64                     `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Event         *ApplyResourceChange_Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChanges_Event) Reset() {
+	*x = ApplyResourceChanges_Event{}
+	mi := &file_provider_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChanges_Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChanges_Event) ProtoMessage() {}
+
+func (x *ApplyResourceChanges_Event) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChanges_Event.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChanges_Event) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{15, 2}
+}
+
+func (x *ApplyResourceChanges_Event) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ApplyResourceChanges_Event) GetEvent() *ApplyResourceChange_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+type ApplyResourceChanges_Events struct {
+	state         protoimpl.MessageState        `protogen:"open.v1"`
+	Events        []*ApplyResourceChanges_Event `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChanges_Events) Reset() {
+	*x = ApplyResourceChanges_Events{}
+	mi := &file_provider_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChanges_Events) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChanges_Events) ProtoMessage() {}
+
+func (x *ApplyResourceChanges_Events) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChanges_Events.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChanges_Events) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{15, 3}
+}
+
+func (x *ApplyResourceChanges_Events) GetEvents() []*ApplyResourceChanges_Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 type ImportResource_Request struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TypeName      string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
@@ -2015,7 +2629,7 @@ type ImportResource_Request struct {
 
 func (x *ImportResource_Request) Reset() {
 	*x = ImportResource_Request{}
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2641,7 @@ func (x *ImportResource_Request) String() string {
 func (*ImportResource_Request) ProtoMessage() {}
 
 func (x *ImportResource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2654,7 @@ func (x *ImportResource_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResource_Request.ProtoReflect.Descriptor instead.
 func (*ImportResource_Request) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13, 0}
+	return file_provider_proto_rawDescGZIP(), []int{16, 0}
 }
 
 func (x *ImportResource_Request) GetTypeName() string {
@@ -2075,7 +2689,7 @@ type ImportResource_Response struct {
 
 func (x *ImportResource_Response) Reset() {
 	*x = ImportResource_Response{}
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2701,7 @@ func (x *ImportResource_Response) String() string {
 func (*ImportResource_Response) ProtoMessage() {}
 
 func (x *ImportResource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2714,7 @@ func (x *ImportResource_Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResource_Response.ProtoReflect.Descriptor instead.
 func (*ImportResource_Response) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13, 1}
+	return file_provider_proto_rawDescGZIP(), []int{16, 1}
 }
 
 func (x *ImportResource_Response) GetState() []byte {
@@ -2132,7 +2746,7 @@ type Stop_Request struct {
 
 func (x *Stop_Request) Reset() {
 	*x = Stop_Request{}
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2758,7 @@ func (x *Stop_Request) String() string {
 func (*Stop_Request) ProtoMessage() {}
 
 func (x *Stop_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2771,7 @@ func (x *Stop_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop_Request.ProtoReflect.Descriptor instead.
 func (*Stop_Request) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{14, 0}
+	return file_provider_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type Stop_Response struct {
@@ -2170,7 +2784,7 @@ type Stop_Response struct {
 
 func (x *Stop_Response) Reset() {
 	*x = Stop_Response{}
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2796,7 @@ func (x *Stop_Response) String() string {
 func (*Stop_Response) ProtoMessage() {}
 
 func (x *Stop_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2809,7 @@ func (x *Stop_Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop_Response.ProtoReflect.Descriptor instead.
 func (*Stop_Response) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{14, 1}
+	return file_provider_proto_rawDescGZIP(), []int{17, 1}
 }
 
 func (x *Stop_Response) GetError() string {
@@ -2299,7 +2913,12 @@ const file_provider_proto_rawDesc = "" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x1aO\n" +
 	"\bResponse\x12C\n" +
-	"\vdiagnostics\x18\x01 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\"\xda\x04\n" +
+	"\vdiagnostics\x18\x01 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\"\xcf\x01\n" +
+	"\x17ValidateResourceConfigs\x1aV\n" +
+	"\aRequest\x12K\n" +
+	"\x05items\x18\x01 \x03(\v25.sparkform.provider.v1.ValidateResourceConfig.RequestR\x05items\x1a\\\n" +
+	"\bResponse\x12P\n" +
+	"\aresults\x18\x01 \x03(\v26.sparkform.provider.v1.ValidateResourceConfig.ResponseR\aresults\"\xda\x04\n" +
 	"\rReadResources\x1am\n" +
 	"\x04Item\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
@@ -2318,8 +2937,8 @@ const file_provider_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2+.sparkform.provider.v1.ReadResources.ResultR\aresults\x12C\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12\x1f\n" +
 	"\vround_trips\x18\x03 \x01(\x03R\n" +
-	"roundTrips\"\x93\x04\n" +
-	"\x12PlanResourceChange\x1a\x96\x02\n" +
+	"roundTrips\"\xbe\x04\n" +
+	"\x12PlanResourceChange\x1a\xc1\x02\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12/\n" +
@@ -2329,7 +2948,9 @@ const file_provider_proto_rawDesc = "" +
 	"\bproposed\x18\x06 \x01(\fR\bproposed\x12#\n" +
 	"\rprior_private\x18\a \x01(\fR\fpriorPrivate\x12\x1a\n" +
 	"\breplaces\x18\b \x01(\fR\breplaces\x12\x18\n" +
-	"\aoffline\x18\t \x01(\bR\aoffline\x1a\xe3\x01\n" +
+	"\aoffline\x18\t \x01(\bR\aoffline\x12)\n" +
+	"\x10proposed_default\x18\n" +
+	" \x01(\bR\x0fproposedDefault\x1a\xe3\x01\n" +
 	"\bResponse\x12\x18\n" +
 	"\aplanned\x18\x01 \x01(\fR\aplanned\x12O\n" +
 	"\x10requires_replace\x18\x02 \x03(\v2$.sparkform.provider.v1.AttributePathR\x0frequiresReplace\x12'\n" +
@@ -2358,7 +2979,31 @@ const file_provider_proto_rawDesc = "" +
 	"\x05Event\x12Q\n" +
 	"\bprogress\x18\x01 \x01(\v23.sparkform.provider.v1.ApplyResourceChange.ProgressH\x00R\bprogress\x12K\n" +
 	"\x06result\x18\x02 \x01(\v21.sparkform.provider.v1.ApplyResourceChange.ResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\xfa\x01\n" +
+	"\x05event\"\xa4\x03\n" +
+	"\x13PlanResourceChanges\x1ac\n" +
+	"\x04Item\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12K\n" +
+	"\arequest\x18\x02 \x01(\v21.sparkform.provider.v1.PlanResourceChange.RequestR\arequest\x1af\n" +
+	"\x05Batch\x12E\n" +
+	"\x05items\x18\x01 \x03(\v2/.sparkform.provider.v1.PlanResourceChanges.ItemR\x05items\x12\x16\n" +
+	"\x06cancel\x18\x02 \x03(\x04R\x06cancel\x1ah\n" +
+	"\x06Result\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12N\n" +
+	"\bresponse\x18\x02 \x01(\v22.sparkform.provider.v1.PlanResourceChange.ResponseR\bresponse\x1aV\n" +
+	"\aResults\x12K\n" +
+	"\aresults\x18\x01 \x03(\v21.sparkform.provider.v1.PlanResourceChanges.ResultR\aresults\"\x9b\x03\n" +
+	"\x14ApplyResourceChanges\x1ad\n" +
+	"\x04Item\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12L\n" +
+	"\arequest\x18\x02 \x01(\v22.sparkform.provider.v1.ApplyResourceChange.RequestR\arequest\x1ag\n" +
+	"\x05Batch\x12F\n" +
+	"\x05items\x18\x01 \x03(\v20.sparkform.provider.v1.ApplyResourceChanges.ItemR\x05items\x12\x16\n" +
+	"\x06cancel\x18\x02 \x03(\x04R\x06cancel\x1a_\n" +
+	"\x05Event\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12F\n" +
+	"\x05event\x18\x02 \x01(\v20.sparkform.provider.v1.ApplyResourceChange.EventR\x05event\x1aS\n" +
+	"\x06Events\x12I\n" +
+	"\x06events\x18\x01 \x03(\v21.sparkform.provider.v1.ApplyResourceChanges.EventR\x06events\"\xfa\x01\n" +
 	"\x0eImportResource\x1ag\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12/\n" +
@@ -2371,13 +3016,13 @@ const file_provider_proto_rawDesc = "" +
 	"\x04Stop\x1a\t\n" +
 	"\aRequest\x1a \n" +
 	"\bResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\xa4\x06\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error2\xb0\x06\n" +
 	"\bProvider\x12`\n" +
-	"\tGetSchema\x12(.sparkform.provider.v1.GetSchema.Request\x1a).sparkform.provider.v1.GetSchema.Response\x12\x87\x01\n" +
-	"\x16ValidateResourceConfig\x125.sparkform.provider.v1.ValidateResourceConfig.Request\x1a6.sparkform.provider.v1.ValidateResourceConfig.Response\x12l\n" +
-	"\rReadResources\x12,.sparkform.provider.v1.ReadResources.Request\x1a-.sparkform.provider.v1.ReadResources.Response\x12{\n" +
-	"\x12PlanResourceChange\x121.sparkform.provider.v1.PlanResourceChange.Request\x1a2.sparkform.provider.v1.PlanResourceChange.Response\x12}\n" +
-	"\x13ApplyResourceChange\x122.sparkform.provider.v1.ApplyResourceChange.Request\x1a0.sparkform.provider.v1.ApplyResourceChange.Event0\x01\x12o\n" +
+	"\tGetSchema\x12(.sparkform.provider.v1.GetSchema.Request\x1a).sparkform.provider.v1.GetSchema.Response\x12\x8a\x01\n" +
+	"\x17ValidateResourceConfigs\x126.sparkform.provider.v1.ValidateResourceConfigs.Request\x1a7.sparkform.provider.v1.ValidateResourceConfigs.Response\x12l\n" +
+	"\rReadResources\x12,.sparkform.provider.v1.ReadResources.Request\x1a-.sparkform.provider.v1.ReadResources.Response\x12\x7f\n" +
+	"\x13PlanResourceChanges\x120.sparkform.provider.v1.PlanResourceChanges.Batch\x1a2.sparkform.provider.v1.PlanResourceChanges.Results(\x010\x01\x12\x81\x01\n" +
+	"\x14ApplyResourceChanges\x121.sparkform.provider.v1.ApplyResourceChanges.Batch\x1a2.sparkform.provider.v1.ApplyResourceChanges.Events(\x010\x01\x12o\n" +
 	"\x0eImportResource\x12-.sparkform.provider.v1.ImportResource.Request\x1a..sparkform.provider.v1.ImportResource.Response\x12Q\n" +
 	"\x04Stop\x12#.sparkform.provider.v1.Stop.Request\x1a$.sparkform.provider.v1.Stop.ResponseB:Z8github.com/sparkform/sparkform/providers/sdk/proto;protob\x06proto3"
 
@@ -2394,57 +3039,70 @@ func file_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_provider_proto_goTypes = []any{
-	(Diagnostic_Severity)(0),                // 0: sparkform.provider.v1.Diagnostic.Severity
-	(NestedBlock_NestingMode)(0),            // 1: sparkform.provider.v1.NestedBlock.NestingMode
-	(*Node)(nil),                            // 2: sparkform.provider.v1.Node
-	(*AttributePath)(nil),                   // 3: sparkform.provider.v1.AttributePath
-	(*Diagnostic)(nil),                      // 4: sparkform.provider.v1.Diagnostic
-	(*Schema)(nil),                          // 5: sparkform.provider.v1.Schema
-	(*ResourceSchema)(nil),                  // 6: sparkform.provider.v1.ResourceSchema
-	(*Block)(nil),                           // 7: sparkform.provider.v1.Block
-	(*Attribute)(nil),                       // 8: sparkform.provider.v1.Attribute
-	(*NestedBlock)(nil),                     // 9: sparkform.provider.v1.NestedBlock
-	(*GetSchema)(nil),                       // 10: sparkform.provider.v1.GetSchema
-	(*ValidateResourceConfig)(nil),          // 11: sparkform.provider.v1.ValidateResourceConfig
-	(*ReadResources)(nil),                   // 12: sparkform.provider.v1.ReadResources
-	(*PlanResourceChange)(nil),              // 13: sparkform.provider.v1.PlanResourceChange
-	(*ApplyResourceChange)(nil),             // 14: sparkform.provider.v1.ApplyResourceChange
-	(*ImportResource)(nil),                  // 15: sparkform.provider.v1.ImportResource
-	(*Stop)(nil),                            // 16: sparkform.provider.v1.Stop
-	(*AttributePath_Step)(nil),              // 17: sparkform.provider.v1.AttributePath.Step
-	nil,                                     // 18: sparkform.provider.v1.Schema.ResourceTypesEntry
-	nil,                                     // 19: sparkform.provider.v1.Block.AttributesEntry
-	nil,                                     // 20: sparkform.provider.v1.Block.BlockTypesEntry
-	(*GetSchema_Request)(nil),               // 21: sparkform.provider.v1.GetSchema.Request
-	(*GetSchema_Response)(nil),              // 22: sparkform.provider.v1.GetSchema.Response
-	(*ValidateResourceConfig_Request)(nil),  // 23: sparkform.provider.v1.ValidateResourceConfig.Request
-	(*ValidateResourceConfig_Response)(nil), // 24: sparkform.provider.v1.ValidateResourceConfig.Response
-	(*ReadResources_Item)(nil),              // 25: sparkform.provider.v1.ReadResources.Item
-	(*ReadResources_Result)(nil),            // 26: sparkform.provider.v1.ReadResources.Result
-	(*ReadResources_Request)(nil),           // 27: sparkform.provider.v1.ReadResources.Request
-	(*ReadResources_Response)(nil),          // 28: sparkform.provider.v1.ReadResources.Response
-	(*PlanResourceChange_Request)(nil),      // 29: sparkform.provider.v1.PlanResourceChange.Request
-	(*PlanResourceChange_Response)(nil),     // 30: sparkform.provider.v1.PlanResourceChange.Response
-	(*ApplyResourceChange_Request)(nil),     // 31: sparkform.provider.v1.ApplyResourceChange.Request
-	(*ApplyResourceChange_Progress)(nil),    // 32: sparkform.provider.v1.ApplyResourceChange.Progress
-	(*ApplyResourceChange_Result)(nil),      // 33: sparkform.provider.v1.ApplyResourceChange.Result
-	(*ApplyResourceChange_Event)(nil),       // 34: sparkform.provider.v1.ApplyResourceChange.Event
-	(*ImportResource_Request)(nil),          // 35: sparkform.provider.v1.ImportResource.Request
-	(*ImportResource_Response)(nil),         // 36: sparkform.provider.v1.ImportResource.Response
-	(*Stop_Request)(nil),                    // 37: sparkform.provider.v1.Stop.Request
-	(*Stop_Response)(nil),                   // 38: sparkform.provider.v1.Stop.Response
+	(Diagnostic_Severity)(0),                 // 0: sparkform.provider.v1.Diagnostic.Severity
+	(NestedBlock_NestingMode)(0),             // 1: sparkform.provider.v1.NestedBlock.NestingMode
+	(*Node)(nil),                             // 2: sparkform.provider.v1.Node
+	(*AttributePath)(nil),                    // 3: sparkform.provider.v1.AttributePath
+	(*Diagnostic)(nil),                       // 4: sparkform.provider.v1.Diagnostic
+	(*Schema)(nil),                           // 5: sparkform.provider.v1.Schema
+	(*ResourceSchema)(nil),                   // 6: sparkform.provider.v1.ResourceSchema
+	(*Block)(nil),                            // 7: sparkform.provider.v1.Block
+	(*Attribute)(nil),                        // 8: sparkform.provider.v1.Attribute
+	(*NestedBlock)(nil),                      // 9: sparkform.provider.v1.NestedBlock
+	(*GetSchema)(nil),                        // 10: sparkform.provider.v1.GetSchema
+	(*ValidateResourceConfig)(nil),           // 11: sparkform.provider.v1.ValidateResourceConfig
+	(*ValidateResourceConfigs)(nil),          // 12: sparkform.provider.v1.ValidateResourceConfigs
+	(*ReadResources)(nil),                    // 13: sparkform.provider.v1.ReadResources
+	(*PlanResourceChange)(nil),               // 14: sparkform.provider.v1.PlanResourceChange
+	(*ApplyResourceChange)(nil),              // 15: sparkform.provider.v1.ApplyResourceChange
+	(*PlanResourceChanges)(nil),              // 16: sparkform.provider.v1.PlanResourceChanges
+	(*ApplyResourceChanges)(nil),             // 17: sparkform.provider.v1.ApplyResourceChanges
+	(*ImportResource)(nil),                   // 18: sparkform.provider.v1.ImportResource
+	(*Stop)(nil),                             // 19: sparkform.provider.v1.Stop
+	(*AttributePath_Step)(nil),               // 20: sparkform.provider.v1.AttributePath.Step
+	nil,                                      // 21: sparkform.provider.v1.Schema.ResourceTypesEntry
+	nil,                                      // 22: sparkform.provider.v1.Block.AttributesEntry
+	nil,                                      // 23: sparkform.provider.v1.Block.BlockTypesEntry
+	(*GetSchema_Request)(nil),                // 24: sparkform.provider.v1.GetSchema.Request
+	(*GetSchema_Response)(nil),               // 25: sparkform.provider.v1.GetSchema.Response
+	(*ValidateResourceConfig_Request)(nil),   // 26: sparkform.provider.v1.ValidateResourceConfig.Request
+	(*ValidateResourceConfig_Response)(nil),  // 27: sparkform.provider.v1.ValidateResourceConfig.Response
+	(*ValidateResourceConfigs_Request)(nil),  // 28: sparkform.provider.v1.ValidateResourceConfigs.Request
+	(*ValidateResourceConfigs_Response)(nil), // 29: sparkform.provider.v1.ValidateResourceConfigs.Response
+	(*ReadResources_Item)(nil),               // 30: sparkform.provider.v1.ReadResources.Item
+	(*ReadResources_Result)(nil),             // 31: sparkform.provider.v1.ReadResources.Result
+	(*ReadResources_Request)(nil),            // 32: sparkform.provider.v1.ReadResources.Request
+	(*ReadResources_Response)(nil),           // 33: sparkform.provider.v1.ReadResources.Response
+	(*PlanResourceChange_Request)(nil),       // 34: sparkform.provider.v1.PlanResourceChange.Request
+	(*PlanResourceChange_Response)(nil),      // 35: sparkform.provider.v1.PlanResourceChange.Response
+	(*ApplyResourceChange_Request)(nil),      // 36: sparkform.provider.v1.ApplyResourceChange.Request
+	(*ApplyResourceChange_Progress)(nil),     // 37: sparkform.provider.v1.ApplyResourceChange.Progress
+	(*ApplyResourceChange_Result)(nil),       // 38: sparkform.provider.v1.ApplyResourceChange.Result
+	(*ApplyResourceChange_Event)(nil),        // 39: sparkform.provider.v1.ApplyResourceChange.Event
+	(*PlanResourceChanges_Item)(nil),         // 40: sparkform.provider.v1.PlanResourceChanges.Item
+	(*PlanResourceChanges_Batch)(nil),        // 41: sparkform.provider.v1.PlanResourceChanges.Batch
+	(*PlanResourceChanges_Result)(nil),       // 42: sparkform.provider.v1.PlanResourceChanges.Result
+	(*PlanResourceChanges_Results)(nil),      // 43: sparkform.provider.v1.PlanResourceChanges.Results
+	(*ApplyResourceChanges_Item)(nil),        // 44: sparkform.provider.v1.ApplyResourceChanges.Item
+	(*ApplyResourceChanges_Batch)(nil),       // 45: sparkform.provider.v1.ApplyResourceChanges.Batch
+	(*ApplyResourceChanges_Event)(nil),       // 46: sparkform.provider.v1.ApplyResourceChanges.Event
+	(*ApplyResourceChanges_Events)(nil),      // 47: sparkform.provider.v1.ApplyResourceChanges.Events
+	(*ImportResource_Request)(nil),           // 48: sparkform.provider.v1.ImportResource.Request
+	(*ImportResource_Response)(nil),          // 49: sparkform.provider.v1.ImportResource.Response
+	(*Stop_Request)(nil),                     // 50: sparkform.provider.v1.Stop.Request
+	(*Stop_Response)(nil),                    // 51: sparkform.provider.v1.Stop.Response
 }
 var file_provider_proto_depIdxs = []int32{
 	2,  // 0: sparkform.provider.v1.Node.proxy_jump:type_name -> sparkform.provider.v1.Node
-	17, // 1: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
+	20, // 1: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
 	0,  // 2: sparkform.provider.v1.Diagnostic.severity:type_name -> sparkform.provider.v1.Diagnostic.Severity
 	3,  // 3: sparkform.provider.v1.Diagnostic.attribute:type_name -> sparkform.provider.v1.AttributePath
-	18, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
+	21, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
 	7,  // 5: sparkform.provider.v1.ResourceSchema.block:type_name -> sparkform.provider.v1.Block
-	19, // 6: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
-	20, // 7: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
+	22, // 6: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
+	23, // 7: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
 	1,  // 8: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
 	7,  // 9: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
 	6,  // 10: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
@@ -2453,39 +3111,49 @@ var file_provider_proto_depIdxs = []int32{
 	5,  // 13: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
 	4,  // 14: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	4,  // 15: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	4,  // 16: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 17: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
-	25, // 18: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
-	26, // 19: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
-	4,  // 20: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 21: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	3,  // 22: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
-	4,  // 23: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 24: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 25: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	32, // 26: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
-	33, // 27: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
-	2,  // 28: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 29: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	21, // 30: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
-	23, // 31: sparkform.provider.v1.Provider.ValidateResourceConfig:input_type -> sparkform.provider.v1.ValidateResourceConfig.Request
-	27, // 32: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
-	29, // 33: sparkform.provider.v1.Provider.PlanResourceChange:input_type -> sparkform.provider.v1.PlanResourceChange.Request
-	31, // 34: sparkform.provider.v1.Provider.ApplyResourceChange:input_type -> sparkform.provider.v1.ApplyResourceChange.Request
-	35, // 35: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
-	37, // 36: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
-	22, // 37: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
-	24, // 38: sparkform.provider.v1.Provider.ValidateResourceConfig:output_type -> sparkform.provider.v1.ValidateResourceConfig.Response
-	28, // 39: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
-	30, // 40: sparkform.provider.v1.Provider.PlanResourceChange:output_type -> sparkform.provider.v1.PlanResourceChange.Response
-	34, // 41: sparkform.provider.v1.Provider.ApplyResourceChange:output_type -> sparkform.provider.v1.ApplyResourceChange.Event
-	36, // 42: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
-	38, // 43: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
-	37, // [37:44] is the sub-list for method output_type
-	30, // [30:37] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	26, // 16: sparkform.provider.v1.ValidateResourceConfigs.Request.items:type_name -> sparkform.provider.v1.ValidateResourceConfig.Request
+	27, // 17: sparkform.provider.v1.ValidateResourceConfigs.Response.results:type_name -> sparkform.provider.v1.ValidateResourceConfig.Response
+	4,  // 18: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 19: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
+	30, // 20: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
+	31, // 21: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
+	4,  // 22: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 23: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	3,  // 24: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
+	4,  // 25: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 26: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 27: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	37, // 28: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
+	38, // 29: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
+	34, // 30: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
+	40, // 31: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
+	35, // 32: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
+	42, // 33: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
+	36, // 34: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
+	44, // 35: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
+	39, // 36: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
+	46, // 37: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
+	2,  // 38: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 39: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	24, // 40: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
+	28, // 41: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
+	32, // 42: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
+	41, // 43: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
+	45, // 44: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
+	48, // 45: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
+	50, // 46: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
+	25, // 47: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
+	29, // 48: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
+	33, // 49: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
+	43, // 50: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
+	47, // 51: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
+	49, // 52: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
+	51, // 53: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
+	47, // [47:54] is the sub-list for method output_type
+	40, // [40:47] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -2493,13 +3161,13 @@ func file_provider_proto_init() {
 	if File_provider_proto != nil {
 		return
 	}
-	file_provider_proto_msgTypes[15].OneofWrappers = []any{
+	file_provider_proto_msgTypes[18].OneofWrappers = []any{
 		(*AttributePath_Step_AttributeName)(nil),
 		(*AttributePath_Step_ElementKeyString)(nil),
 		(*AttributePath_Step_ElementKeyInt)(nil),
 		(*AttributePath_Step_ElementKeyJson)(nil),
 	}
-	file_provider_proto_msgTypes[32].OneofWrappers = []any{
+	file_provider_proto_msgTypes[37].OneofWrappers = []any{
 		(*ApplyResourceChange_Event_Progress)(nil),
 		(*ApplyResourceChange_Event_Result)(nil),
 	}
@@ -2509,7 +3177,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   37,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,13 +19,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Provider_GetSchema_FullMethodName              = "/sparkform.provider.v1.Provider/GetSchema"
-	Provider_ValidateResourceConfig_FullMethodName = "/sparkform.provider.v1.Provider/ValidateResourceConfig"
-	Provider_ReadResources_FullMethodName          = "/sparkform.provider.v1.Provider/ReadResources"
-	Provider_PlanResourceChange_FullMethodName     = "/sparkform.provider.v1.Provider/PlanResourceChange"
-	Provider_ApplyResourceChange_FullMethodName    = "/sparkform.provider.v1.Provider/ApplyResourceChange"
-	Provider_ImportResource_FullMethodName         = "/sparkform.provider.v1.Provider/ImportResource"
-	Provider_Stop_FullMethodName                   = "/sparkform.provider.v1.Provider/Stop"
+	Provider_GetSchema_FullMethodName               = "/sparkform.provider.v1.Provider/GetSchema"
+	Provider_ValidateResourceConfigs_FullMethodName = "/sparkform.provider.v1.Provider/ValidateResourceConfigs"
+	Provider_ReadResources_FullMethodName           = "/sparkform.provider.v1.Provider/ReadResources"
+	Provider_PlanResourceChanges_FullMethodName     = "/sparkform.provider.v1.Provider/PlanResourceChanges"
+	Provider_ApplyResourceChanges_FullMethodName    = "/sparkform.provider.v1.Provider/ApplyResourceChanges"
+	Provider_ImportResource_FullMethodName          = "/sparkform.provider.v1.Provider/ImportResource"
+	Provider_Stop_FullMethodName                    = "/sparkform.provider.v1.Provider/Stop"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -34,14 +34,22 @@ const (
 type ProviderClient interface {
 	// GetSchema returns every resource type the provider serves.
 	GetSchema(ctx context.Context, in *GetSchema_Request, opts ...grpc.CallOption) (*GetSchema_Response, error)
-	// ValidateResourceConfig checks a config value without touching a node.
-	ValidateResourceConfig(ctx context.Context, in *ValidateResourceConfig_Request, opts ...grpc.CallOption) (*ValidateResourceConfig_Response, error)
+	// ValidateResourceConfigs checks many config values without touching a
+	// node: one call per provider for a whole configuration.
+	ValidateResourceConfigs(ctx context.Context, in *ValidateResourceConfigs_Request, opts ...grpc.CallOption) (*ValidateResourceConfigs_Response, error)
 	// ReadResources observes many instances on one node in one call.
 	ReadResources(ctx context.Context, in *ReadResources_Request, opts ...grpc.CallOption) (*ReadResources_Response, error)
-	// PlanResourceChange proposes the new value of one instance.
-	PlanResourceChange(ctx context.Context, in *PlanResourceChange_Request, opts ...grpc.CallOption) (*PlanResourceChange_Response, error)
-	// ApplyResourceChange streams progress events, then exactly one result.
-	ApplyResourceChange(ctx context.Context, in *ApplyResourceChange_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ApplyResourceChange_Event], error)
+	// PlanResourceChanges is a session the engine opens once per provider
+	// and keeps for its life: every instance's plan is an item with an id
+	// the engine chooses; the provider plans each as it arrives, concurrently,
+	// and answers with that id as soon as it is planned. What arrives
+	// together travels together: a message carries every item (or result)
+	// ready at that moment, so no call pays for a stream of its own.
+	PlanResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PlanResourceChanges_Batch, PlanResourceChanges_Results], error)
+	// ApplyResourceChanges is the same kind of session for applies: each
+	// item streams its progress events, then exactly one result, each event
+	// sent the moment it is known (never held for the rest of a batch).
+	ApplyResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ApplyResourceChanges_Batch, ApplyResourceChanges_Events], error)
 	// ImportResource reads an existing object by its provider-specific id.
 	ImportResource(ctx context.Context, in *ImportResource_Request, opts ...grpc.CallOption) (*ImportResource_Response, error)
 	// Stop asks in-flight work to stop as soon as it safely can.
@@ -66,10 +74,10 @@ func (c *providerClient) GetSchema(ctx context.Context, in *GetSchema_Request, o
 	return out, nil
 }
 
-func (c *providerClient) ValidateResourceConfig(ctx context.Context, in *ValidateResourceConfig_Request, opts ...grpc.CallOption) (*ValidateResourceConfig_Response, error) {
+func (c *providerClient) ValidateResourceConfigs(ctx context.Context, in *ValidateResourceConfigs_Request, opts ...grpc.CallOption) (*ValidateResourceConfigs_Response, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ValidateResourceConfig_Response)
-	err := c.cc.Invoke(ctx, Provider_ValidateResourceConfig_FullMethodName, in, out, cOpts...)
+	out := new(ValidateResourceConfigs_Response)
+	err := c.cc.Invoke(ctx, Provider_ValidateResourceConfigs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,34 +94,31 @@ func (c *providerClient) ReadResources(ctx context.Context, in *ReadResources_Re
 	return out, nil
 }
 
-func (c *providerClient) PlanResourceChange(ctx context.Context, in *PlanResourceChange_Request, opts ...grpc.CallOption) (*PlanResourceChange_Response, error) {
+func (c *providerClient) PlanResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PlanResourceChanges_Batch, PlanResourceChanges_Results], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(PlanResourceChange_Response)
-	err := c.cc.Invoke(ctx, Provider_PlanResourceChange_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_PlanResourceChanges_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-func (c *providerClient) ApplyResourceChange(ctx context.Context, in *ApplyResourceChange_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ApplyResourceChange_Event], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_ApplyResourceChange_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[ApplyResourceChange_Request, ApplyResourceChange_Event]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
+	x := &grpc.GenericClientStream[PlanResourceChanges_Batch, PlanResourceChanges_Results]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Provider_ApplyResourceChangeClient = grpc.ServerStreamingClient[ApplyResourceChange_Event]
+type Provider_PlanResourceChangesClient = grpc.BidiStreamingClient[PlanResourceChanges_Batch, PlanResourceChanges_Results]
+
+func (c *providerClient) ApplyResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ApplyResourceChanges_Batch, ApplyResourceChanges_Events], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[1], Provider_ApplyResourceChanges_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ApplyResourceChangesClient = grpc.BidiStreamingClient[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]
 
 func (c *providerClient) ImportResource(ctx context.Context, in *ImportResource_Request, opts ...grpc.CallOption) (*ImportResource_Response, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -141,14 +146,22 @@ func (c *providerClient) Stop(ctx context.Context, in *Stop_Request, opts ...grp
 type ProviderServer interface {
 	// GetSchema returns every resource type the provider serves.
 	GetSchema(context.Context, *GetSchema_Request) (*GetSchema_Response, error)
-	// ValidateResourceConfig checks a config value without touching a node.
-	ValidateResourceConfig(context.Context, *ValidateResourceConfig_Request) (*ValidateResourceConfig_Response, error)
+	// ValidateResourceConfigs checks many config values without touching a
+	// node: one call per provider for a whole configuration.
+	ValidateResourceConfigs(context.Context, *ValidateResourceConfigs_Request) (*ValidateResourceConfigs_Response, error)
 	// ReadResources observes many instances on one node in one call.
 	ReadResources(context.Context, *ReadResources_Request) (*ReadResources_Response, error)
-	// PlanResourceChange proposes the new value of one instance.
-	PlanResourceChange(context.Context, *PlanResourceChange_Request) (*PlanResourceChange_Response, error)
-	// ApplyResourceChange streams progress events, then exactly one result.
-	ApplyResourceChange(*ApplyResourceChange_Request, grpc.ServerStreamingServer[ApplyResourceChange_Event]) error
+	// PlanResourceChanges is a session the engine opens once per provider
+	// and keeps for its life: every instance's plan is an item with an id
+	// the engine chooses; the provider plans each as it arrives, concurrently,
+	// and answers with that id as soon as it is planned. What arrives
+	// together travels together: a message carries every item (or result)
+	// ready at that moment, so no call pays for a stream of its own.
+	PlanResourceChanges(grpc.BidiStreamingServer[PlanResourceChanges_Batch, PlanResourceChanges_Results]) error
+	// ApplyResourceChanges is the same kind of session for applies: each
+	// item streams its progress events, then exactly one result, each event
+	// sent the moment it is known (never held for the rest of a batch).
+	ApplyResourceChanges(grpc.BidiStreamingServer[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]) error
 	// ImportResource reads an existing object by its provider-specific id.
 	ImportResource(context.Context, *ImportResource_Request) (*ImportResource_Response, error)
 	// Stop asks in-flight work to stop as soon as it safely can.
@@ -166,17 +179,17 @@ type UnimplementedProviderServer struct{}
 func (UnimplementedProviderServer) GetSchema(context.Context, *GetSchema_Request) (*GetSchema_Response, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSchema not implemented")
 }
-func (UnimplementedProviderServer) ValidateResourceConfig(context.Context, *ValidateResourceConfig_Request) (*ValidateResourceConfig_Response, error) {
-	return nil, status.Error(codes.Unimplemented, "method ValidateResourceConfig not implemented")
+func (UnimplementedProviderServer) ValidateResourceConfigs(context.Context, *ValidateResourceConfigs_Request) (*ValidateResourceConfigs_Response, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateResourceConfigs not implemented")
 }
 func (UnimplementedProviderServer) ReadResources(context.Context, *ReadResources_Request) (*ReadResources_Response, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadResources not implemented")
 }
-func (UnimplementedProviderServer) PlanResourceChange(context.Context, *PlanResourceChange_Request) (*PlanResourceChange_Response, error) {
-	return nil, status.Error(codes.Unimplemented, "method PlanResourceChange not implemented")
+func (UnimplementedProviderServer) PlanResourceChanges(grpc.BidiStreamingServer[PlanResourceChanges_Batch, PlanResourceChanges_Results]) error {
+	return status.Error(codes.Unimplemented, "method PlanResourceChanges not implemented")
 }
-func (UnimplementedProviderServer) ApplyResourceChange(*ApplyResourceChange_Request, grpc.ServerStreamingServer[ApplyResourceChange_Event]) error {
-	return status.Error(codes.Unimplemented, "method ApplyResourceChange not implemented")
+func (UnimplementedProviderServer) ApplyResourceChanges(grpc.BidiStreamingServer[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]) error {
+	return status.Error(codes.Unimplemented, "method ApplyResourceChanges not implemented")
 }
 func (UnimplementedProviderServer) ImportResource(context.Context, *ImportResource_Request) (*ImportResource_Response, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportResource not implemented")
@@ -223,20 +236,20 @@ func _Provider_GetSchema_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Provider_ValidateResourceConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ValidateResourceConfig_Request)
+func _Provider_ValidateResourceConfigs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ValidateResourceConfigs_Request)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(ProviderServer).ValidateResourceConfig(ctx, in)
+		return srv.(ProviderServer).ValidateResourceConfigs(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Provider_ValidateResourceConfig_FullMethodName,
+		FullMethod: Provider_ValidateResourceConfigs_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ProviderServer).ValidateResourceConfig(ctx, req.(*ValidateResourceConfig_Request))
+		return srv.(ProviderServer).ValidateResourceConfigs(ctx, req.(*ValidateResourceConfigs_Request))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -259,34 +272,19 @@ func _Provider_ReadResources_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Provider_PlanResourceChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(PlanResourceChange_Request)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ProviderServer).PlanResourceChange(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Provider_PlanResourceChange_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ProviderServer).PlanResourceChange(ctx, req.(*PlanResourceChange_Request))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Provider_ApplyResourceChange_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(ApplyResourceChange_Request)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
-	}
-	return srv.(ProviderServer).ApplyResourceChange(m, &grpc.GenericServerStream[ApplyResourceChange_Request, ApplyResourceChange_Event]{ServerStream: stream})
+func _Provider_PlanResourceChanges_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ProviderServer).PlanResourceChanges(&grpc.GenericServerStream[PlanResourceChanges_Batch, PlanResourceChanges_Results]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Provider_ApplyResourceChangeServer = grpc.ServerStreamingServer[ApplyResourceChange_Event]
+type Provider_PlanResourceChangesServer = grpc.BidiStreamingServer[PlanResourceChanges_Batch, PlanResourceChanges_Results]
+
+func _Provider_ApplyResourceChanges_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ProviderServer).ApplyResourceChanges(&grpc.GenericServerStream[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ApplyResourceChangesServer = grpc.BidiStreamingServer[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]
 
 func _Provider_ImportResource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ImportResource_Request)
@@ -336,16 +334,12 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Provider_GetSchema_Handler,
 		},
 		{
-			MethodName: "ValidateResourceConfig",
-			Handler:    _Provider_ValidateResourceConfig_Handler,
+			MethodName: "ValidateResourceConfigs",
+			Handler:    _Provider_ValidateResourceConfigs_Handler,
 		},
 		{
 			MethodName: "ReadResources",
 			Handler:    _Provider_ReadResources_Handler,
-		},
-		{
-			MethodName: "PlanResourceChange",
-			Handler:    _Provider_PlanResourceChange_Handler,
 		},
 		{
 			MethodName: "ImportResource",
@@ -358,9 +352,16 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 	},
 	Streams: []grpc.StreamDesc{
 		{
-			StreamName:    "ApplyResourceChange",
-			Handler:       _Provider_ApplyResourceChange_Handler,
+			StreamName:    "PlanResourceChanges",
+			Handler:       _Provider_PlanResourceChanges_Handler,
 			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ApplyResourceChanges",
+			Handler:       _Provider_ApplyResourceChanges_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "provider.proto",

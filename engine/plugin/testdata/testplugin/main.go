@@ -5,7 +5,12 @@
 //
 //	sparkform  the real built-in provider (providers/builtin)
 //	crashy     crashy_thing: apply reports progress, then panics
-//	slow       slow_thing: apply blocks until its ctx is cancelled
+//	slow       slow_thing: apply blocks until its ctx is cancelled (one
+//	           named "quick" returns at once)
+//	batch      batch_thing: apply takes 20ms and fails for a name starting
+//	           with "fail"; validate fails for the name "invalid" and notes
+//	           each call ("validate NAME")
+//	oldproto   the built-in provider behind protocol version 1's handshake
 //	broken     exits at start with a message on stderr
 //
 // When TESTPLUGIN_LOG is set, each start appends the provider name to it,
@@ -21,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/builtin"
@@ -40,6 +46,16 @@ func main() {
 		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"crashy_thing": crashy{}}})
 	case "slow":
 		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"slow_thing": slow{}}})
+	case "batch":
+		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"batch_thing": batch{}}})
+	case "oldproto":
+		old := sdk.Handshake
+		old.ProtocolVersion = 1
+		goplugin.Serve(&goplugin.ServeConfig{
+			HandshakeConfig: old,
+			Plugins:         goplugin.PluginSet{sdk.PluginName: &sdk.GRPCProviderPlugin{Impl: builtin.New()}},
+			GRPCServer:      sdk.NewGRPCServerWithLimits,
+		})
 	case "broken":
 		fmt.Fprintln(os.Stderr, "broken: cannot start: /etc/broken.conf is missing")
 		os.Exit(3)
@@ -95,6 +111,9 @@ func (crashy) Apply(_ context.Context, req sdk.ApplyRequest, progress func(sdk.P
 type slow struct{ base }
 
 func (slow) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	if req.Planned.GetAttr("name").AsString() == "quick" {
+		return sdk.ApplyResponse{NewState: withID(req.Planned)}
+	}
 	note(fmt.Sprintf("slow-pid %d", os.Getpid()))
 	progress(sdk.Progress{Message: "started"})
 	select {
@@ -104,4 +123,37 @@ func (slow) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.P
 	case <-time.After(time.Minute):
 		return sdk.ApplyResponse{NewState: req.Planned}
 	}
+}
+
+func withID(v cty.Value) cty.Value {
+	m := v.AsValueMap()
+	m["id"] = cty.StringVal("id-" + m["name"].AsString())
+	return cty.ObjectVal(m)
+}
+
+type batch struct{ base }
+
+func (batch) Validate(_ context.Context, cfg cty.Value) sdk.Diagnostics {
+	name := cfg.GetAttr("name")
+	if !name.IsKnown() || name.IsNull() {
+		return nil
+	}
+	note("validate " + name.AsString())
+	if name.AsString() == "invalid" {
+		return sdk.Diagnostics{sdk.Errorf(cty.GetAttrPath("name"), "Invalid name", "the name %q is refused", name.AsString())}
+	}
+	return nil
+}
+
+func (batch) Apply(_ context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	progress(sdk.Progress{Message: "working"})
+	time.Sleep(20 * time.Millisecond)
+	if req.Planned.IsNull() {
+		return sdk.ApplyResponse{NewState: req.Planned}
+	}
+	name := req.Planned.GetAttr("name").AsString()
+	if strings.HasPrefix(name, "fail") {
+		return sdk.ApplyResponse{NewState: req.Prior, Diagnostics: sdk.Diagnostics{sdk.Errorf(nil, "Refused", "%s: names starting with fail fail", req.Address)}}
+	}
+	return sdk.ApplyResponse{NewState: withID(req.Planned)}
 }
