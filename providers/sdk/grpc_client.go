@@ -351,8 +351,10 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 		return PlanResponse{Diagnostics: Diagnostics{c.rpcError(ctx, "PlanResourceChange", req.Address, err)}}
 	}
 	diags = diagsFromProto(resp.Diagnostics)
-	planned, err := decodeValue(resp.Planned, ty)
-	if err != nil {
+	var planned cty.Value
+	if resp.PlannedUnchanged && req.Prior != cty.NilVal {
+		planned = req.Prior
+	} else if planned, err = decodeValue(resp.Planned, ty); err != nil {
 		diags = append(diags, badValue("planned value", req.Address, err))
 	}
 	return PlanResponse{Planned: planned, RequiresReplace: pathsFromProto(resp.RequiresReplace), PlannedPrivate: resp.PlannedPrivate, Diagnostics: diags}

@@ -230,14 +230,19 @@ func (s *GRPCServer) planOne(ctx context.Context, req *proto.PlanResourceChange_
 		Prior: vals[0], Config: vals[1], Proposed: vals[2], PriorPrivate: req.PriorPrivate, Replaces: replaces, Offline: req.Offline,
 	})
 	diags = resp.Diagnostics
-	planned, err := encodeValue(resp.Planned, ty)
-	if err != nil {
-		diags = append(diags, badValue("planned value", req.Address, err))
+	out := &proto.PlanResourceChange_Response{RequiresReplace: pathsToProto(resp.RequiresReplace),
+		PlannedPrivate: resp.PlannedPrivate}
+	if resp.Planned != cty.NilVal && !vals[0].IsNull() && resp.Planned.RawEquals(vals[0]) {
+		out.PlannedUnchanged = true // cheaper than encoding it here and decoding it there
+	} else {
+		planned, err := encodeValue(resp.Planned, ty)
+		if err != nil {
+			diags = append(diags, badValue("planned value", req.Address, err))
+		}
+		out.Planned = planned
 	}
-	return &proto.PlanResourceChange_Response{
-		Planned: planned, RequiresReplace: pathsToProto(resp.RequiresReplace),
-		PlannedPrivate: resp.PlannedPrivate, Diagnostics: diagsToProto(diags),
-	}
+	out.Diagnostics = diagsToProto(diags)
+	return out
 }
 
 // ApplyResourceChanges implements proto.ProviderServer: the apply session

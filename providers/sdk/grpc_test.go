@@ -712,3 +712,37 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		}
 	}
 }
+
+// A plan that leaves Proposed unset gets ProposedNew computed in the
+// plugin from the same schema; a plan that returns the prior unchanged
+// comes back as exactly the prior, and one that changes it as the change.
+func TestPlanDefaultProposedAndUnchangedPrior(t *testing.T) {
+	r, p := newThing(t)
+	cfg := fullConfig(t)
+	prior := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), cfg))
+	prior = cty.ObjectVal(func() map[string]cty.Value {
+		m := prior.AsValueMap()
+		m["id"] = cty.StringVal("i-1")
+		m["tags"] = cty.MapValEmpty(cty.String)
+		m["dyn"] = cty.StringVal("known")
+		return m
+	}())
+	cfg = unmarked(cfg)
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: req.Prior} }
+	resp := p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: prior, Config: cfg})
+	if resp.Diagnostics.HasErrors() {
+		t.Fatal(resp.Diagnostics.Err())
+	}
+	if !resp.Planned.RawEquals(prior) {
+		t.Errorf("unchanged plan came back as\n%#v\nwant the prior\n%#v", resp.Planned, prior)
+	}
+	if seen := r.last().(sdk.PlanRequest); !seen.Proposed.RawEquals(sdk.ProposedNew(thingSchema.Block, prior, cfg)) {
+		t.Errorf("provider saw proposed\n%#v\nwant ProposedNew\n%#v", seen.Proposed, sdk.ProposedNew(thingSchema.Block, prior, cfg))
+	}
+	changed := cty.ObjectVal(func() map[string]cty.Value { m := prior.AsValueMap(); m["id"] = cty.StringVal("i-2"); return m }())
+	r.plan = func(sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: changed} }
+	resp = p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: prior, Config: cfg})
+	if !resp.Planned.RawEquals(changed) {
+		t.Errorf("changed plan came back as %#v", resp.Planned)
+	}
+}

@@ -1843,8 +1843,12 @@ type PlanResourceChange_Response struct {
 	RequiresReplace []*AttributePath       `protobuf:"bytes,2,rep,name=requires_replace,json=requiresReplace,proto3" json:"requires_replace,omitempty"`
 	PlannedPrivate  []byte                 `protobuf:"bytes,3,opt,name=planned_private,json=plannedPrivate,proto3" json:"planned_private,omitempty"`
 	Diagnostics     []*Diagnostic          `protobuf:"bytes,4,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The planned value equals the request's prior (no change, the
+	// common case of a plan): planned is left empty and the engine keeps
+	// the value it sent.
+	PlannedUnchanged bool `protobuf:"varint,5,opt,name=planned_unchanged,json=plannedUnchanged,proto3" json:"planned_unchanged,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PlanResourceChange_Response) Reset() {
@@ -1903,6 +1907,13 @@ func (x *PlanResourceChange_Response) GetDiagnostics() []*Diagnostic {
 		return x.Diagnostics
 	}
 	return nil
+}
+
+func (x *PlanResourceChange_Response) GetPlannedUnchanged() bool {
+	if x != nil {
+		return x.PlannedUnchanged
+	}
+	return false
 }
 
 type ApplyResourceChange_Request struct {
@@ -2937,7 +2948,7 @@ const file_provider_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2+.sparkform.provider.v1.ReadResources.ResultR\aresults\x12C\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12\x1f\n" +
 	"\vround_trips\x18\x03 \x01(\x03R\n" +
-	"roundTrips\"\xbe\x04\n" +
+	"roundTrips\"\xeb\x04\n" +
 	"\x12PlanResourceChange\x1a\xc1\x02\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
@@ -2950,12 +2961,13 @@ const file_provider_proto_rawDesc = "" +
 	"\breplaces\x18\b \x01(\fR\breplaces\x12\x18\n" +
 	"\aoffline\x18\t \x01(\bR\aoffline\x12)\n" +
 	"\x10proposed_default\x18\n" +
-	" \x01(\bR\x0fproposedDefault\x1a\xe3\x01\n" +
+	" \x01(\bR\x0fproposedDefault\x1a\x90\x02\n" +
 	"\bResponse\x12\x18\n" +
 	"\aplanned\x18\x01 \x01(\fR\aplanned\x12O\n" +
 	"\x10requires_replace\x18\x02 \x03(\v2$.sparkform.provider.v1.AttributePathR\x0frequiresReplace\x12'\n" +
 	"\x0fplanned_private\x18\x03 \x01(\fR\x0eplannedPrivate\x12C\n" +
-	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\"\xaf\x05\n" +
+	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12+\n" +
+	"\x11planned_unchanged\x18\x05 \x01(\bR\x10plannedUnchanged\"\xaf\x05\n" +
 	"\x13ApplyResourceChange\x1a\xd3\x01\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
