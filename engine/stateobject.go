@@ -84,13 +84,15 @@ func DecodeValue(b json.RawMessage) (cty.Value, error) {
 // store keeps each distinct type once (state.Resource.ValueType), so a
 // value costs its data alone, and decoding it knows its type up front
 // instead of reading it from every value (cty/json's dynamic form).
-func encodeStateValue(v cty.Value) (typ, data []byte, err error) {
-	v, _ = v.UnmarkDeep()
+func encodeStateValue(resourceType string, v cty.Value) (typ, data []byte, err error) {
+	if v.ContainsMarked() { // a walk; UnmarkDeep rebuilds the value
+		v, _ = v.UnmarkDeep()
+	}
 	if !v.IsWhollyKnown() {
 		v = unknownAsNull(v)
 	}
 	ty := v.Type()
-	if typ, err = ctyjson.MarshalType(ty); err != nil {
+	if typ, err = typeJSON(resourceType, ty); err != nil {
 		return nil, nil, err
 	}
 	if data, err = ctymsgpack.Marshal(v, ty); err != nil {
@@ -132,6 +134,27 @@ func JSONForm(r *state.Resource) (*state.Resource, error) {
 	c := *r
 	c.Value, c.ValueType = js, nil
 	return &c, nil
+}
+
+// typeJSONs caches, per resource type, the JSON of the last value type
+// written: instances of one type nearly always have the same one.
+var typeJSONs sync.Map // resource type -> *typeJSONEntry
+
+type typeJSONEntry struct {
+	ty cty.Type
+	js []byte // shared by the records that use it: never modified
+}
+
+func typeJSON(resourceType string, ty cty.Type) ([]byte, error) {
+	if e, ok := typeJSONs.Load(resourceType); ok && e.(*typeJSONEntry).ty.Equals(ty) {
+		return e.(*typeJSONEntry).js, nil
+	}
+	js, err := ctyjson.MarshalType(ty)
+	if err != nil {
+		return nil, err
+	}
+	typeJSONs.Store(resourceType, &typeJSONEntry{ty: ty, js: js[:len(js):len(js)]})
+	return js, nil
 }
 
 // stateTypes caches decoded value types by their JSON: a state holds a
@@ -209,7 +232,7 @@ func decodeStateObject(r *state.Resource, nodes nodeCache) (*stateObject, error)
 
 // record is the state record of the object.
 func (in *stateObject) record() (*state.Resource, error) {
-	typ, val, err := encodeStateValue(in.Value)
+	typ, val, err := encodeStateValue(in.Type, in.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
 	}

@@ -112,3 +112,27 @@ func BenchmarkDecodeState(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeState: making one sparkform_data instance's record (what
+// apply does twice per instance: the journal intent and the result).
+func BenchmarkEncodeState(b *testing.B) {
+	v := stateValues()["data"]
+	obj := &stateObject{Addr: "sparkform_data.c0_1", Type: "sparkform_data", Provider: "sparkform", Value: v,
+		Node: sdk.Node{Name: "node.local", Transport: "local", Port: 22, User: "root"}, Dependencies: []string{"sparkform_data.c0_0"}}
+	b.Run("format=1", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := EncodeValue(obj.Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("format=2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := obj.record(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
