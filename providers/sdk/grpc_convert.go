@@ -204,9 +204,13 @@ func (c *typeCache) add(e *typeEntry) *typeEntry {
 }
 
 // marshal is msgpack.Marshal made safe for values that do not conform to
-// ty (it panics on a missing attribute). Checking conformance up front
+// ty (it panics on a missing attribute), and fast for the values that do
+// (appendValue). Checking conformance up front
 // would cost a tenth of a plan RPC; a provider bug is the rare case.
 func marshal(v cty.Value, ty cty.Type) (b []byte, err error) {
+	if b, ok := appendValue(make([]byte, 0, 128), v, ty); ok {
+		return b, nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			b = nil
