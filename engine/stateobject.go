@@ -101,6 +101,17 @@ func encodeStateValue(resourceType string, v cty.Value) (typ, data []byte, err e
 	return typ, data, nil
 }
 
+// CompactValue turns a value in the JSON form (EncodeValue) into the
+// state's binary form: what state.Options.ConvertValue wants, so a state
+// converted from format 1 or pushed from a snapshot holds binary values.
+func CompactValue(js json.RawMessage) (typ, data []byte, err error) {
+	v, err := DecodeValue(js)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encodeStateValue("", v)
+}
+
 // ResourceValue decodes the value of a state record, in either form
 // (state.Resource.Value).
 func ResourceValue(r *state.Resource) (cty.Value, error) {

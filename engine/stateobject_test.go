@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"math/big"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -135,4 +138,97 @@ func BenchmarkEncodeState(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A state of format 1 (state/testdata/format1.db, JSON values), opened
+// for writing with CompactValue as the CLI opens it, is converted with
+// its values in the binary form: its records read back the same values
+// (instances, the journal intent, history priors), and a state pushed
+// from a snapshot (JSON values) is stored binary as well.
+func TestFormat1StateGetsBinaryValues(t *testing.T) {
+	data, err := os.ReadFile("../state/testdata/format1.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	values := func(s state.Store, wantBinary bool) map[string]cty.Value {
+		t.Helper()
+		snap, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]cty.Value{}
+		add := func(key string, r *state.Resource) {
+			if wantBinary != (r.ValueType != nil) {
+				t.Errorf("%s: value type %s, want binary %v", key, r.ValueType, wantBinary)
+			}
+			v, err := ResourceValue(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[key] = v
+		}
+		for _, r := range snap.Resources {
+			add(r.Address, r)
+			hs, err := s.History(r.Address)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hs {
+				if h.Prior != nil {
+					add(fmt.Sprintf("%s@%d", r.Address, h.Serial), h.Prior)
+				}
+			}
+		}
+		for _, in := range snap.Intents {
+			add("intent "+in.Address, in.Resource)
+		}
+		return out
+	}
+	ro, err := state.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := values(ro, false)
+	ro.Close()
+	s, err := state.Open(path, state.Options{ConvertValue: CompactValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after := values(s, true)
+	if len(before) != 5 || len(after) != len(before) {
+		t.Fatalf("%d values before, %d after", len(before), len(after))
+	}
+	for k, v := range before {
+		if !after[k].RawEquals(v) {
+			t.Errorf("%s: %#v, was %#v", k, after[k], v)
+		}
+	}
+	// state push: a snapshot's JSON values are stored binary.
+	p := &state.Portable{Version: state.PortableVersion, Lineage: "11111111-2222-4333-8444-555555555555", Serial: 9}
+	snap, _ := s.Snapshot()
+	for _, r := range snap.Resources {
+		jf, err := JSONForm(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Resources = append(p.Resources, jf)
+	}
+	if err := s.Replace(p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Resources()
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%d resources after Replace, %v", len(got), err)
+	}
+	for _, r := range got {
+		v, err := ResourceValue(r)
+		if r.ValueType == nil || err != nil || !v.RawEquals(before[r.Address]) {
+			t.Errorf("%s after Replace: type %s, %#v, %v", r.Address, r.ValueType, v, err)
+		}
+	}
 }

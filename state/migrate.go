@@ -3,16 +3,18 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // migrate converts a format-1 file (JSON records) to format 2 in the
 // writer's opening transaction: every resource, intent and history record
-// is decoded as format 1 and encoded as format 2 (values stay in the form
-// they have: a JSON value becomes binary when the engine next writes the
+// is decoded as format 1 and encoded as format 2, its value converted to
+// the binary form by convert (Options.ConvertValue; without it, or where
+// it fails, a JSON value stays JSON until the engine next writes the
 // instance). Each bucket is rebuilt in key order, so its pages are full.
-func migrate(tx *bolt.Tx) error {
+func migrate(tx *bolt.Tx, convert func(json.RawMessage) ([]byte, []byte, error)) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketInterned); err != nil {
 		return err
 	}
@@ -25,7 +27,7 @@ func migrate(tx *bolt.Tx) error {
 		if r.Status == "" {
 			r.Status = StatusReady
 		}
-		return appendResource(nil, r, string(k), in)
+		return appendResource(nil, compactValue(r, convert), string(k), in)
 	})
 	if err != nil {
 		return err
@@ -35,6 +37,7 @@ func migrate(tx *bolt.Tx) error {
 		if err != nil {
 			return nil, err
 		}
+		it.Resource = compactValue(it.Resource, convert)
 		return appendIntent(nil, it, in)
 	})
 	if err != nil {
@@ -52,7 +55,7 @@ func migrate(tx *bolt.Tx) error {
 		}
 		var prior []byte
 		if e.Prior != nil {
-			if prior, err = appendResource(nil, e.Prior, addr, in); err != nil {
+			if prior, err = appendResource(nil, compactValue(e.Prior, convert), addr, in); err != nil {
 				return nil, err
 			}
 		}

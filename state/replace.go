@@ -18,7 +18,7 @@ func (s *BoltStore) Replace(p *Portable) error {
 		if err := checkResource(r); err != nil {
 			return err
 		}
-		rec := *r
+		rec := *compactValue(r, s.convert)
 		if rec.Status == "" {
 			rec.Status = StatusReady
 		}

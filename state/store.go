@@ -68,8 +68,9 @@ type BoltStore struct {
 	waiting     atomic.Int64  // writers blocked in submit
 	lastWaiting atomic.Int64  // waiting, sampled after the last commit
 
-	mayCreate bool // Open may give the file a new lineage (see checkExisting)
-	treeOK    bool // the whole page tree was checked (checkTree), under dbMu
+	mayCreate bool                                          // Open may give the file a new lineage (see checkExisting)
+	convert   func(json.RawMessage) ([]byte, []byte, error) // Options.ConvertValue
+	treeOK    bool                                          // the whole page tree was checked (checkTree), under dbMu
 }
 
 // Open opens (creating if needed) the state at path for writing. It takes
@@ -97,7 +98,7 @@ func Open(path string, opts Options) (*BoltStore, error) {
 		l.release()
 		return nil, err
 	}
-	s := &BoltStore{path: path, lock: l, mayCreate: mayCreate}
+	s := &BoltStore{path: path, lock: l, mayCreate: mayCreate, convert: opts.ConvertValue}
 	if err := s.init(); err != nil {
 		l.release()
 		return nil, err
@@ -210,7 +211,7 @@ func (s *BoltStore) init() error {
 				return err
 			}
 			if m.Version < FormatVersion {
-				return migrate(tx)
+				return migrate(tx, s.convert)
 			}
 		}
 		for _, b := range all {

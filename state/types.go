@@ -139,6 +139,33 @@ type Options struct {
 	// has no lineage as a new state (a new lineage). Without it Open
 	// refuses such a file with ErrNoLineage.
 	ResetState bool
+	// ConvertValue, when set, turns a value in the JSON form (a Resource
+	// without ValueType) into the engine's binary form. The store uses it
+	// where it writes records it did not get from the engine: converting a
+	// format-1 file, and Replace (state push, state migrate), so those
+	// records read as fast as freshly written ones. A value it fails on
+	// stays as it was.
+	ConvertValue func(jsonValue json.RawMessage) (valueType, value []byte, err error)
+}
+
+// compactValue returns r with its value in the binary form when convert
+// can make it; r itself is not modified.
+func compactValue(r *Resource, convert func(json.RawMessage) ([]byte, []byte, error)) *Resource {
+	if convert == nil || r == nil || r.ValueType != nil || len(r.Value) == 0 {
+		return r
+	}
+	typ, val, err := convert(r.Value)
+	if err != nil || typ == nil {
+		return r
+	}
+	c := *r
+	c.Value, c.ValueType = val, typ
+	return &c
+}
+
+// CompactValue is compactValue for other backends.
+func CompactValue(r *Resource, convert func(json.RawMessage) ([]byte, []byte, error)) *Resource {
+	return compactValue(r, convert)
 }
 
 // Holder is the side record naming the writer-lock holder.

@@ -147,7 +147,8 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 			return nil, err
 		}
 	}
-	st, err := be.Open(state.Options{LockTimeout: lockTimeout, Command: command, ResetState: m.resetState})
+	st, err := be.Open(state.Options{LockTimeout: lockTimeout, Command: command, ResetState: m.resetState,
+		ConvertValue: engine.CompactValue})
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -42,7 +43,7 @@ lineage) is refused unless -force is given. The source is left as it was.`,
 			} else if err := os.MkdirAll(m.Dir()+"/.sparkform", 0o700); err != nil {
 				return err
 			}
-			src, err := from.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (source)"})
+			src, err := from.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (source)", ConvertValue: engine.CompactValue})
 			if err != nil {
 				return fmt.Errorf("source: %w", err)
 			}
@@ -51,7 +52,7 @@ lineage) is refused unless -force is given. The source is left as it was.`,
 			if err != nil {
 				return fmt.Errorf("source %s: %w", from, err)
 			}
-			dst, err := to.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (target)"})
+			dst, err := to.Open(state.Options{LockTimeout: migTimeout, Command: "sparkform state migrate (target)", ConvertValue: engine.CompactValue})
 			if err != nil {
 				return fmt.Errorf("target: %w", err)
 			}

@@ -482,7 +482,7 @@ func (s *Store) Replace(p *state.Portable) error {
 		if err := state.CheckResource(r); err != nil {
 			return err
 		}
-		rec := *r
+		rec := *state.CompactValue(r, s.convert)
 		if rec.Status == "" {
 			rec.Status = state.StatusReady
 		}

@@ -91,7 +91,8 @@ type Store struct {
 	c        *clientv3.Client
 	k        keys
 	readOnly bool
-	lock     *lease // nil when read-only
+	lock     *lease                                        // nil when read-only
+	convert  func(json.RawMessage) ([]byte, []byte, error) // state.Options.ConvertValue
 
 	qmu    sync.RWMutex
 	closed bool
@@ -119,7 +120,7 @@ func (b *Backend) OpenStore(opts state.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{b: b, c: c, k: keys{b.cfg.Prefix + "/"}}
+	s := &Store{b: b, c: c, k: keys{b.cfg.Prefix + "/"}, convert: opts.ConvertValue}
 	l, err := s.acquire(opts)
 	if err != nil {
 		c.Close()
