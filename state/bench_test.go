@@ -276,10 +276,12 @@ func BenchmarkApply(b *testing.B) {
 				}()
 			}
 			wg.Wait()
+			commits := s.commits.Load()
 			if err := s.Close(); err != nil { // includes the last-good copy
 				b.Fatal(err)
 			}
 			b.StopTimer()
+			b.ReportMetric(2*float64(b.N)/float64(commits), "writes/commit")
 			fi, err := os.Stat(path)
 			if err != nil {
 				b.Fatal(err)
