@@ -226,10 +226,15 @@ func (s *muxSession[Q, E]) flush() {
 		m.mu.Unlock()
 		err := s.stream.send(items, cancels)
 		m.mu.Lock()
-		if err != nil {
-			// The calls sent are failed here (a message the transport
-			// refused is not coming back); the reader fails the rest when
-			// the stream is broken. New calls go to a new session.
+		if err != nil && errors.Is(err, io.EOF) {
+			// The stream is gone; the reader gets its real status (a
+			// killed plugin, say) and fails every call with it. New calls
+			// go to a new session.
+			s.retire()
+		} else if err != nil {
+			// The message was refused (too large, say), which also ends
+			// the stream: these calls fail with that reason, the reader
+			// fails the rest.
 			s.retire()
 			var failed []*muxCall[E]
 			for _, it := range items {
