@@ -55,10 +55,18 @@ demo: build
 
 # The end-to-end benchmarks run a test build (-tags kmodsim): its kmod
 # provider drives simulated kernels; the shipped binary never does.
+# bench/run.sh measures every config shape (count, single-instance blocks,
+# for_each, module) at BENCH_N instances; `make bench BENCH_N="1000 10000 50000"`
+# adds the 50,000 run (one run per shape), BENCH_SHAPES picks shapes, and
+# TOFU=/path/to/tofu (an OpenTofu you built; never committed) runs the same
+# shapes through OpenTofu and prints the ratios. See bench/README.md.
+BENCH_N      ?= 1000 10000
+BENCH_SHAPES ?= count blocks foreach module
+TOFU         ?=
 bench: build
 	$(GO) build -tags kmodsim -o bin/sparkform-kmodsim ./cmd/sparkform
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
-	SPARKFORM_BIN=$(CURDIR)/bin/sparkform-kmodsim ./bench/run.sh
+	SPARKFORM_BIN=$(CURDIR)/bin/sparkform-kmodsim TOFU="$(TOFU)" ./bench/run.sh -n "$(BENCH_N)" -p "$(BENCH_SHAPES)" -f
 	BIN=$(CURDIR)/$(BIN) ./bench/etcd.sh
 
 # Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).

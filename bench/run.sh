@@ -354,12 +354,15 @@ fi
 
 if [[ -n $FLOORBIN ]]; then
   echo
-  echo "floor parts (bench/floor; see bench/README.md 'The physical limit'):"
+  echo "floor parts (bench/floor; medians; see bench/README.md 'The physical limit'):"
   for shape in $SHAPES; do
     for n in $NS; do
-      sed "s/^/  $shape N=$n: /" "$RES/sparkform.$shape.$n.floor"
+      [[ -s $RES/sparkform.$shape.$n.floor ]] && sed "s/^/  $shape N=$n: /" "$RES/sparkform.$shape.$n.floor"
     done
   done
+  sshflag=
+  if [[ $(id -u) = 0 && -x /usr/sbin/sshd ]]; then sshflag=-ssh; fi
+  "$FLOORBIN" -n 0 -bin "$BIN" $sshflag 2>&1 | sed 's/^/  /'
 fi
 
 if [[ $SKIP_SSH = 0 ]]; then
