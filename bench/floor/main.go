@@ -13,6 +13,10 @@
 //     (what a no-op plan must read); delete: one fsync'd commit removing
 //     them (destroy). The file size / N is the floor of state bytes per
 //     instance.
+//   - wire: cty msgpack encode + decode of the N instance objects (id,
+//     input, output), as a batched plugin RPC carries them: one crossing of
+//     the plugin boundary per instance and direction is the floor for an
+//     out-of-process provider.
 //   - exec: start the sparkform binary (-bin) for `version`: the fixed cost
 //     of one process start of a Go binary this size.
 //   - ssh (-ssh, needs root and sshd): one real sshd (internal/testbed) on
@@ -38,6 +42,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/msgpack"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/crypto/ssh"
 
@@ -86,6 +91,10 @@ func main() {
 		cd, wd := median(cds), median(wds)
 		out = append(out, fmt.Sprintf("commit %d records cpu %.4f s wall %.4f s (file %.0f B/instance, pages in use %.0f B/instance); read cpu %.4f s wall %.4f s; delete cpu %.4f s wall %.4f s",
 			*n, cw, ww, float64(size)/float64(*n), float64(inuse)/float64(*n), cr, wr, cd, wd))
+	}
+	if *n > 0 {
+		cw, ww := med(*runs, func() { wire(*n) })
+		out = append(out, fmt.Sprintf("wire msgpack encode+decode of %d instance objects cpu %.4f s wall %.4f s", *n, cw, ww))
 	}
 	if *bin != "" {
 		var cs, ws []float64
@@ -541,4 +550,22 @@ func sshFloor() (handshake, roundTrip float64, err error) {
 		sess.Close()
 	}
 	return median(hs), median(rt), nil
+}
+
+// ---- wire ------------------------------------------------------------------
+
+var instTy = cty.Object(map[string]cty.Type{"id": cty.String, "input": cty.String, "output": cty.String})
+
+func wire(n int) {
+	for i := 0; i < n; i++ {
+		in := fmt.Sprintf("%016x", i+1)
+		v := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal(fmt.Sprintf("%016x", i)), "input": cty.StringVal(in), "output": cty.StringVal(in)})
+		b, err := msgpack.Marshal(v, instTy)
+		if err != nil {
+			fail(err)
+		}
+		if _, err := msgpack.Unmarshal(b, instTy); err != nil {
+			fail(err)
+		}
+	}
 }
