@@ -90,11 +90,9 @@ if [[ -z $BIN ]]; then
   BIN=$WORK/sparkform
   (cd "$ROOT" && go build -tags kmodsim -o "$BIN" ./cmd/sparkform)
 fi
-FLOORBIN=
-if [[ $FLOOR = 1 ]]; then
-  FLOORBIN=$WORK/floor
-  (cd "$ROOT" && go build -o "$FLOORBIN" ./bench/floor)
-fi
+# bench/floor: the floor's parts (-f), and the bytes in use of a state file.
+FLOORBIN=$WORK/floor
+(cd "$ROOT" && go build -o "$FLOORBIN" ./bench/floor)
 export BIN WORK ROOT RUNS
 
 # ---- configs ---------------------------------------------------------------
@@ -225,28 +223,29 @@ median() {
 
 # run_sparkform SHAPE N RUNS
 run_sparkform() {
-  local shape=$1 n=$2 runs=$3 r p=$RES/sparkform.$1.$2 d=$WORK/sparkform/$1/$2
+  local shape=$1 n=$2 runs=$3 r p=$RES/sparkform.$1.$2 d=$WORK/cfg/sparkform/$1/$2
   gen_dir sparkform "$shape" "$n" "$d"
   for ((r = 1; r <= runs; r++)); do
     rm -rf "$d/.sparkform"
     (cd "$d" && measure "$p.apply" "$BIN" apply -auto-approve -no-color) || fail "sparkform apply failed ($shape N=$n)"
-    echo $(($(wc -c <"$d/.sparkform/state.db"))) >>"$p.state"
+    echo "$(($(wc -c <"$d/.sparkform/state.db"))) $("$FLOORBIN" -state "$d/.sparkform/state.db")" >>"$p.state"
     (cd "$d" && measure "$p.plan" "$BIN" plan -detailed-exitcode -no-color) ||
       fail "sparkform: the plan after apply is not a no-op ($shape N=$n)"
     (cd "$d" && measure "$p.destroy" "$BIN" destroy -auto-approve -no-color) || fail "sparkform destroy failed ($shape N=$n)"
   done
-  if [[ -n $FLOORBIN ]]; then "$FLOORBIN" -dir "$d" -n "$n" -shape "$shape" >"$p.floor" 2>&1 || fail "floor failed: $(cat "$p.floor")"; fi
+  if [[ $FLOOR = 1 ]]; then "$FLOORBIN" -dir "$d" -n "$n" -shape "$shape" >"$p.floor" 2>&1 || fail "floor failed: $(cat "$p.floor")"; fi
 }
 
 # run_tofu SHAPE N RUNS
 run_tofu() {
-  local shape=$1 n=$2 runs=$3 r p=$RES/tofu.$1.$2 d=$WORK/tofu/$1/$2
+  local shape=$1 n=$2 runs=$3 r p=$RES/tofu.$1.$2 d=$WORK/cfg/tofu/$1/$2
   gen_dir tofu "$shape" "$n" "$d"
   (cd "$d" && "$TOFU" init -input=false -no-color >"$WORK/last.log" 2>&1) || fail "tofu init failed ($shape N=$n)"
   for ((r = 1; r <= runs; r++)); do
     rm -f "$d/terraform.tfstate" "$d/terraform.tfstate.backup"
     (cd "$d" && measure "$p.apply" "$TOFU" apply -auto-approve -input=false -no-color) || fail "tofu apply failed ($shape N=$n)"
-    echo $(($(wc -c <"$d/terraform.tfstate"))) >>"$p.state"
+    sz=$(($(wc -c <"$d/terraform.tfstate")))
+    echo "$sz $sz" >>"$p.state"
     (cd "$d" && measure "$p.plan" "$TOFU" plan -detailed-exitcode -input=false -no-color) ||
       fail "tofu: the plan after apply is not a no-op ($shape N=$n)"
     (cd "$d" && measure "$p.destroy" "$TOFU" destroy -auto-approve -input=false -no-color) || fail "tofu destroy failed ($shape N=$n)"
@@ -258,12 +257,14 @@ runs_for() { if (($1 > 10000)); then echo "$BIG_RUNS"; else echo "$2"; fi; }
 TOOLS=${TOOLS:-sparkform${TOFU:+ tofu}}
 if [[ $TOOLS = *tofu* && -z $TOFU ]]; then echo "bench: TOOLS has tofu but TOFU is unset" >&2; exit 2; fi
 if [[ -n $TOFU ]]; then
-  export TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1
+  : >"$WORK/tofurc"
+  export TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=$WORK/tofurc
   TOFU_VERSION=$("$TOFU" version 2>/dev/null | head -1)
 fi
 
-echo "sparkform bench: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') $(go version | awk '{print $3}') $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg); shapes: $SHAPES; N: $NS; $RUNS runs (N > 10000: $BIG_RUNS)${TOFU:+; OpenTofu: $TOFU_VERSION, N: $TOFU_NS, $TOFU_RUNS runs}"
-echo "medians [min-max]; cpu = user+sys of the tool and its plugin children; RSS = peak of the largest process; state = file size after apply / N"
+echo "sparkform bench: repo $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), binary $BIN, $(go version | awk '{print $3}') $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg); shapes: $SHAPES; N: $NS; $RUNS runs (N > 10000: $BIG_RUNS)${TOFU:+; OpenTofu: $TOFU_VERSION, N: $TOFU_NS, $TOFU_RUNS runs}"
+echo "medians [min-max]; cpu = user+sys of the tool and its plugin children; RSS = peak of the largest process;"
+echo "state = file size after apply / N (bbolt grows its file in steps), and the bytes of bbolt pages in use / N (OpenTofu: the JSON file)"
 printf '%-9s %-9s %-6s %-8s %-22s %-22s %-22s %s\n' tool shape N phase "wall s" "cpu s" "peak RSS MiB" "state B/inst"
 for shape in $SHAPES; do
   for tool in $TOOLS; do
@@ -273,7 +274,7 @@ for shape in $SHAPES; do
       p=$RES/$tool.$shape.$n
       for ph in apply plan destroy; do
         st=""
-        if [[ $ph = apply ]]; then st=$(awk -v n="$n" '{print $1 / n}' "$p.state" | sort -g | awk '{v[NR]=$1} END {printf "%.0f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'); fi
+        if [[ $ph = apply ]]; then st="$(awk -v n="$n" '{print $1 / n}' "$p.state" | sort -g | awk '{v[NR]=$1} END {printf "%.0f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}') ($(awk -v n="$n" '{print $2 / n}' "$p.state" | sort -g | awk '{v[NR]=$1} END {printf "%.0f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}') in use)"; fi
         printf '%-9s %-9s %-6s %-8s %-22s %-22s %-22s %s\n' "$tool" "$shape" "$n" "$ph" "$(stat "$p.$ph" 1)" "$(stat "$p.$ph" 2)" "$(stat "$p.$ph" 3)" "$st"
       done
     done
@@ -302,7 +303,7 @@ for tool in $TOOLS; do
 done
 
 # sparkform / OpenTofu, per shape, N and phase.
-if [[ -n $TOFU ]]; then
+if [[ " $TOOLS " = *" sparkform "*" tofu "* ]]; then
   echo
   echo "sparkform / OpenTofu (medians; CPU and peak RSS; < 1 is sparkform cheaper):"
   for shape in $SHAPES; do
@@ -352,7 +353,7 @@ if [[ " $NS " = *" 10000 "* && " $TOOLS " = *" sparkform "* ]]; then
   done
 fi
 
-if [[ -n $FLOORBIN ]]; then
+if [[ $FLOOR = 1 ]]; then
   echo
   echo "floor parts (bench/floor; medians; see bench/README.md 'The physical limit'):"
   for shape in $SHAPES; do

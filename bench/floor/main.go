@@ -19,6 +19,8 @@
 //     out-of-process provider.
 //   - exec: start the sparkform binary (-bin) for `version`: the fixed cost
 //     of one process start of a Go binary this size.
+//   - -state FILE prints the bytes of pages in use in a bbolt state file
+//     (run.sh prints them beside the file size) and exits.
 //   - ssh (-ssh, needs root and sshd): one real sshd (internal/testbed) on
 //     loopback; the SSH handshake (dial + key exchange + public key auth)
 //     and one round trip (a session running `true`), each the median of 9.
@@ -56,7 +58,12 @@ func main() {
 	runs := flag.Int("r", 3, "runs per part (median printed)")
 	bin := flag.String("bin", "", "sparkform binary: time one process start (`version`)")
 	doSSH := flag.Bool("ssh", false, "time an SSH handshake and round trip to a real sshd (root)")
+	stateFile := flag.String("state", "", "print the bytes of bbolt pages in use in this state file (all buckets) and exit")
 	flag.Parse()
+	if *stateFile != "" {
+		fmt.Println(inUse(*stateFile))
+		return
+	}
 	_ = shape
 	var out []string
 	if *dir != "" {
@@ -492,6 +499,28 @@ func boltDelete(path string) {
 	if err != nil {
 		fail(err)
 	}
+}
+
+// inUse: the bytes of the branch and leaf pages in use in every bucket of a
+// bbolt file (the file itself grows in steps and keeps free pages).
+func inUse(path string) int64 {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		fail(err)
+	}
+	defer db.Close()
+	var sum int64
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+			st := b.Stats()
+			sum += int64(st.BranchInuse + st.LeafInuse + st.InlineBucketInuse)
+			return nil
+		})
+	})
+	if err != nil {
+		fail(err)
+	}
+	return sum
 }
 
 // ---- ssh -------------------------------------------------------------------
