@@ -37,13 +37,23 @@ func (m *meta) backend() (state.Backend, error) {
 	if m.be != nil {
 		return m.be, nil
 	}
-	be, files, ds := config.LoadBackend(m.Dir())
-	if m.files == nil {
-		m.files = files
-	}
-	if ds.HasErrors() {
-		m.diags(ds)
-		return nil, &exitError{1}
+	var be *config.Backend
+	if m.mod != nil {
+		// Parsed already (plan, apply, import): parsing a large
+		// configuration again only for its backend block doubled the
+		// parser's work and garbage.
+		be = m.mod.Backend
+	} else {
+		var files map[string]*hcl.File
+		var ds hcl.Diagnostics
+		be, files, ds = config.LoadBackend(m.Dir())
+		if m.files == nil {
+			m.files = files
+		}
+		if ds.HasErrors() {
+			m.diags(ds)
+			return nil, &exitError{1}
+		}
 	}
 	b, ds := m.buildBackend(be)
 	if m.diags(ds) {

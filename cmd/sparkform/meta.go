@@ -43,6 +43,9 @@ type meta struct {
 
 	files map[string]*hcl.File // for rendering diagnostics
 	be    state.Backend        // where state lives (see backend)
+	// mod is the root module once loadConfig has parsed it: backend reads
+	// its backend block from it instead of parsing every file again.
+	mod *config.Module
 
 	backendConfig []string // -backend-config KEY=VALUE
 	host          *plugin.Host
@@ -113,6 +116,7 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	if m.diags(ds) {
 		return nil, false
 	}
+	m.mod = mod
 	return mod, true
 }
 
