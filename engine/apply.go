@@ -283,7 +283,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	}
 	rng := r.DeclRange
 	diags = append(diags, sdkDiags(resp.Diagnostics, ci.Addr, r.Config, &rng)...)
-	return ap.storeApplied(obj, c, resp, schema.Block.ImpliedType(), diags)
+	return ap.storeApplied(obj, c, resp, ap.cg.types[r.Addr.Type], diags)
 }
 
 // replan plans ci again with what is known now that its dependencies are
@@ -292,7 +292,7 @@ func (ap *applier) replan(ctx context.Context, prov sdk.Provider, r *config.Reso
 	rng := r.DeclRange
 	prior, priorPrivate := c.Before, c.PriorPrivate
 	if c.Action != plans.Update {
-		prior, priorPrivate = cty.NullVal(schema.Block.ImpliedType()), nil
+		prior, priorPrivate = cty.NullVal(ap.cg.types[r.Addr.Type]), nil
 	}
 	cfg := applyIgnoreChanges(ci.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
 	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ci, prior, priorPrivate, cfg, replacesOf(c), false)

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
@@ -29,6 +30,10 @@ type configGraph struct {
 	// (directly, through locals and nodes, or by depends_on).
 	resourceDeps map[string][]string
 	schemas      map[string]*sdk.ResourceSchema
+	// types holds each resource type's value type (its schema's implied
+	// type), built once: ImpliedType builds a new type on every call, and
+	// a value keeps the type it was made with.
+	types map[string]cty.Type
 	// sameKeyDeps[B][A]: every reference from resource B to resource A
 	// indexes A by B's own each.key or count.index, so B[k] needs only A[k].
 	sameKeyDeps map[string]map[string]bool
@@ -41,12 +46,36 @@ type configGraph struct {
 // buildConfigGraph parses the references of every block and connects them.
 // It needs the schema of every resource type (to find references inside
 // resource bodies), so it starts the providers the configuration uses.
+//
+// The graph depends only on the module and the schemas, so the engine
+// builds it once per Module: each call gets its own copy of the shared
+// parts with no expansions (a walk's expandStatic fills those in).
 func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
+	e.graphMu.Lock()
+	defer e.graphMu.Unlock()
+	if b := e.graph; b != nil && b.mod == e.Module {
+		cg := *b.cg
+		cg.expansions = nil
+		return &cg, b.diags
+	}
+	cg, diags := e.newConfigGraph(ctx)
+	if cg != nil && !diags.HasErrors() {
+		shared := *cg
+		e.graph = &builtGraph{mod: e.Module, cg: &shared, diags: diags}
+	}
+	return cg, diags
+}
+
+func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
 	cg := &configGraph{g: newVGraph(), refs: map[vertex][]*addrs.Reference{}, resourceDeps: map[string][]string{},
 		sameKeyDeps: map[string]map[string]bool{}}
 	var diags hcl.Diagnostics
 	if cg.schemas, diags = e.resourceSchemas(ctx); diags.HasErrors() {
 		return nil, diags
+	}
+	cg.types = make(map[string]cty.Type, len(cg.schemas))
+	for name, s := range cg.schemas {
+		cg.types[name] = s.Block.ImpliedType()
 	}
 	if diags = cg.addBlocks(e.Module); diags.HasErrors() {
 		return nil, diags

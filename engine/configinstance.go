@@ -72,7 +72,7 @@ func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.Ins
 		return nil, diags
 	}
 	cfg, sens := config.TakeSensitive(cfg)
-	return &configInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, schema.Block), SensitiveAttrs: sens}, diags
+	return &configInstance{Addr: addr, Key: k, Node: node, Config: conform(cfg, ev.cg.types[r.Addr.Type]), SensitiveAttrs: sens}, diags
 }
 
 // evalInstance evaluates one instance vertex's node and configuration.
@@ -82,9 +82,9 @@ func (ev *evaluator) evalInstance(iv *instanceVertex) (*configInstance, hcl.Diag
 }
 
 // conform makes v an object with exactly the block's attributes (computed
-// attributes the decoder left out become null), converted to their types.
-func conform(v cty.Value, b *sdk.Block) cty.Value {
-	ty := b.ImpliedType()
+// attributes the decoder left out become null), converted to their types;
+// ty is the block's implied type.
+func conform(v cty.Value, ty cty.Type) cty.Value {
 	if v.IsNull() || !v.IsKnown() {
 		return v
 	}

@@ -101,7 +101,7 @@ func BenchmarkGraphBuild(b *testing.B) {
 	cb := newChainBench(b, 1000)
 	e := &Engine{Module: cb.mod, Providers: cb.provs}
 	for b.Loop() {
-		if _, diags := e.buildConfigGraph(context.Background()); diags.HasErrors() {
+		if _, diags := e.newConfigGraph(context.Background()); diags.HasErrors() {
 			b.Fatal(diagString(diags))
 		}
 	}

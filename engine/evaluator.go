@@ -90,8 +90,19 @@ type evaluator struct {
 	nodes  map[string]*blockValues
 	res    map[string]*blockValues
 
+	rootOnce sync.Once
+	root     *hcl.EvalContext
+
 	baseMu sync.Mutex
-	bases  map[string]*hcl.EvalContext
+	bases  map[string]*blockBase
+}
+
+// blockBase is a block's context shared by its instances, and how many of
+// them have yet to take it: the last one drops it, so a walk does not keep
+// every block's context (and the values in it) to its end.
+type blockBase struct {
+	ctx  *hcl.EvalContext
+	left int
 }
 
 func newEvaluator(mod *config.Module, cg *configGraph, vars map[string]cty.Value) *evaluator {
@@ -109,39 +120,75 @@ func (ev *evaluator) block(m map[string]*blockValues, key string, mode expansion
 	return b
 }
 
+// rootContext is the part of every context that is the same in one walk:
+// var, path and the functions (see config.RootContext), built once.
+func (ev *evaluator) rootContext() *hcl.EvalContext {
+	ev.rootOnce.Do(func() { ev.root = config.RootContext(ev.mod.Dir, ev.vars) })
+	return ev.root
+}
+
 // scope builds the evaluation context for vertex v from the values of
-// exactly what v references, so building it costs O(references), not
-// O(configuration).
+// exactly what v references: a child of the walk's root context that
+// holds only the locals, nodes and resources v names, so building it
+// costs O(references), not O(configuration). A vertex that references
+// none of them gets the root itself.
 func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
-	s := &config.Scope{
-		BaseDir:   ev.mod.Dir,
-		Variables: ev.vars,
-		Locals:    map[string]cty.Value{},
-		Nodes:     map[string]cty.Value{},
-		Resources: map[string]map[string]cty.Value{},
+	root := ev.rootContext()
+	refs := ev.cg.refs[v]
+	if len(refs) == 0 {
+		return root
 	}
+	var locals, nodes map[string]cty.Value
+	var res map[string]map[string]cty.Value
 	ev.mu.RLock()
-	defer ev.mu.RUnlock()
-	for _, ref := range ev.cg.refs[v] {
+	for _, ref := range refs {
 		switch subj := ref.Subject.(type) {
 		case addrs.LocalValue:
 			if val, ok := ev.locals[subj.Name]; ok {
-				s.Locals[subj.Name] = val
+				if locals == nil {
+					locals = map[string]cty.Value{}
+				}
+				locals[subj.Name] = val
 			}
 		case addrs.NodeBlock:
 			if b, ok := ev.nodes[subj.Name]; ok {
-				s.Nodes[subj.Name] = b.value()
+				if nodes == nil {
+					nodes = map[string]cty.Value{}
+				}
+				nodes[subj.Name] = b.value()
 			}
 		case addrs.Resource:
 			if b, ok := ev.res[subj.String()]; ok {
-				if s.Resources[subj.Type] == nil {
-					s.Resources[subj.Type] = map[string]cty.Value{}
+				if res == nil {
+					res = map[string]map[string]cty.Value{}
 				}
-				s.Resources[subj.Type][subj.ScopeKey()] = b.value()
+				if res[subj.Type] == nil {
+					res[subj.Type] = map[string]cty.Value{}
+				}
+				res[subj.Type][subj.ScopeKey()] = b.value()
 			}
 		}
 	}
-	return s.EvalContext()
+	ev.mu.RUnlock()
+	if locals == nil && nodes == nil && res == nil {
+		return root
+	}
+	vars := make(map[string]cty.Value, 2+len(res))
+	if locals != nil {
+		vars["local"] = cty.ObjectVal(locals)
+	}
+	if nodes != nil {
+		vars["node"] = cty.ObjectVal(nodes)
+	}
+	for typ, byName := range res {
+		vars[typ] = cty.ObjectVal(byName)
+	}
+	// Functions too, not only through the parent: code that builds a
+	// context of its own from this one (a module input's validation)
+	// takes ctx.Functions.
+	child := root.NewChild()
+	child.Variables, child.Functions = vars, root.Functions
+	return child
 }
 
 // instanceScope adds each/count for one instance.
@@ -150,7 +197,7 @@ func instanceScope(base *hcl.EvalContext, exp *config.Expansion, k addrs.Instanc
 		return base
 	}
 	child := base.NewChild()
-	child.Variables = map[string]cty.Value{}
+	child.Variables, child.Functions = map[string]cty.Value{}, base.Functions
 	if ev, ok := exp.Each[k]; ok {
 		child.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": ev.Key, "value": ev.Value})
 	} else {
@@ -232,7 +279,7 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 	}
 	if ctx == base {
 		ctx = base.NewChild()
-		ctx.Variables = map[string]cty.Value{}
+		ctx.Variables, ctx.Functions = map[string]cty.Value{}, base.Functions
 	}
 	for typ, names := range ev.sameKeyResources(iv) {
 		ctx.Variables[typ] = cty.ObjectVal(names)
@@ -302,20 +349,32 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// blockContext builds a block's evaluation context once: every instance
-// of the block shares it (the blocks it uses whole are complete by then).
+// blockContext is a block's evaluation context: every instance of the
+// block shares it (the blocks it uses whole are complete by then). A block
+// of one instance builds it for that instance alone; one of more builds it
+// once and drops it when its last instance has taken it.
 func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
+	n := 1
+	if exp := ev.cg.expansions[block]; exp != nil {
+		n = len(exp.Keys)
+	}
+	if n <= 1 {
+		return ev.scope(resourceV(block))
+	}
 	ev.baseMu.Lock()
 	defer ev.baseMu.Unlock()
 	if ev.bases == nil {
-		ev.bases = map[string]*hcl.EvalContext{}
+		ev.bases = map[string]*blockBase{}
 	}
-	if c, ok := ev.bases[block]; ok {
-		return c
+	b := ev.bases[block]
+	if b == nil {
+		b = &blockBase{ctx: ev.scope(resourceV(block)), left: n}
+		ev.bases[block] = b
 	}
-	c := ev.scope(resourceV(block))
-	ev.bases[block] = c
-	return c
+	if b.left--; b.left <= 0 {
+		delete(ev.bases, block)
+	}
+	return b.ctx
 }
 
 // nodeInstances returns every node instance evaluated so far, by name.

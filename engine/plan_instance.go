@@ -108,7 +108,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	// validate the config inside PlanResourceChange (sdk.Router does), which
 	// saves one RPC per instance.
 	var diags hcl.Diagnostics
-	ty := schema.Block.ImpliedType()
+	ty := pl.cg.types[r.Addr.Type]
 	prior := pl.prior[ci.Addr]
 	priorVal := cty.NullVal(ty)
 	var priorPrivate []byte

@@ -121,7 +121,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 			names = append(names, name)
 		}
 		b.keys = append(b.keys, key)
-		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, schema.Block)})
+		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, cg.types[r.Addr.Type])})
 	}
 	results := make([]hcl.Diagnostics, len(names))
 	var wg sync.WaitGroup

@@ -150,7 +150,12 @@ func (e *Engine) expandStaticResource(cg *configGraph, ev *evaluator, v vertex, 
 			return nil
 		}
 	}
-	exp, diags := config.Expand(r.ForEach, r.Count, ev.scope(v))
+	var ctx *hcl.EvalContext
+	if r.ForEach != nil || r.Count != nil {
+		// A block without either has its one instance: no context.
+		ctx = ev.scope(v)
+	}
+	exp, diags := config.Expand(r.ForEach, r.Count, ctx)
 	if diags.HasErrors() {
 		return diags
 	}

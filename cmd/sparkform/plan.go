@@ -133,6 +133,7 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 	if mod, ok = m.flatten(mod, vals); !ok {
 		return nil, nil, 1
 	}
+	var validated *engine.Engine
 	if f.mode() == plans.NormalMode {
 		// Config errors are reported before state is touched, so bad input
 		// never creates or locks anything.
@@ -141,7 +142,8 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 			m.fail(err)
 			return nil, nil, 1
 		}
-		if m.diags((&engine.Engine{Module: mod, Providers: host}).Validate(context.Background())) {
+		validated = &engine.Engine{Module: mod, Providers: host}
+		if m.diags(validated.Validate(context.Background())) {
 			return nil, nil, 1
 		}
 	}
@@ -166,6 +168,12 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 	if err != nil {
 		m.fail(err)
 		return nil, nil, 1
+	}
+	if validated != nil {
+		// The engine that validated has the configuration graph built:
+		// plan (and the apply after it) use it, not a second build.
+		validated.Store, validated.Hooks, validated.Parallelism, validated.NodeCheck = eng.Store, eng.Hooks, eng.Parallelism, eng.NodeCheck
+		eng = validated
 	}
 	ctx, stop := m.interruptible()
 	defer stop()

@@ -48,23 +48,8 @@ func (s *Scope) EvalContext() *hcl.EvalContext {
 		"var":   objectOf(s.Variables),
 		"local": objectOf(s.Locals),
 		"node":  objectOf(s.Nodes),
+		"path":  pathValue(s.BaseDir),
 	}
-	cwd, _ := os.Getwd()
-	// path.module is absolute so that both file("x") (relative to the
-	// module, like every file function here) and the Terraform idiom
-	// file("${path.module}/x") name the same file.
-	base := s.BaseDir
-	if base == "" {
-		base = "."
-	}
-	if abs, err := filepath.Abs(base); err == nil {
-		base = abs
-	}
-	vars["path"] = cty.ObjectVal(map[string]cty.Value{
-		"module": cty.StringVal(base),
-		"root":   cty.StringVal(base),
-		"cwd":    cty.StringVal(cwd),
-	})
 	for typ, byName := range s.Resources {
 		vars[typ] = objectOf(byName)
 	}
@@ -75,6 +60,43 @@ func (s *Scope) EvalContext() *hcl.EvalContext {
 		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": s.CountIndex})
 	}
 	return &hcl.EvalContext{Variables: vars, Functions: cachedFunctions(s.BaseDir)}
+}
+
+// RootContext is what every evaluation context of one module shares: var
+// (all of vars), path, the functions, and local and node empty. A block's
+// own context is a child of it that adds only what the block references
+// (see the engine's evaluator), so building one costs O(references), and
+// the shared part is built once per walk instead of once per block.
+func RootContext(baseDir string, vars map[string]cty.Value) *hcl.EvalContext {
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"var":   objectOf(vars),
+			"local": cty.EmptyObjectVal,
+			"node":  cty.EmptyObjectVal,
+			"path":  pathValue(baseDir),
+		},
+		Functions: cachedFunctions(baseDir),
+	}
+}
+
+// pathValue is the path object for a module in baseDir. path.module is
+// absolute so that both file("x") (relative to the module, like every
+// file function here) and the Terraform idiom file("${path.module}/x")
+// name the same file.
+func pathValue(baseDir string) cty.Value {
+	cwd, _ := os.Getwd()
+	base := baseDir
+	if base == "" {
+		base = "."
+	}
+	if abs, err := filepath.Abs(base); err == nil {
+		base = abs
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"module": cty.StringVal(base),
+		"root":   cty.StringVal(base),
+		"cwd":    cty.StringVal(cwd),
+	})
 }
 
 func objectOf(m map[string]cty.Value) cty.Value {

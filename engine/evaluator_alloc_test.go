@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"testing"
+)
+
+// TestScopeCostsOnlyReferences: a block's evaluation context is a child of
+// one root context per walk (var, path, functions) holding only what the
+// block references, so building it allocates a few objects whatever the
+// configuration's size, and a block that references nothing gets the root.
+// Before, each context was built whole (path from os.Getwd and
+// filepath.Abs, var, local, node), and each instance vertex's block
+// context was kept to the end of the walk.
+func TestScopeCostsOnlyReferences(t *testing.T) {
+	sr := newShapeRun(t, "blocks", 100)
+	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	ev := newEvaluator(e.Module, cg, nil)
+	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	v := resourceV("sparkform_data.c3_4")
+	ctx := ev.scope(v)
+	if ctx.Parent() != ev.rootContext() {
+		t.Fatalf("scope is not a child of the walk's root context")
+	}
+	if len(ctx.Variables) != 2 || ctx.Variables["node"].LengthInt() != 1 || ctx.Variables["sparkform_data"].LengthInt() != 1 {
+		t.Fatalf("scope holds %v, want node.local and sparkform_data.c3_3 only", ctx.Variables)
+	}
+	if ev.scope(outputV("none")) != ev.rootContext() {
+		t.Fatalf("a vertex without references does not get the root context")
+	}
+	if n := testing.AllocsPerRun(100, func() { ev.scope(v) }); n > 24 {
+		t.Errorf("scope of a block with two references allocates %.0f objects, want <= 24 (it was 32 with the context built whole)", n)
+	}
+	iv := &instanceVertex{block: "sparkform_data.c3_4", key: nil, addr: "sparkform_data.c3_4"}
+	ev.instanceContext(iv)
+	if len(ev.bases) != 0 {
+		t.Errorf("the evaluator keeps %d block contexts of single-instance blocks", len(ev.bases))
+	}
+}
+
+// TestConfigGraphBuiltOnce: validate, plan and apply of one engine share
+// one configuration graph (it depends on the module and the schemas only);
+// each gets its own expansions.
+func TestConfigGraphBuiltOnce(t *testing.T) {
+	sr := newShapeRun(t, "count", 100)
+	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	a, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	if diags := e.expandStatic(a, newEvaluator(e.Module, a, nil)); diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	b, _ := e.buildConfigGraph(context.Background())
+	if a.g != b.g {
+		t.Errorf("the second build made a new graph")
+	}
+	if b.expansions != nil || len(a.expansions) != 10 {
+		t.Errorf("expansions are shared: %d and %d", len(a.expansions), len(b.expansions))
+	}
+	e.Module = loadShape(t, sr.dir)
+	if c, _ := e.buildConfigGraph(context.Background()); c.g == a.g {
+		t.Errorf("a new module got the old module's graph")
+	}
+}
