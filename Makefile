@@ -34,7 +34,7 @@ test:
 # loader, plan files, state files and records, and plugin replies. A failing input is
 # written to that folder; fix the bug and commit the input with the fix.
 FUZZTIME ?= 5s
-FUZZ_TARGETS := ./engine/config:FuzzLoadConfig ./engine/plans:FuzzReadPlan ./state:FuzzStateFile ./state:FuzzRecord ./providers/sdk:FuzzPluginReply
+FUZZ_TARGETS := ./engine/config:FuzzLoadConfig ./engine/config:FuzzParseChunked ./engine/plans:FuzzReadPlan ./state:FuzzStateFile ./state:FuzzRecord ./providers/sdk:FuzzPluginReply
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \

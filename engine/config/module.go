@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
-	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -159,7 +158,6 @@ func loadFiles(dir string, names []string, chain []string) (*Module, hcl.Diagnos
 	m := newModule(dir)
 	names = append([]string(nil), names...)
 	sort.Strings(names)
-	p := hclparse.NewParser()
 	var diags hcl.Diagnostics
 	for _, n := range names {
 		path := n
@@ -172,7 +170,7 @@ func loadFiles(dir string, names []string, chain []string) (*Module, hcl.Diagnos
 				Detail: err.Error() + "."})
 			continue
 		}
-		f, d := p.ParseHCL(src, path)
+		f, d := parseConfig(src, path)
 		diags = append(diags, d...)
 		if f == nil {
 			continue
