@@ -49,7 +49,11 @@ type meta struct {
 
 	backendConfig []string // -backend-config KEY=VALUE
 	host          *plugin.Host
-	closers       []func()
+	// pool holds this run's one SSH connection per node (the node check
+	// dials it); relay serves it to the plugins (see providers/node.Relay).
+	pool    *node.Pool
+	relay   *node.Relay
+	closers []func()
 }
 
 // Dir is the working directory (after -chdir).
@@ -210,7 +214,26 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	// Notices (a node's connection being retried) go to stderr as they
 	// happen, so stdout keeps only what the command produces.
 	notice := func(msg string) { fmt.Fprintln(m.stderr, msg) }
-	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger, Notice: notice})
+	// This process holds one SSH connection per node for the whole run and
+	// serves it to every plugin through the relay: the node check's
+	// connection is the only handshake with a node. Nothing is dialled
+	// until a node is first needed (never, for -refresh=false).
+	var noticeMu sync.Mutex // nodes are dialled in parallel
+	node.Notify = func(msg string) {
+		noticeMu.Lock()
+		defer noticeMu.Unlock()
+		fmt.Fprintln(m.stderr, msg)
+	}
+	node.Debug = logger.Named("ssh").Debug
+	m.pool = node.NewPool()
+	var env []string
+	if r, err := node.NewRelay(m.pool); err != nil {
+		// Plugins then dial the nodes themselves, as before the relay.
+		logger.Warn("no connection relay: each provider connects to the nodes itself", "error", err)
+	} else {
+		m.relay, env = r, r.Env()
+	}
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
 	return m.host, nil
 }
 
@@ -218,6 +241,14 @@ func (m *meta) close() {
 	if m.host != nil {
 		m.host.Close()
 		m.host = nil
+	}
+	if m.relay != nil {
+		m.relay.Close()
+		m.relay = nil
+	}
+	if m.pool != nil {
+		m.pool.Close()
+		m.pool = nil
 	}
 	for i := len(m.closers) - 1; i >= 0; i-- {
 		m.closers[i]()
@@ -265,16 +296,10 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	if err != nil {
 		return nil, err
 	}
-	// The node check dials from this process, not from a plugin: its
-	// notices (a connection being retried) go straight to stderr, without
-	// the prefix the plugin host strips.
-	var mu sync.Mutex // nodes are checked in parallel
-	node.Notify = func(msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintln(m.stderr, msg)
-	}
-	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: node.Check}, nil
+	// The node check dials from this process, into the pool the relay
+	// serves to the plugins; its notices (a connection being retried) go
+	// straight to stderr (see pluginHost).
+	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.pool.Check}, nil
 }
 
 // confirm asks the Terraform question; only "yes" approves.

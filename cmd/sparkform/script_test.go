@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"sshjumps":    cmdSSHJumps,
 			"sshkill":     cmdSSHKill,
 			"sshrevive":   cmdSSHRevive,
+			"sshlogins":   cmdSSHLogins,
 			"envsubst":    cmdEnvSubst,
 			"jsonstream":  cmdJSONStream,
 			"envmatch":    cmdEnvMatch,
@@ -107,10 +108,34 @@ func cmdSSHNodes(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("sshnodes: %v", err)
 	}
 	ts.Defer(func() { bed.Stop() })
+	beds.Store(ts.Getenv("WORK"), bed)
 	for k, v := range bed.Env() {
 		ts.Setenv(k, v)
 	}
 }
+
+// sshlogins: print, per node of the script's bed, how many SSH logins its
+// sshd accepted since the previous sshlogins (or the bed's start), as
+// "node0=N node1=M": each is one handshake, one connection.
+func cmdSSHLogins(ts *testscript.TestScript, neg bool, args []string) {
+	v, ok := beds.Load(ts.Getenv("WORK"))
+	if !ok {
+		ts.Fatalf("no bed: run sshnodes or sshjumps first")
+	}
+	var out []string
+	for _, n := range v.(*testbed.Bed).Nodes {
+		key := ts.Getenv("WORK") + "/" + n.Name
+		total := strings.Count(n.Log(), "Accepted publickey for ")
+		prev, _ := loginsSeen.Load(key)
+		p, _ := prev.(int)
+		loginsSeen.Store(key, total)
+		out = append(out, fmt.Sprintf("%s=%d", n.Name, total-p))
+	}
+	fmt.Fprintln(ts.Stdout(), strings.Join(out, " "))
+}
+
+// loginsSeen is each node's login count at the last sshlogins.
+var loginsSeen sync.Map
 
 // beds are the running beds by script work directory, for sshkill and
 // sshrevive.

@@ -39,6 +39,9 @@ type Options struct {
 	// Notice receives the lines plugins write for the user (sdk.Notice),
 	// such as a connection being retried; nil logs them as warnings.
 	Notice func(msg string)
+	// Env is added to every plugin's environment ("K=V"), such as the
+	// address of the node connection relay (providers/node.Relay).
+	Env []string
 }
 
 // StderrTailSize is how much of a plugin's stderr is kept for diagnostics.
@@ -205,10 +208,13 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 		return fmt.Errorf("%w: provider %q: %v", ErrPluginStart, inst.name, err)
 	}
 	inst.sockDir = sockDir
-	if sockDir != "" {
+	if sockDir != "" || len(h.opts.Env) > 0 {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
 		}
+		cmd.Env = append(cmd.Env, h.opts.Env...)
+	}
+	if sockDir != "" {
 		cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+sockDir)
 	}
 	count := func(method string) {

@@ -267,7 +267,21 @@ func (m *manifest) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if req.Proposed.IsNull() {
 		return sdk.DefaultPlan(schema, req)
 	}
-	if !configKnown(req.Proposed) {
+	if req.Offline && !req.Prior.IsNull() {
+		// -refresh=false plans from state alone: nothing is read on the
+		// node. Unchanged arguments keep the stored object; changed ones
+		// leave what the hub holds to apply.
+		same := true
+		for _, a := range configAttrs {
+			if !sdk.ValuesEqual(req.Prior.GetAttr(a), req.Proposed.GetAttr(a)) {
+				same = false
+			}
+		}
+		if same {
+			return sdk.PlanResponse{Planned: req.Prior, PlannedPrivate: req.PriorPrivate}
+		}
+	}
+	if !configKnown(req.Proposed) || req.Offline {
 		vals := req.Proposed.AsValueMap()
 		for _, a := range computedAttrs {
 			vals[a] = cty.UnknownVal(schema.Block.Attributes[a].Type)

@@ -32,6 +32,22 @@ func Check(ctx context.Context, n sdk.Node) error {
 	return nil
 }
 
+// Check is the package-level Check on the pool's connection to n: the
+// connection stays open for the rest of the run (a Relay serves it to the
+// plugins), so a plan's node check is the only handshake with n.
+func (p *Pool) Check(ctx context.Context, n sdk.Node) error {
+	c, err := p.Get(ctx, n)
+	if err != nil {
+		return Explain(n, err)
+	}
+	if n.Become {
+		if _, err := c.Run(ctx, Cmd{Argv: []string{"true"}, Become: true}); err != nil {
+			return Explain(n, err)
+		}
+	}
+	return nil
+}
+
 // Explain adds to a connection error what to check: sshd and the port
 // for a refused connection, the name for a DNS failure, the network for
 // a timeout, the user and key for a refused login. Host key and sudo

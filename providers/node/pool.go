@@ -33,12 +33,21 @@ func NewPool() *Pool { return &Pool{conns: map[string]*poolEntry{}} }
 func (p *Pool) Dials() int64 { return p.dials.Load() }
 
 // Open dials a fresh, unshared connection for n by its transport: "ssh"
-// or "" -> SSH, "local" -> Local.
+// or "" -> SSH, "local" -> Local. In a plugin that sparkform started with
+// a Relay (sdk.RelayEnv is set), an SSH node is reached through the
+// relay: the sparkform process's one connection to the node.
 func Open(ctx context.Context, n sdk.Node) (Conn, error) {
 	switch n.Transport {
 	case "local":
 		return NewLocal(n.Name), nil
 	case "ssh", "":
+		ra, err := relayFromEnv()
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		if ra != nil {
+			return dialRelay(ctx, ra, n)
+		}
 		return DialSSH(ctx, n)
 	}
 	return nil, fmt.Errorf("node %s: %w %q: use \"ssh\" (the default) or \"local\"", n.Name, ErrTransport, n.Transport)

@@ -61,6 +61,11 @@ var _ Conn = (*SSH)(nil)
 // embedders may replace it before dialling.
 var Notify = sdk.Notice
 
+// Debug receives debug log lines (hclog style: a message, then key/value
+// pairs): one per SSH handshake with a node. The sparkform process points
+// it at its logger (SPARKFORM_LOG=debug); it discards them by default.
+var Debug = func(msg string, args ...any) {}
+
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
 // node whose connect timeout is timeout: two timeouts, from 5s to 30s
 // (an sshd restart takes a second or two; a node that stays down should
@@ -121,6 +126,7 @@ func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
 		}
 		return nil, err
 	}
+	Debug("ssh handshake", "node", n.Name, "addr", net.JoinHostPort(n.Host, strconv.Itoa(n.Port)), "jumps", len(hops), "attempts", tries, "took", time.Since(start).Round(time.Millisecond).String())
 	return s, nil
 }
 
@@ -673,6 +679,14 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
 }
 
 func (s *SSH) connErr(what string, err error) error {
+	if errors.Is(err, io.EOF) {
+		// The connection is going: x/crypto/ssh says EOF before Wait
+		// returns. Give it a moment so the error can say so.
+		select {
+		case <-s.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	if !s.alive() {
 		return fmt.Errorf("node %s: %s: connection lost: %w", s.node.Name, what, err)
 	}

@@ -103,9 +103,18 @@ func exitWithParent(p Provider, ppid int) {
 // socket behind.
 const SocketDirPrefix = "sparkform-plugin-"
 
+// RelayEnv names the socket of the sparkform process's connection relay
+// (providers/node.Relay) in a plugin's environment. A plugin that
+// outlives its engine removes the relay's folder too (prefix
+// "sparkform-relay-"): the engine that made it was killed.
+const RelayEnv = "SPARKFORM_NODE_RELAY"
+
 func removeSocketDir() {
 	d := os.Getenv(plugin.EnvUnixSocketDir)
 	if d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
 		os.RemoveAll(d)
+	}
+	if s := os.Getenv(RelayEnv); s != "" && strings.HasPrefix(filepath.Base(filepath.Dir(s)), "sparkform-relay-") {
+		os.RemoveAll(filepath.Dir(s))
 	}
 }
