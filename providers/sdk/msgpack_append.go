@@ -35,7 +35,14 @@ func appendValue(b []byte, v cty.Value, ty cty.Type) ([]byte, bool) {
 		return append(b, 0xd4, 0, 0), true // cty.DynamicVal
 	}
 	if !v.IsKnown() {
-		// Rare: unknowns may carry refinements; let cty write this one.
+		// An unknown string or bool with no refinements is msgpack's
+		// fixext 0 (what unknown ids and outputs are in a plan); cty
+		// writes any other unknown, with what refines it.
+		if (ty == cty.String || ty == cty.Bool) && v.Type() == ty {
+			if rng := v.Range(); !rng.DefinitelyNotNull() && (ty == cty.Bool || rng.StringPrefix() == "") {
+				return append(b, 0xd4, 0, 0), true
+			}
+		}
 		if !v.Type().Equals(ty) {
 			return b, false
 		}
