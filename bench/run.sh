@@ -85,8 +85,9 @@ trap cleanup EXIT
 RES=$WORK/res
 mkdir -p "$RES"
 
+TOOLS=${TOOLS:-sparkform${TOFU:+ tofu}}
 BIN=${SPARKFORM_BIN:-}
-if [[ -z $BIN ]]; then
+if [[ -z $BIN && " $TOOLS " = *" sparkform "* ]]; then
   BIN=$WORK/sparkform
   (cd "$ROOT" && go build -tags kmodsim -o "$BIN" ./cmd/sparkform)
 fi
@@ -254,12 +255,11 @@ run_tofu() {
 
 runs_for() { if (($1 > 10000)); then echo "$BIG_RUNS"; else echo "$2"; fi; }
 
-TOOLS=${TOOLS:-sparkform${TOFU:+ tofu}}
 if [[ $TOOLS = *tofu* && -z $TOFU ]]; then echo "bench: TOOLS has tofu but TOFU is unset" >&2; exit 2; fi
 if [[ -n $TOFU ]]; then
   : >"$WORK/tofurc"
   export TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=$WORK/tofurc
-  TOFU_VERSION=$("$TOFU" version 2>/dev/null | head -1)
+  TOFU_VERSION=$("$TOFU" version 2>/dev/null | sed -n 1p) # not head: under pipefail its SIGPIPE would end the script
 fi
 
 echo "sparkform bench: repo $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), binary $BIN, $(go version | awk '{print $3}') $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg); shapes: $SHAPES; N: $NS; $RUNS runs (N > 10000: $BIG_RUNS)${TOFU:+; OpenTofu: $TOFU_VERSION, N: $TOFU_NS, $TOFU_RUNS runs}"
