@@ -297,15 +297,26 @@ echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2
 echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
 python3 - "$S/plan.json" <<'PY' || echo "  refresh: plan -json unreadable (see $S/plan-json.log)"
 import json, sys
-doc = json.load(open(sys.argv[1]))
-r = doc.get("refresh", {})
+# plan -json is a stream of JSON lines; the refresh_summary line has the counters.
+r = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        o = json.loads(line)
+        if isinstance(o.get("refresh"), dict) and "read_resources_calls" in o["refresh"]:
+            r = o["refresh"]
 print("  refresh: read_resources_calls=%s remote_round_trips=%s" % (r.get("read_resources_calls"), r.get("remote_round_trips")))
 print("  plugin RPCs per provider (both nodes):")
 for p, calls in sorted((r.get("rpcs") or {}).items()):
     print("    %-9s %s" % (p, " ".join("%s=%s" % kv for kv in sorted(calls.items()))))
 PY
 # Per provider and node: one ReadResources call each, its round trips and
-# how long it took (SPARKFORM_LOG=debug).
+# how long it took (SPARKFORM_LOG=debug). SSH handshakes per node: in the
+# debug log (the core dials, the plugins share its connection) and as
+# sshd saw them (logins accepted during this plan).
+logins() { grep -c 'Accepted publickey for ' "$S/bed/node$1/sshd.log" 2>/dev/null || echo 0; }
+l0=$(logins 0) l1=$(logins 1)
 SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
+echo "  ssh handshakes in one no-op plan: debug log n0=$(grep -c 'ssh handshake: node=.*n0' "$S/plan-debug.log") n1=$(grep -c 'ssh handshake: node=.*n1' "$S/plan-debug.log"); sshd logins n0=$(($(logins 0) - l0)) n1=$(($(logins 1) - l1))"
 echo "  refresh per provider and node (SPARKFORM_LOG=debug):"
 grep -o '\[DEBUG\] refresh .*' "$S/plan-debug.log" | sed 's/^\[DEBUG\] refresh /    /' | sort || true

@@ -31,7 +31,13 @@
 // node (each Run, file operation and Dial is one), for both transports.
 //
 // A Pool keeps one connection per distinct sdk.Node (Node.Key) for the
-// life of the plugin process: concurrent Gets share one dial, and a
-// connection that broke (keepalive or I/O failure) is redialled on the
-// next Get. Sentinel errors are in errors.go.
+// life of the process: concurrent Gets share one dial, and a connection
+// that broke (keepalive or I/O failure) is redialled on the next Get.
+// Sentinel errors are in errors.go.
+//
+// The sparkform process serves its Pool to its plugins through a Relay
+// (relay.go): in a plugin started with SPARKFORM_NODE_RELAY set, Open
+// reaches an SSH node over the core's one connection to it instead of
+// dialling, so a run makes one handshake per node whatever the number of
+// providers.
 package node
