@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/dynblock"
@@ -63,9 +64,15 @@ func computedOnly(b *sdk.Block) []hcl.AttributeSchema {
 // DecodeResource evaluates a resource body against schema b. The result is
 // an object with the settable attributes and nested blocks; computed-only
 // attributes are absent (the engine fills them with nulls).
+//
+// It runs once per instance per phase, so what depends only on the schema
+// (the decoder spec, the computed-only names) is built once per schema
+// block, and a body without a computed-only attribute or a dynamic block
+// is decoded as it is, not copied first (PartialContent, dynblock.Expand).
 func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	if co := computedOnly(b); len(co) > 0 {
+	sp := specsOf(b)
+	if co := sp.computed; len(co) > 0 && setsAny(body, co) {
 		content, remain, _ := body.PartialContent(&hcl.BodySchema{Attributes: co})
 		for _, a := range sortedAttrs(content.Attributes) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot set a computed attribute",
@@ -74,12 +81,65 @@ func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Valu
 		}
 		body = remain
 	}
-	spec := DecoderSpec(b)
 	// dynamic "NAME" { for_each = ...; content { ... } } blocks, as
 	// Terraform has them (hcl's dynblock extension).
-	val, d := hcldec.Decode(dynblock.Expand(body, ctx), spec, ctx)
+	if hasDynamic(body) {
+		body = dynblock.Expand(body, ctx)
+	}
+	val, d := hcldec.Decode(body, sp.spec, ctx)
 	diags = append(diags, d...)
 	return val, diags
+}
+
+// blockSpecs is what decoding needs of one schema block.
+type blockSpecs struct {
+	spec     hcldec.Spec
+	computed []hcl.AttributeSchema
+}
+
+// specCache holds the blockSpecs of each schema block (schemas do not
+// change once fetched).
+var specCache sync.Map // *sdk.Block -> *blockSpecs
+
+func specsOf(b *sdk.Block) *blockSpecs {
+	if b == nil {
+		return &blockSpecs{spec: DecoderSpec(nil)}
+	}
+	if s, ok := specCache.Load(b); ok {
+		return s.(*blockSpecs)
+	}
+	s, _ := specCache.LoadOrStore(b, &blockSpecs{spec: DecoderSpec(b), computed: computedOnly(b)})
+	return s.(*blockSpecs)
+}
+
+// setsAny says whether body may set one of attrs (always, for a body
+// that is not native syntax).
+func setsAny(body hcl.Body, attrs []hcl.AttributeSchema) bool {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return true
+	}
+	for _, a := range attrs {
+		if _, ok := sb.Attributes[a.Name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDynamic says whether body may hold a dynamic block, at any depth
+// (always, for a body that is not native syntax).
+func hasDynamic(body hcl.Body) bool {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return true
+	}
+	for _, blk := range sb.Blocks {
+		if blk.Type == "dynamic" || hasDynamic(blk.Body) {
+			return true
+		}
+	}
+	return false
 }
 
 // BodyReferences lists the traversals in a resource body that the schema
@@ -92,7 +152,11 @@ func BodyReferences(body hcl.Body, b *sdk.Block) []hcl.Traversal {
 	if b == nil {
 		return syntaxTraversals(body, nil)
 	}
-	travs := dynblock.VariablesHCLDec(body, DecoderSpec(b))
+	spec := specsOf(b).spec
+	if !hasDynamic(body) {
+		return hcldec.Variables(body, spec)
+	}
+	travs := dynblock.VariablesHCLDec(body, spec)
 	// Computed-only attributes set by mistake still refer to things;
 	// DecodeResource reports them, the graph should not panic on them.
 	return travs
