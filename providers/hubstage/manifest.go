@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -19,6 +20,30 @@ import (
 type manifest struct {
 	// conn reaches a node (the provider's pool; tests wrap it).
 	conn func(ctx context.Context, n sdk.Node) (node.Conn, error)
+
+	// read holds what Read resolved, by node and spec, for the Plan that
+	// follows it in the same run: a no-op plan costs the one remote
+	// command of the refresh, not one more per instance. Plan takes an
+	// entry once; a later Plan of the same instance (apply's re-plan)
+	// resolves on the node again.
+	mu   sync.Mutex
+	read map[string]*resolution
+}
+
+// readKey identifies a resolution: the node's connection and the spec.
+func readKey(n sdk.Node, s *spec) string {
+	b, _ := json.Marshal(s)
+	return n.Key() + "\x00" + string(b)
+}
+
+// takeRead returns (and forgets) what Read resolved for s on n, or nil.
+func (m *manifest) takeRead(n sdk.Node, s *spec) *resolution {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := readKey(n, s)
+	res := m.read[k]
+	delete(m.read, k)
+	return res
 }
 
 var _ sdk.Resource = (*manifest)(nil)
@@ -249,6 +274,14 @@ func (m *manifest) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 			obs = cty.StringVal(res.ManifestSHA)
 		}
 		set := map[string]cty.Value{"manifest_sha256": obs}
+		if err == nil {
+			m.mu.Lock()
+			if m.read == nil {
+				m.read = map[string]*resolution{}
+			}
+			m.read[readKey(n, specs[j])] = res
+			m.mu.Unlock()
+		}
 		if err != nil {
 			results[i].Diagnostics = sdk.Diagnostics{{Severity: sdk.Warning, Summary: items[i].Address + ": the hub no longer resolves", Detail: err.Error()}}
 		} else if res.Digest != ctyval.Str(ctyval.Attr(prior, "digest")) || res.Commit != ctyval.Str(ctyval.Attr(prior, "commit")) {
@@ -292,9 +325,11 @@ func (m *manifest) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if err != nil {
 		return sdk.PlanResponse{Diagnostics: sdk.Diagnostics{sdk.FromError("Invalid hubstage_manifest", err)}}
 	}
-	res, err := m.resolveOne(ctx, req.Node, s)
-	if err != nil {
-		return sdk.PlanResponse{Diagnostics: sdk.Diagnostics{sdk.FromError("Cannot resolve "+s.RepoID+" on "+req.Node.Name, err)}}
+	res := m.takeRead(req.Node, s)
+	if res == nil {
+		if res, err = m.resolveOne(ctx, req.Node, s); err != nil {
+			return sdk.PlanResponse{Diagnostics: sdk.Diagnostics{sdk.FromError("Cannot resolve "+s.RepoID+" on "+req.Node.Name, err)}}
+		}
 	}
 	prior := req.Prior
 	if !prior.IsNull() {

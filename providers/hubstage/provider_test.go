@@ -3,6 +3,7 @@ package hubstage
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,6 +322,47 @@ func TestReadBatchIsOneRoundTrip(t *testing.T) {
 				if !r.NewState.RawEquals(items[i].Prior) {
 					t.Errorf("instance %d drifted on a quiet hub", i)
 				}
+			}
+		})
+	}
+}
+
+// A no-op plan after a refresh makes no remote call of its own: Plan uses
+// what Read resolved for the same spec on the same node, once; apply's
+// re-plan of the instance resolves on the node again. (Each Plan resolved
+// again: one round trip per instance on top of the refresh's one.)
+func TestPlanAfterReadAddsNoRoundTrip(t *testing.T) {
+	nodes := testNodes(t)
+	p := provider(t, nodes)
+	for _, n := range nodes {
+		t.Run(n.name, func(t *testing.T) {
+			h := newHub(t, t.TempDir())
+			modelHub(t, h)
+			var items []sdk.ReadItem
+			var cfgs []cty.Value
+			for i, target := range []string{"/model", "/m2"} {
+				cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal(target)})
+				st, pr := sdktest.Create(t, p, TypeManifest, n.node, cfg)
+				items = append(items, sdk.ReadItem{TypeName: TypeManifest, Address: fmt.Sprint(i), Prior: st, Private: pr})
+				cfgs = append(cfgs, cfg)
+			}
+			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n.node, Resources: items})
+			if resp.Diagnostics.HasErrors() || resp.RoundTrips != 1 {
+				t.Fatalf("read: round trips %d, %v", resp.RoundTrips, resp.Diagnostics.Err())
+			}
+			before := n.conn.RoundTrips()
+			for i, r := range resp.Results {
+				pr := sdktest.Plan(t, p, TypeManifest, n.node, r.NewState, r.Private, cfgs[i])
+				if pr.Diagnostics.HasErrors() || !sdk.ValuesEqual(pr.Planned, r.NewState) {
+					t.Fatalf("instance %d: not a no-op plan: %v", i, pr.Diagnostics.Err())
+				}
+			}
+			if d := n.conn.RoundTrips() - before; d != 0 {
+				t.Fatalf("the plans after a refresh made %d round trips, want 0", d)
+			}
+			pr := sdktest.Plan(t, p, TypeManifest, n.node, resp.Results[0].NewState, resp.Results[0].Private, cfgs[0])
+			if pr.Diagnostics.HasErrors() || n.conn.RoundTrips()-before != 1 {
+				t.Fatalf("a second plan of an instance must resolve on the node again (round trips %d), %v", n.conn.RoundTrips()-before, pr.Diagnostics.Err())
 			}
 		})
 	}
