@@ -31,13 +31,30 @@ type blockValues struct {
 	mode expansionMode
 	vals map[addrs.InstanceKey]cty.Value
 	agg  cty.Value // cached aggregate, NilVal when stale
+	// alone is {name: value()}, the object a context holds for a
+	// reference to this block alone among its kind (node.local, or the
+	// one sparkform_data a block references): most blocks reference one
+	// node and one resource of a type, and each such context took a new
+	// object (and object type) of its own. NilVal when stale.
+	alone     cty.Value
+	aloneName string
 }
 
 func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 	b.mu.Lock()
 	b.vals[k] = v
-	b.agg = cty.NilVal
+	b.agg, b.alone = cty.NilVal, cty.NilVal
 	b.mu.Unlock()
+}
+
+// valueAlone is {name: value()}, built once per change of the block.
+func (b *blockValues) valueAlone(name string) cty.Value {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.alone == cty.NilVal || b.aloneName != name {
+		b.alone, b.aloneName = cty.ObjectVal(map[string]cty.Value{name: b.valueLocked()}), name
+	}
+	return b.alone
 }
 
 // value is the block as references see it: the object itself, an object
@@ -45,6 +62,10 @@ func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 func (b *blockValues) value() cty.Value {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.valueLocked()
+}
+
+func (b *blockValues) valueLocked() cty.Value {
 	if b.agg != cty.NilVal {
 		return b.agg
 	}
@@ -138,34 +159,40 @@ func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
 	if len(refs) == 0 {
 		return root
 	}
-	var locals, nodes map[string]cty.Value
-	var res map[string]map[string]cty.Value
+	// Per kind (local, node, each resource type): the names referenced
+	// and their values; a kind with one block takes its cached object.
+	type named struct {
+		name string
+		b    *blockValues
+		v    cty.Value
+	}
+	var locals, nodes []named
+	var res map[string][]named
+	add := func(list []named, n named) []named {
+		for _, x := range list {
+			if x.name == n.name {
+				return list
+			}
+		}
+		return append(list, n)
+	}
 	ev.mu.RLock()
 	for _, ref := range refs {
 		switch subj := ref.Subject.(type) {
 		case addrs.LocalValue:
 			if val, ok := ev.locals[subj.Name]; ok {
-				if locals == nil {
-					locals = map[string]cty.Value{}
-				}
-				locals[subj.Name] = val
+				locals = add(locals, named{name: subj.Name, v: val})
 			}
 		case addrs.NodeBlock:
 			if b, ok := ev.nodes[subj.Name]; ok {
-				if nodes == nil {
-					nodes = map[string]cty.Value{}
-				}
-				nodes[subj.Name] = b.value()
+				nodes = add(nodes, named{name: subj.Name, b: b})
 			}
 		case addrs.Resource:
 			if b, ok := ev.res[subj.String()]; ok {
 				if res == nil {
-					res = map[string]map[string]cty.Value{}
+					res = map[string][]named{}
 				}
-				if res[subj.Type] == nil {
-					res[subj.Type] = map[string]cty.Value{}
-				}
-				res[subj.Type][subj.ScopeKey()] = b.value()
+				res[subj.Type] = add(res[subj.Type], named{name: subj.ScopeKey(), b: b})
 			}
 		}
 	}
@@ -173,15 +200,29 @@ func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
 	if locals == nil && nodes == nil && res == nil {
 		return root
 	}
+	object := func(list []named) cty.Value {
+		if len(list) == 1 && list[0].b != nil {
+			return list[0].b.valueAlone(list[0].name)
+		}
+		m := make(map[string]cty.Value, len(list))
+		for _, n := range list {
+			if n.b != nil {
+				m[n.name] = n.b.value()
+			} else {
+				m[n.name] = n.v
+			}
+		}
+		return cty.ObjectVal(m)
+	}
 	vars := make(map[string]cty.Value, 2+len(res))
 	if locals != nil {
-		vars["local"] = cty.ObjectVal(locals)
+		vars["local"] = object(locals)
 	}
 	if nodes != nil {
-		vars["node"] = cty.ObjectVal(nodes)
+		vars["node"] = object(nodes)
 	}
-	for typ, byName := range res {
-		vars[typ] = cty.ObjectVal(byName)
+	for typ, list := range res {
+		vars[typ] = object(list)
 	}
 	// Functions too, not only through the parent: code that builds a
 	// context of its own from this one (a module input's validation)
