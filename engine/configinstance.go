@@ -59,7 +59,9 @@ func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.Ins
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	nv, _ = nv.UnmarkDeep()
+	if hasMarks(nv) { // UnmarkDeep rebuilds the node's whole object
+		nv, _ = nv.UnmarkDeep()
+	}
 	node, err := nodeFromValue(nv)
 	if err != nil {
 		rng := r.NodeExpr.Range()
@@ -102,4 +104,32 @@ func conform(v cty.Value, ty cty.Type) cty.Value {
 		vals[name] = av
 	}
 	return cty.ObjectVal(vals)
+}
+
+// hasMarks says whether v or anything in it is marked (sensitive). Unlike
+// cty's ContainsMarked it builds no paths, and an object's attributes are
+// read in place: it runs on each instance's node value.
+func hasMarks(v cty.Value) bool {
+	if v.IsMarked() {
+		return true
+	}
+	if v.IsNull() || !v.IsKnown() {
+		return false
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsObjectType():
+		for name := range ty.AttributeTypes() {
+			if hasMarks(v.GetAttr(name)) {
+				return true
+			}
+		}
+	case ty.IsCollectionType() || ty.IsTupleType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); hasMarks(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

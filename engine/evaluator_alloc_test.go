@@ -3,6 +3,10 @@ package engine
 import (
 	"context"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/addrs"
 )
 
 // TestScopeCostsOnlyReferences: a block's evaluation context is a child of
@@ -71,5 +75,56 @@ func TestConfigGraphBuiltOnce(t *testing.T) {
 	e.Module = loadShape(t, sr.dir)
 	if c, _ := e.buildConfigGraph(context.Background()); c.g == a.g {
 		t.Errorf("a new module got the old module's graph")
+	}
+}
+
+// TestEvalInstanceAllocations: evaluating one instance of a chain link
+// (node = node.local, input = the previous link's id) allocates a bounded
+// number of objects: no rebuild of the node's object to strip marks it
+// does not have (UnmarkDeep), no decoder spec per call.
+func TestEvalInstanceAllocations(t *testing.T) {
+	sr := newShapeRun(t, "blocks", 100)
+	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	ev := newEvaluator(e.Module, cg, nil)
+	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc"), "input": cty.StringVal("x")})
+	ev.resourceValues("sparkform_data.c3_3").set(addrs.NoKey, prev)
+	iv := &instanceVertex{block: "sparkform_data.c3_4", key: addrs.NoKey, addr: "sparkform_data.c3_4"}
+	ci, diags := ev.evalInstance(iv)
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	if got := ci.Config.GetAttr("input"); !got.RawEquals(cty.StringVal("abc")) {
+		t.Fatalf("input = %#v, want \"abc\"", got)
+	}
+	n := testing.AllocsPerRun(50, func() { ev.evalInstance(iv) })
+	t.Logf("evalInstance: %.0f allocations", n)
+	if n > 75 {
+		t.Errorf("evaluating one chain link allocates %.0f objects, want <= 75 (it was 91)", n)
+	}
+}
+
+func TestHasMarks(t *testing.T) {
+	secret := cty.StringVal("s").Mark("sensitive")
+	for _, c := range []struct {
+		v    cty.Value
+		want bool
+	}{
+		{cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")}), false},
+		{cty.ObjectVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{"p": secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"m": cty.MapVal(map[string]cty.Value{"k": secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.StringVal("x"), secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"t": cty.TupleVal([]cty.Value{cty.NullVal(cty.String)})}), false},
+		{secret, true},
+	} {
+		if got := hasMarks(c.v); got != c.want || got != c.v.ContainsMarked() {
+			t.Errorf("hasMarks(%#v) = %v, want %v", c.v, got, c.want)
+		}
 	}
 }
