@@ -363,7 +363,7 @@ if [[ $FLOOR = 1 ]]; then
   done
   sshflag=
   if [[ $(id -u) = 0 && -x /usr/sbin/sshd ]]; then sshflag=-ssh; fi
-  "$FLOORBIN" -n 0 -bin "$BIN" $sshflag 2>&1 | sed 's/^/  /'
+  { "$FLOORBIN" -n 0 -bin "$BIN" $sshflag 2>&1 || echo "(the exec/ssh part of the floor failed)"; } | sed 's/^/  /'
 fi
 
 if [[ $SKIP_SSH = 0 ]]; then
