@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -272,13 +271,11 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 		}
 		sort.Strings(outs)
 		// module.m[k] as the caller sees it: an object of the outputs.
-		var src strings.Builder
-		src.WriteString("{")
+		obj := &hclsyntax.ObjectConsExpr{Items: make([]hclsyntax.ObjectConsItem, 0, len(outs)), SrcRange: mc.DeclRange, OpenRange: mc.DeclRange}
 		for _, o := range outs {
-			fmt.Fprintf(&src, "\n%s = local[%s]", o, quote(p+".output."+o))
+			obj.Items = append(obj.Items, objectItem(o, p+".output."+o, mc.DeclRange))
 		}
-		src.WriteString("\n}")
-		f.syntheticLocal(callPrefix+k.String(), src.String(), mc.DeclRange)
+		f.syntheticLocal(callPrefix+k.String(), obj, mc.DeclRange)
 		diags = append(diags, f.calls(inst, ipath, irw)...)
 		for _, r := range inst.Resources {
 			f.queueModuleDeps(r, irw)
@@ -290,26 +287,45 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 	if len(exp.Keys) == 1 && exp.Keys[0] == addrs.NoKey {
 		return diags
 	}
-	var src strings.Builder
+	// Built as a syntax tree, not written out and parsed again: hclsyntax
+	// parses a large object constructor in more than linear time and
+	// memory, and a call has as many items as instances.
+	rng := mc.DeclRange
 	switch mode {
 	case forEachMode:
-		src.WriteString("{")
+		obj := &hclsyntax.ObjectConsExpr{Items: make([]hclsyntax.ObjectConsItem, 0, len(exp.Keys)), SrcRange: rng, OpenRange: rng}
 		for _, k := range exp.Keys {
-			fmt.Fprintf(&src, "\n%s = local[%s]", quote(string(k.(addrs.StringKey))), quote(callPrefix+k.String()))
+			obj.Items = append(obj.Items, objectItem(string(k.(addrs.StringKey)), callPrefix+k.String(), rng))
 		}
-		src.WriteString("\n}")
+		f.syntheticLocal(callPrefix, obj, rng)
 	case countMode:
-		src.WriteString("[")
-		for i, k := range exp.Keys {
-			if i > 0 {
-				src.WriteString(", ")
-			}
-			fmt.Fprintf(&src, "local[%s]", quote(callPrefix+k.String()))
+		tup := &hclsyntax.TupleConsExpr{Exprs: make([]hclsyntax.Expression, 0, len(exp.Keys)), SrcRange: rng, OpenRange: rng}
+		for _, k := range exp.Keys {
+			tup.Exprs = append(tup.Exprs, localRef(callPrefix+k.String(), rng))
 		}
-		src.WriteString("]")
+		f.syntheticLocal(callPrefix, tup, rng)
+	default:
+		// Unreachable (a single instance returned above); keep what the
+		// text form did: an empty expression that does not parse.
+		panic(fmt.Sprintf("config: module call %s: no synthetic value for mode %d", callPrefix, mode))
 	}
-	f.syntheticLocal(callPrefix, src.String(), mc.DeclRange)
 	return diags
+}
+
+// localRef is local["name"], as hclsyntax parses it.
+func localRef(name string, rng hcl.Range) *hclsyntax.ScopeTraversalExpr {
+	return &hclsyntax.ScopeTraversalExpr{
+		Traversal: hcl.Traversal{hcl.TraverseRoot{Name: "local", SrcRange: rng}, hcl.TraverseIndex{Key: cty.StringVal(name), SrcRange: rng}},
+		SrcRange:  rng,
+	}
+}
+
+// objectItem is `"key" = local["name"]` in an object constructor.
+func objectItem(key, name string, rng hcl.Range) hclsyntax.ObjectConsItem {
+	return hclsyntax.ObjectConsItem{
+		KeyExpr:   &hclsyntax.ObjectConsKeyExpr{Wrapped: &hclsyntax.LiteralValueExpr{Val: cty.StringVal(key), SrcRange: rng}},
+		ValueExpr: localRef(name, rng),
+	}
 }
 
 // queueModuleDeps records depends_on entries of r that name a module:
@@ -362,11 +378,7 @@ func (f *flattener) moduleDependsOn() hcl.Diagnostics {
 	return diags
 }
 
-func (f *flattener) syntheticLocal(name, src string, rng hcl.Range) {
-	expr, d := hclsyntax.ParseExpression([]byte(src), rng.Filename, rng.Start)
-	if d.HasErrors() {
-		panic(fmt.Sprintf("config: synthetic module value does not parse: %s\n%s", d.Error(), src))
-	}
+func (f *flattener) syntheticLocal(name string, expr hclsyntax.Expression, rng hcl.Range) {
 	f.flat.Locals[name] = &Local{Name: name, Expr: &rangedExpr{Expression: expr, rng: rng}, DeclRange: rng}
 }
 
@@ -379,10 +391,6 @@ type rangedExpr struct {
 
 func (e *rangedExpr) Range() hcl.Range      { return e.rng }
 func (e *rangedExpr) StartRange() hcl.Range { return e.rng }
-
-func quote(s string) string {
-	return addrs.StringKey(s).String()[1 : len(addrs.StringKey(s).String())-1]
-}
 
 // expandCall evaluates a call's for_each or count before the walk.
 func (f *flattener) expandCall(mc *ModuleCall) (*Expansion, callMode, hcl.Diagnostics) {
