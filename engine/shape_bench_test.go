@@ -221,7 +221,8 @@ func allocated(f func()) uint64 {
 // for the blocks shape); an O(N^2) pass would be far above. Sizes are small
 // enough for the race detector; SPARKFORM_GROWTH_N sets the smaller one.
 func TestAllocationGrowthLinear(t *testing.T) {
-	if testing.Short() {
+	// -short may leave it out on a laptop; under CI it always runs.
+	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("plans and applies thousands of instances")
 	}
 	lo := 200
