@@ -21,37 +21,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sparkform/sparkform/internal/realpart"
 )
-
-// ci: under CI=true a missing real part fails the test instead of skipping.
-var ci = os.Getenv("CI") != ""
-
-func missing(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if ci {
-		t.Fatalf("CI=true and a real part is missing: "+format, args...)
-	}
-	t.Skipf("skipped, real part missing: "+format, args...)
-}
 
 // requireParts checks the parts the test drives before starting anything.
 func requireParts(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		missing(t, "root (the test bed creates users and starts sshd)")
+		realpart.Missing(t, "root (the test bed creates users and starts sshd)")
 	}
 	for _, p := range []string{"git", "docker"} {
 		if _, err := exec.LookPath(p); err != nil {
-			missing(t, "%s on PATH: %v", p, err)
+			realpart.Missing(t, "%s on PATH: %v", p, err)
 		}
 	}
 	if _, err := os.Stat("/bin/busybox"); err != nil {
-		missing(t, "busybox-static at /bin/busybox: %v", err)
+		realpart.Missing(t, "busybox-static at /bin/busybox: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		missing(t, "a running Docker Engine: %v: %s", err, out)
+		realpart.Missing(t, "a running Docker Engine: %v: %s", err, out)
 	}
 }
 
@@ -229,7 +220,7 @@ func buildImage(t *testing.T, tag string) {
 	copyTree(t, "testdata/image", ctxDir)
 	bb, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		missing(t, "busybox-static at /bin/busybox: %v", err)
+		realpart.Missing(t, "busybox-static at /bin/busybox: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(ctxDir, "busybox"), bb, 0o755); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sparkform/sparkform/internal/etcdtest"
+	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 // A no-op plan against etcd reads the state in a constant number of range
@@ -17,12 +18,8 @@ import (
 // also counts the reads behind transaction conditions) around a real
 // `sparkform plan` process, for 20 and for 400 instances.
 func TestEtcdNoopPlanRangeRequests(t *testing.T) {
-	if _, err := etcdtest.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	_, err := etcdtest.Binary()
+	realpart.Need(t, "etcd (apt-get install etcd-server)", err)
 	c, err := etcdtest.Start(etcdtest.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -24,21 +24,9 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
-
-// need fails the test under CI (any non-empty CI) and skips it elsewhere
-// when a part it drives is missing.
-func need(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set and %s is missing: %v", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
 
 func TestHumanCounts(t *testing.T) {
 	now := time.Now()
@@ -93,8 +81,8 @@ func startThrottledRegistry(t *testing.T, size, rate int) string {
 	t.Helper()
 	const bin = "/usr/bin/docker-registry"
 	_, err := os.Stat(bin)
-	need(t, "docker-registry (apt-get install docker-registry)", err)
-	need(t, "the Docker Engine", exec.Command("docker", "info").Run())
+	realpart.Need(t, "docker-registry (apt-get install docker-registry)", err)
+	realpart.Need(t, "the Docker Engine", exec.Command("docker", "info").Run())
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -260,7 +248,7 @@ func TestProgressRedrawOnTerminal(t *testing.T) {
 		c := exec.Command("git", args...)
 		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
 		if out, err := c.CombinedOutput(); err != nil {
-			need(t, "git", fmt.Errorf("%v: %s", err, out))
+			realpart.Need(t, "git", fmt.Errorf("%v: %s", err, out))
 		}
 	}
 	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
@@ -296,7 +284,7 @@ resource "gitkit_checkout" "kit" {
 	}
 	cmd.Env = env
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	need(t, "a pty", err)
+	realpart.Need(t, "a pty", err)
 	var mu sync.Mutex
 	var raw bytes.Buffer
 	done := make(chan struct{})

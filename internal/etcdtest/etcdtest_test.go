@@ -1,18 +1,15 @@
 package etcdtest
 
 import (
-	"os"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 func need(t *testing.T) {
 	t.Helper()
-	if _, err := Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v", err)
-		}
-		t.Skipf("%v", err)
-	}
+	_, err := Binary()
+	realpart.Need(t, "etcd (apt-get install etcd-server)", err)
 }
 
 // A three-member cluster elects a leader, serves metrics, and elects a new

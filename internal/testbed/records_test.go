@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 )
 
@@ -12,10 +13,7 @@ import (
 // goes; one keyed under a live one stays.
 func TestRemoveStaleRestoreRecords(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set: root is required to write /var/lib/sparkform")
-		}
-		t.Skip("needs root (writes /var/lib/sparkform/restore)")
+		realpart.Missing(t, "root, to write /var/lib/sparkform/restore")
 	}
 	dir := filepath.Join("/var/lib/sparkform/restore", "testbed-selftest")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

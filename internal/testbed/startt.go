@@ -2,8 +2,9 @@ package testbed
 
 import (
 	"errors"
-	"os"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 // StartT starts a bed of n nodes under t.TempDir() and stops it when the
@@ -11,16 +12,11 @@ import (
 // when CI=true (a CI run must never silently skip real parts).
 func StartT(t testing.TB, n int) *Bed {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v (CI is set: the test bed is required)", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	realpart.Need(t, "the sshd test bed", Available())
 	b, err := Start(t.TempDir(), n)
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
-			t.Skipf("skipping: %v", err)
+		if errors.Is(err, ErrUnavailable) {
+			realpart.Missing(t, "the sshd test bed: %v", err)
 		}
 		t.Fatal(err)
 	}
@@ -36,16 +32,11 @@ func StartT(t testing.TB, n int) *Bed {
 // the test ends; skipped (or failed under CI=true) when it cannot run.
 func StartBehindJumpsT(t testing.TB, jumps, n int) *Bed {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v (CI is set: the test bed is required)", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	realpart.Need(t, "the sshd test bed", Available())
 	b, err := StartBehindJumps(t.TempDir(), jumps, n)
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
-			t.Skipf("skipping: %v", err)
+		if errors.Is(err, ErrUnavailable) {
+			realpart.Missing(t, "the sshd test bed: %v", err)
 		}
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -398,7 +399,7 @@ func TestSSHNodeWithoutSocketAccess(t *testing.T) {
 	engine(t)
 	nodes := testNodes(t)
 	if len(nodes) < 2 {
-		missing(t, "an sshd node (see the log above)")
+		realpart.Missing(t, "an sshd node (see the log above)")
 	}
 	n := nodes[1]
 	n.Become = false

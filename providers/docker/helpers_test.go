@@ -19,21 +19,11 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
-
-// ci: a real part that is missing fails the test instead of skipping it.
-var ci = os.Getenv("CI") != ""
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if ci {
-		t.Fatalf("CI=true and a real part is missing: "+format, args...)
-	}
-	t.Skipf("skipped, real part missing: "+format, args...)
-}
 
 // engine returns an API client on this machine's Docker Engine (for
 // test setup and for "by hand" changes), or skips/fails.
@@ -46,7 +36,7 @@ func engine(t testing.TB) *client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		missing(t, "Docker Engine at %s: %v", socketPath, err)
+		realpart.Missing(t, "Docker Engine at %s: %v", socketPath, err)
 	}
 	t.Cleanup(func() { api.Close() })
 	return api
@@ -105,7 +95,7 @@ func ensureGuardImage(t testing.TB, api *client.Client) {
 	guardOnce.Do(func() {
 		bb, err := os.ReadFile("/bin/busybox")
 		if err != nil {
-			missing(t, "busybox-static at /bin/busybox: %v", err)
+			realpart.Missing(t, "busybox-static at /bin/busybox: %v", err)
 		}
 		guard, err := os.ReadFile("testdata/guard.sh")
 		if err != nil {
@@ -124,11 +114,7 @@ func ensureGuardImage(t testing.TB, api *client.Client) {
 // socket through sudo -n docker system dial-stdio).
 func testNodes(t *testing.T) []sdk.Node {
 	nodes := []sdk.Node{{Name: "local", Transport: "local"}}
-	if err := testbed.Available(); err != nil {
-		if ci {
-			t.Fatalf("CI=true and the sshd test bed is unavailable: %v", err)
-		}
-		t.Logf("sshd node skipped: %v", err)
+	if !realpart.Optional(t, "the sshd node", testbed.Available()) {
 		return nodes
 	}
 	bed := testbed.StartT(t, 1)
@@ -138,11 +124,7 @@ func testNodes(t *testing.T) []sdk.Node {
 	defer cancel()
 	pool := node.NewPool()
 	defer pool.Close()
-	if _, err := pool.Get(ctx, n); err != nil {
-		if ci {
-			t.Fatalf("CI=true and the SSH transport cannot reach the test bed: %v", err)
-		}
-		t.Logf("sshd node skipped: the SSH transport cannot reach the test bed: %v", err)
+	if _, err := pool.Get(ctx, n); !realpart.Optional(t, "the sshd node (the SSH transport cannot reach the test bed)", err) {
 		return nodes
 	}
 	return append(nodes, n)
@@ -163,7 +145,7 @@ func startRegistry(t *testing.T) string {
 	t.Helper()
 	const bin = "/usr/bin/docker-registry"
 	if _, err := os.Stat(bin); err != nil {
-		missing(t, "docker-registry (apt-get install docker-registry): %v", err)
+		realpart.Missing(t, "docker-registry (apt-get install docker-registry): %v", err)
 	}
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))

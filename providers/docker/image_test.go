@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -22,7 +23,7 @@ func pushFresh(t *testing.T, api *client.Client, ref string) {
 	ctx := context.Background()
 	bb, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		missing(t, "busybox-static at /bin/busybox: %v", err)
+		realpart.Missing(t, "busybox-static at /bin/busybox: %v", err)
 	}
 	buildImage(t, api, ref, map[string][]byte{
 		"Dockerfile": []byte("FROM scratch\nCOPY busybox /bin/busybox\nCOPY weights.bin /weights.bin\n"),

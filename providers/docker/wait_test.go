@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -177,12 +178,7 @@ func TestContainerWaitTCP(t *testing.T) {
 func TestContainerWaitLinkLost(t *testing.T) {
 	api := engine(t)
 	ensureGuardImage(t, api)
-	if err := testbed.Available(); err != nil {
-		if ci {
-			t.Fatalf("CI=true and the sshd test bed is unavailable: %v", err)
-		}
-		t.Skipf("sshd test bed unavailable: %v", err)
-	}
+	realpart.Need(t, "the sshd test bed", testbed.Available())
 	bed := testbed.StartT(t, 1)
 	n := bed.Nodes[0].SDK()
 	n.Become = true

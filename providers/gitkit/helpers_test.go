@@ -11,6 +11,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/gitkit"
 	"github.com/sparkform/sparkform/providers/node"
@@ -55,12 +56,8 @@ func writeFile(t testing.TB, path, content string, mode os.FileMode) {
 // newFixture builds the repo under dir (which the nodes must be able to read).
 func newFixture(t testing.TB, dir string) fixture {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("git is required: %v", err)
-		}
-		t.Skipf("git not installed: %v", err)
-	}
+	_, err := exec.LookPath("git")
+	realpart.Need(t, "git", err)
 	// Nodes log in as other users: the repo must be readable by them.
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {

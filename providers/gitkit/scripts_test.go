@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 // busyboxEnv returns a PATH whose first folder holds every busybox applet,
@@ -13,12 +15,7 @@ import (
 func busyboxEnv(t *testing.T) (busybox, path string) {
 	t.Helper()
 	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("busybox (busybox-static) is required: %v", err)
-		}
-		t.Skipf("busybox not installed: %v", err)
-	}
+	realpart.Need(t, "busybox (apt-get install busybox-static)", err)
 	out, err := exec.Command(bb, "--list").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -174,12 +175,7 @@ func busyboxBin(t testing.TB) string {
 		}
 		busyboxDir = dir
 	})
-	if busyboxErr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("busybox is required (apt-get install busybox-static): %v", busyboxErr)
-		}
-		t.Skipf("busybox not available: %v", busyboxErr)
-	}
+	realpart.Need(t, "busybox (apt-get install busybox-static)", busyboxErr)
 	return busyboxDir
 }
 
@@ -208,11 +204,7 @@ func testNodes(t testing.TB) []testNode {
 // bed it is skipped (a failure under CI).
 func sshNode(t testing.TB, pool *node.Pool) (testNode, bool) {
 	t.Helper()
-	if err := testbed.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v (CI=true: the sshd test bed is required)", err)
-		}
-		t.Logf("sshd node not used: %v", err)
+	if !realpart.Optional(t, "the sshd node", testbed.Available()) {
 		return testNode{}, false
 	}
 	bed, err := testbed.Start(t.TempDir(), 1)
@@ -224,11 +216,7 @@ func sshNode(t testing.TB, pool *node.Pool) (testNode, bool) {
 	})
 	n := bed.Nodes[0]
 	c, err := pool.Get(context.Background(), n.SDK())
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("sshd node: %v", err)
-		}
-		t.Logf("sshd node not used: %v", err)
+	if !realpart.Optional(t, "the sshd node", err) {
 		return testNode{}, false
 	}
 	return testNode{name: "sshd", node: n.SDK(), conn: c, dir: n.Root}, true

@@ -11,18 +11,15 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/node"
 )
 
 // startAgent runs a real ssh-agent holding the bed's client key.
 func startAgent(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ssh-agent missing (apt-get install openssh-client)")
-		}
-		t.Skip("ssh-agent missing")
-	}
+	_, err := exec.LookPath("ssh-agent")
+	realpart.Need(t, "ssh-agent (apt-get install openssh-client)", err)
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	agent := exec.Command("ssh-agent", "-D", "-a", sock)
 	if err := agent.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -32,12 +33,7 @@ func TestMain(m *testing.M) {
 
 func bed(t testing.TB) *testbed.Bed {
 	t.Helper()
-	if err := testbed.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v (CI=true: the test bed is required)", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	realpart.Need(t, "the sshd test bed", testbed.Available())
 	bedOnce.Do(func() { theBed, bedErr = testbed.Start("", 2) })
 	if bedErr != nil {
 		t.Fatal(bedErr)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkform/sparkform/internal/etcdtest"
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/state"
 	"github.com/sparkform/sparkform/state/statetest"
 )
@@ -34,12 +35,8 @@ func TestMain(m *testing.M) {
 
 func needCluster(t testing.TB) *etcdtest.Cluster {
 	t.Helper()
-	if _, err := etcdtest.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v", err)
-		}
-		t.Skipf("%v", err)
-	}
+	_, err := etcdtest.Binary()
+	realpart.Need(t, "etcd (apt-get install etcd-server)", err)
 	sharedOnce.Do(func() { shared, sharedErr = etcdtest.Start(etcdtest.Options{}) })
 	if sharedErr != nil {
 		t.Fatalf("start etcd: %v", sharedErr)
@@ -49,12 +46,8 @@ func needCluster(t testing.TB) *etcdtest.Cluster {
 
 func ownCluster(t testing.TB, opts etcdtest.Options) *etcdtest.Cluster {
 	t.Helper()
-	if _, err := etcdtest.Binary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v", err)
-		}
-		t.Skipf("%v", err)
-	}
+	_, err := etcdtest.Binary()
+	realpart.Need(t, "etcd (apt-get install etcd-server)", err)
 	c, err := etcdtest.Start(opts)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -298,8 +299,8 @@ func StartT(t testing.TB) *Node {
 	t.Helper()
 	shared.once.Do(func() { shared.img, shared.err = Build("") })
 	if shared.err != nil {
-		if errors.Is(shared.err, ErrUnavailable) && os.Getenv("CI") == "" {
-			t.Skipf("skipping: %v", shared.err)
+		if errors.Is(shared.err, ErrUnavailable) {
+			realpart.Missing(t, "the qemu node: %v", shared.err)
 		}
 		t.Fatal(shared.err)
 	}
