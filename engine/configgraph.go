@@ -137,14 +137,14 @@ func (cg *configGraph) addBlocks(m *config.Module) hcl.Diagnostics {
 		travs := config.ExprReferences(nonNil(n.ForEach, n.Count)...)
 		if attrs, d := n.Config.JustAttributes(); !d.HasErrors() {
 			for _, a := range attrs {
-				travs = append(travs, a.Expr.Variables()...)
+				travs = append(travs, n.Scope.Flat(a.Expr.Variables())...)
 			}
 		}
 		add(nodeV(name), travs)
 	}
 	for key, r := range m.Resources {
 		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
-		travs = append(travs, config.BodyReferences(r.Config, cg.schemas[r.Addr.Type].Block)...)
+		travs = append(travs, r.Scope.Flat(config.BodyReferences(r.Config, cg.schemas[r.Addr.Type].Block))...)
 		travs = append(travs, r.DependsOn...)
 		add(resourceV(key), travs)
 	}

@@ -68,7 +68,7 @@ func (ev *evaluator) decodeInstance(r *config.Resource, addr string, k addrs.Ins
 		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node",
 			Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
 	}
-	cfg, d := config.DecodeResource(r.Config, schema.Block, ictx)
+	cfg, d := config.DecodeResource(r.Config, schema.Block, r.Scope.BodyContext(r.Config, ictx))
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags

@@ -277,7 +277,7 @@ func (ev *evaluator) evalNode(name string) hcl.Diagnostics {
 	}
 	b := ev.block(ev.nodes, name, modeOf(n.ForEach, n.Count))
 	for _, k := range exp.Keys {
-		nc, d := config.DecodeNode(n.Config, instanceScope(base, exp, k))
+		nc, d := config.DecodeNode(n.Config, n.Scope.BodyContext(n.Config, instanceScope(base, exp, k)))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

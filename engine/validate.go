@@ -105,7 +105,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
-		cfg, d := config.DecodeResource(r.Config, schema.Block, ictx)
+		cfg, d := config.DecodeResource(r.Config, schema.Block, r.Scope.BodyContext(r.Config, ictx))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

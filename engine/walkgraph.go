@@ -60,12 +60,12 @@ func sameKeyReferences(r *config.Resource) map[string]bool {
 	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch n := n.(type) {
 		case *hclsyntax.ScopeTraversalExpr:
-			if a, ok := traversalResource(n.Traversal); ok {
+			if a, ok := traversalResource(r.Scope.FlatTraversal(n.Traversal)); ok {
 				total[a]++
 			}
 		case *hclsyntax.IndexExpr:
 			if st, ok := n.Collection.(*hclsyntax.ScopeTraversalExpr); ok && len(st.Traversal) == 2 && isOwnKey(n.Key) {
-				if a, ok := traversalResource(st.Traversal); ok {
+				if a, ok := traversalResource(r.Scope.FlatTraversal(st.Traversal)); ok {
 					same[a]++
 				}
 			}

@@ -170,15 +170,14 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 		return nil // loading reported why
 	}
 	var diags hcl.Diagnostics
-	for _, a := range mc.Args {
-		rw.expr(a.Expr)
+	// The caller's expressions as the caller's instance sees them: a root
+	// call's are rewritten in place (the root's syntax is its own), a
+	// module instance's are wrapped (its module's syntax is shared).
+	args := make(map[string]hcl.Expression, len(mc.Args))
+	for n, a := range mc.Args {
+		args[n] = rw.wrap(a.Expr)
 	}
-	if mc.ForEach != nil {
-		rw.expr(mc.ForEach)
-	}
-	if mc.Count != nil {
-		rw.expr(mc.Count)
-	}
+	forEach, count := rw.wrap(mc.ForEach), rw.wrap(mc.Count)
 	var deps []hcl.Traversal
 	for _, tr := range mc.DependsOn {
 		deps = append(deps, rw.traversal(tr))
@@ -208,21 +207,19 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 	}
 
 	callPrefix := addrs.Prefix(path.String(), "module."+mc.Name)
-	exp, mode, d := f.expandCall(mc)
+	exp, mode, d := f.expandCall(mc, forEach, count)
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return diags
 	}
+	// Every instance shares child's syntax, parsed once by LoadDir; an
+	// InstanceScope maps its names to the instance's flat ones.
+	syn := &sharedSyntax{}
+	moduleRefs := moduleTraversals(child)
 	for _, k := range exp.Keys {
 		ipath := path.Child(mc.Name, k)
 		p := ipath.String()
-		inst, d := loadDir(child.Dir, nil)
-		// Reload for a fresh syntax tree per instance (the references in
-		// it are rewritten for this instance); loading errors were
-		// reported when the configuration was loaded.
-		if d.HasErrors() {
-			return diags
-		}
+		inst := child
 		var each *EachValues
 		countIndex := cty.NilVal
 		if ev, ok := exp.Each[k]; ok {
@@ -241,32 +238,44 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			v := inst.Variables[vn]
 			ve := &moduleVarExpr{v: v, each: each, countIndex: countIndex, instance: p, rng: mc.DeclRange}
 			if a, ok := mc.Args[vn]; ok {
-				ve.inner, ve.rng = a.Expr, a.Expr.Range()
+				ve.inner, ve.rng = args[vn], a.Expr.Range()
 			}
 			f.flat.Locals[p+".var."+vn] = &Local{Name: p + ".var." + vn, Expr: ve, DeclRange: v.DeclRange}
 		}
 		abs, _ := filepath.Abs(inst.Dir)
 		f.flat.Locals[p+".path.module"] = &Local{Name: p + ".path.module", Expr: hcl.StaticExpr(cty.StringVal(abs), mc.DeclRange), DeclRange: mc.DeclRange}
-		irw := &rewriter{mod: inst, prefix: p, f: f}
+		scope := newInstanceScope(inst, p, syn)
+		irw := &rewriter{mod: inst, prefix: p, f: f, scope: scope}
+		// The module.* references of the instance, checked at the end.
+		for _, tr := range moduleRefs {
+			irw.traversal(tr)
+		}
 		for n, l := range inst.Locals {
-			irw.expr(l.Expr)
-			f.flat.Locals[p+".local."+n] = &Local{Name: p + ".local." + n, Expr: l.Expr, DeclRange: l.DeclRange}
+			f.flat.Locals[p+".local."+n] = &Local{Name: p + ".local." + n, Expr: scope.wrap(l.Expr), DeclRange: l.DeclRange}
 		}
 		for n, nd := range inst.Nodes {
-			irw.node(nd)
-			nd.Name = p + "." + n
-			f.flat.Nodes[nd.Name] = nd
+			c := *nd
+			c.Name, c.Scope = p+"."+n, scope
+			c.ForEach, c.Count = scope.wrap(nd.ForEach), scope.wrap(nd.Count)
+			f.flat.Nodes[c.Name] = &c
 		}
-		for _, r := range inst.Resources {
-			irw.resource(r)
-			r.Addr.Module = p
-			r.DependsOn = append(r.DependsOn, deps...)
-			f.flat.Resources[r.Addr.String()] = r
+		rs := make([]*Resource, 0, len(inst.Resources))
+		for _, key := range sortedKeys(inst.Resources) {
+			r := inst.Resources[key]
+			c := *r
+			c.Addr.Module, c.Scope = p, scope
+			c.ForEach, c.Count, c.NodeExpr = scope.wrap(r.ForEach), scope.wrap(r.Count), scope.wrap(r.NodeExpr)
+			c.DependsOn = make([]hcl.Traversal, 0, len(r.DependsOn)+len(deps))
+			for _, tr := range r.DependsOn {
+				c.DependsOn = append(c.DependsOn, irw.traversal(tr))
+			}
+			c.DependsOn = append(c.DependsOn, deps...)
+			f.flat.Resources[c.Addr.String()] = &c
+			rs = append(rs, &c)
 		}
 		outs := make([]string, 0, len(inst.Outputs))
 		for n, o := range inst.Outputs {
-			irw.expr(o.Expr)
-			f.flat.Locals[p+".output."+n] = &Local{Name: p + ".output." + n, Expr: o.Expr, DeclRange: o.DeclRange}
+			f.flat.Locals[p+".output."+n] = &Local{Name: p + ".output." + n, Expr: scope.wrap(o.Expr), DeclRange: o.DeclRange}
 			outs = append(outs, n)
 		}
 		sort.Strings(outs)
@@ -277,7 +286,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 		}
 		f.syntheticLocal(callPrefix+k.String(), obj, mc.DeclRange)
 		diags = append(diags, f.calls(inst, ipath, irw)...)
-		for _, r := range inst.Resources {
+		for _, r := range rs {
 			f.queueModuleDeps(r, irw)
 		}
 	}
@@ -393,19 +402,20 @@ func (e *rangedExpr) Range() hcl.Range      { return e.rng }
 func (e *rangedExpr) StartRange() hcl.Range { return e.rng }
 
 // expandCall evaluates a call's for_each or count before the walk.
-func (f *flattener) expandCall(mc *ModuleCall) (*Expansion, callMode, hcl.Diagnostics) {
+// forEach and count are the call's, as its caller's instance sees them.
+func (f *flattener) expandCall(mc *ModuleCall, forEach, count hcl.Expression) (*Expansion, callMode, hcl.Diagnostics) {
 	mode := singleMode
 	switch {
-	case mc.ForEach != nil:
+	case forEach != nil:
 		mode = forEachMode
-	case mc.Count != nil:
+	case count != nil:
 		mode = countMode
 	default:
 		return &Expansion{Keys: []addrs.InstanceKey{addrs.NoKey}}, mode, nil
 	}
-	expr := mc.ForEach
+	expr := forEach
 	if expr == nil {
-		expr = mc.Count
+		expr = count
 	}
 	ctx := f.staticContext(expr)
 	v, _ := expr.Value(ctx)
@@ -414,14 +424,14 @@ func (f *flattener) expandCall(mc *ModuleCall) (*Expansion, callMode, hcl.Diagno
 			return &Expansion{Keys: []addrs.InstanceKey{addrs.NoKey}}, mode, nil
 		}
 		what := "for_each"
-		if mc.Count != nil {
+		if count != nil {
 			what = "count"
 		}
 		return nil, mode, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid module " + what,
 			Detail:  fmt.Sprintf("The %s of module %q must be known before the plan: it may use variables, literals and locals made of those, not values of resources or nodes.", what, mc.Name),
 			Subject: expr.Range().Ptr()}}
 	}
-	exp, d := Expand(mc.ForEach, mc.Count, ctx)
+	exp, d := Expand(forEach, count, ctx)
 	return exp, mode, d
 }
 
@@ -491,12 +501,63 @@ func localName(tr hcl.Traversal) (string, bool) {
 }
 
 // rewriter turns the references of one module instance's blocks into
-// flat names. It rewrites syntax trees in place, so each instance is
-// loaded afresh.
+// flat names. The root's syntax trees are rewritten in place (only their
+// module.* references change); a module instance's are shared with the
+// other instances of its module, so they are wrapped instead (see
+// InstanceScope).
 type rewriter struct {
 	f      *flattener
 	mod    *Module
 	prefix string // the module instance; "" for the root
+	// scope is the instance's InstanceScope; nil for the root.
+	scope *InstanceScope
+}
+
+// wrap is e with flat references: rewritten in place for the root,
+// wrapped for a module instance.
+func (rw *rewriter) wrap(e hcl.Expression) hcl.Expression {
+	if rw.scope == nil {
+		rw.expr(e)
+		return e
+	}
+	return rw.scope.wrap(e)
+}
+
+// moduleTraversals are the module.* references m's blocks make (in its
+// own names): each instance checks that the instances they name exist.
+func moduleTraversals(m *Module) []hcl.Traversal {
+	var out []hcl.Traversal
+	add := func(travs []hcl.Traversal) {
+		for _, tr := range travs {
+			if tr.RootName() == "module" {
+				out = append(out, tr)
+			}
+		}
+	}
+	for _, n := range sortedKeys(m.Locals) {
+		add(ExprReferences(m.Locals[n].Expr))
+	}
+	for _, n := range sortedKeys(m.Nodes) {
+		nd := m.Nodes[n]
+		add(ExprReferences(nd.ForEach, nd.Count))
+		add(syntaxTraversals(nd.Config, nil))
+	}
+	for _, k := range sortedKeys(m.Resources) {
+		r := m.Resources[k]
+		add(ExprReferences(r.ForEach, r.Count, r.NodeExpr))
+		add(syntaxTraversals(r.Config, nil)) // depends_on: rewritten per instance
+	}
+	for _, n := range sortedKeys(m.Outputs) {
+		add(ExprReferences(m.Outputs[n].Expr))
+	}
+	for _, n := range sortedKeys(m.ModuleCalls) {
+		mc := m.ModuleCalls[n]
+		add(ExprReferences(mc.ForEach, mc.Count))
+		for _, an := range sortedKeys(mc.Args) {
+			add(mc.Args[an].Expr.Variables())
+		}
+	}
+	return out
 }
 
 func (rw *rewriter) expr(e hcl.Expression) {
@@ -695,7 +756,7 @@ func (e *moduleVarExpr) Variables() []hcl.Traversal {
 	// instance's key is known, so the reference says which (the engine
 	// then waits for that instance only).
 	keyed := map[hcl.Range]cty.Value{}
-	if n, ok := e.inner.(hclsyntax.Node); ok {
+	if n, ok := unwrapScoped(e.inner).(hclsyntax.Node); ok {
 		hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
 			ix, ok := n.(*hclsyntax.IndexExpr)
 			if !ok {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -123,10 +124,11 @@ output "all" { value = module.r }
 	if _, ok := flat.Nodes[`module.r["two"].n`]; !ok {
 		t.Errorf("module node missing: %v", flat.Nodes)
 	}
-	// References inside an instance name that instance's blocks.
+	// References inside an instance name that instance's blocks (the
+	// body is the module's, shared: its scope maps them).
 	b := flat.Resources[`module.r["two"].sparkform_data.b`]
 	var refs []string
-	for _, tr := range BodyReferences(b.Config, nil) {
+	for _, tr := range b.Scope.Flat(BodyReferences(b.Config, nil)) {
 		refs = append(refs, traversalString(tr))
 	}
 	if j := strings.Join(refs, " "); !strings.Contains(j, `sparkform_data["module.r[\"two\"].a"]`) || !strings.Contains(j, `local["module.r[\"two\"].var.nodes"]`) {
@@ -326,5 +328,100 @@ moved {
 		if !diags.HasErrors() || !strings.Contains(diags[0].Detail, want) {
 			t.Errorf("%s: %v", src, diags)
 		}
+	}
+}
+
+// TestFlattenInstancesShareModuleSyntax: every instance of a module called
+// with for_each takes the module's bodies and expressions as loaded (one
+// parsed copy), and each evaluates them in its own names.
+func TestFlattenInstancesShareModuleSyntax(t *testing.T) {
+	m, diags := LoadDir(writeTree(t, map[string]string{
+		"main.sf.hcl": `
+variable "items" {}
+module "m" {
+  source   = "./mod"
+  for_each = var.items
+  seed     = each.value
+}
+output "firsts" { value = module.m["k1"].last }
+`,
+		"mod/main.sf.hcl": `
+variable "seed" {}
+locals { l = "${var.seed}-local" }
+node "n" {
+  transport = "local"
+}
+resource "sparkform_data" "a" {
+  node  = node.n
+  input = local.l
+}
+resource "sparkform_data" "b" {
+  node  = node.n
+  input = sparkform_data.a.output
+}
+output "last" { value = sparkform_data.b.output }
+`,
+	}))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	const k = 200
+	items := map[string]cty.Value{}
+	for i := 0; i < k; i++ {
+		items[fmt.Sprint("k", i)] = cty.StringVal(fmt.Sprint("seed-", i))
+	}
+	flat, diags := Flatten(m, map[string]cty.Value{"items": cty.MapVal(items)})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	child := m.Children["m"]
+	for key, r := range child.Resources {
+		for i := 0; i < k; i++ {
+			p := fmt.Sprintf(`module.m["k%d"]`, i)
+			got := flat.Resources[p+"."+key]
+			if got == nil {
+				t.Fatalf("no %s.%s", p, key)
+			}
+			if got.Config != r.Config {
+				t.Fatalf("%s.%s has a body of its own, want the module's (parsed once)", p, key)
+			}
+			if got.Scope.Prefix() != p {
+				t.Fatalf("%s.%s: scope %q", p, key, got.Scope.Prefix())
+			}
+		}
+	}
+	if n := flat.Nodes[`module.m["k7"].n`]; n == nil || n.Config != child.Nodes["n"].Config {
+		t.Errorf("module node: %#v, want the module's body", n)
+	}
+	// Instance k7's b: its references are k7's flat names, and its body
+	// evaluates k7's values.
+	b := flat.Resources[`module.m["k7"].sparkform_data.b`]
+	var refs []string
+	for _, tr := range b.Scope.Flat(BodyReferences(b.Config, nil)) {
+		refs = append(refs, traversalString(tr))
+	}
+	if j := strings.Join(refs, " "); j != `node["module.m[\"k7\"].n"] sparkform_data["module.m[\"k7\"].a"].output` {
+		t.Errorf("refs of k7's b: %s", j)
+	}
+	flatCtx := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"sparkform_data": cty.ObjectVal(map[string]cty.Value{
+			`module.m["k7"].a`: cty.ObjectVal(map[string]cty.Value{"output": cty.StringVal("a7")}),
+			`module.m["k8"].a`: cty.ObjectVal(map[string]cty.Value{"output": cty.StringVal("a8")}),
+		}),
+	}}
+	attrs, _ := b.Config.JustAttributes()
+	if v, d := attrs["input"].Expr.Value(b.Scope.BodyContext(b.Config, flatCtx)); d.HasErrors() || !v.RawEquals(cty.StringVal("a7")) {
+		t.Errorf("k7's b input = %#v %v, want a7", v, d)
+	}
+	// A local of the module, wrapped for the instance.
+	l := flat.Locals[`module.m["k7"].local.l`]
+	if vars := l.Expr.Variables(); len(vars) != 1 || traversalString(vars[0]) != `local["module.m[\"k7\"].var.seed"]` {
+		t.Errorf("k7's local.l references %v", vars)
+	}
+	v, d := l.Expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{
+		"local": cty.ObjectVal(map[string]cty.Value{`module.m["k7"].var.seed`: cty.StringVal("seed-7")}),
+	}})
+	if d.HasErrors() || !v.RawEquals(cty.StringVal("seed-7-local")) {
+		t.Errorf("k7's local.l = %#v %v", v, d)
 	}
 }

@@ -81,8 +81,13 @@ type Node struct {
 	// ForEach and Count are nil when absent.
 	ForEach, Count hcl.Expression
 	// Config is the body minus for_each/count: transport, host, ...
+	// In a module instance it is the module's, shared by every instance
+	// and written in the module's names: decode it in
+	// Scope.BodyContext(Config, ctx).
 	Config    hcl.Body
 	DeclRange hcl.Range
+	// Scope is the module instance the block belongs to; nil in the root.
+	Scope *InstanceScope
 }
 
 // Resource is a `resource "TYPE" "NAME"` block.
@@ -96,9 +101,14 @@ type Resource struct {
 	DependsOn []hcl.Traversal
 	Lifecycle Lifecycle
 	// Config is the body minus meta-arguments, decoded against the
-	// provider's schema.
+	// provider's schema. In a module instance it is the module's, shared
+	// by every instance and written in the module's names: its references
+	// are Scope.Flat(...) of them, and it decodes in
+	// Scope.BodyContext(Config, ctx).
 	Config               hcl.Body
 	DeclRange, TypeRange hcl.Range
+	// Scope is the module instance the block belongs to; nil in the root.
+	Scope *InstanceScope
 }
 
 // Lifecycle is a resource's `lifecycle` block.
