@@ -5,7 +5,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"time"
 )
 
 // startProfiles writes pprof profiles when SPARKFORM_CPUPROFILE or
@@ -14,8 +16,8 @@ import (
 // FILE.plugin-NAME.PID, so one run profiles every process it starts. The
 // returned function finishes the profiles; it is a no-op when none is on.
 func startProfiles(role string) func() {
-	cpu, mem := os.Getenv("SPARKFORM_CPUPROFILE"), os.Getenv("SPARKFORM_MEMPROFILE")
-	if cpu == "" && mem == "" {
+	cpu, mem, peak := os.Getenv("SPARKFORM_CPUPROFILE"), os.Getenv("SPARKFORM_MEMPROFILE"), os.Getenv("SPARKFORM_HEAPPEAK")
+	if cpu == "" && mem == "" && peak == "" {
 		return func() {}
 	}
 	name := func(base string) string {
@@ -23,6 +25,9 @@ func startProfiles(role string) func() {
 			return base
 		}
 		return fmt.Sprintf("%s.%s.%d", base, role, os.Getpid())
+	}
+	if peak != "" {
+		go watchHeapPeak(name(peak))
 	}
 	var cpuFile *os.File
 	if cpu != "" {
@@ -48,6 +53,31 @@ func startProfiles(role string) func() {
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 			_ = f.Close()
 		}
+	}
+}
+
+// watchHeapPeak keeps, in file, the heap profile of the largest live heap
+// seen so far (SPARKFORM_HEAPPEAK): what is live at peak RSS, which the
+// allocs profile written at exit (after the walk let go of it) does not
+// show. It looks every 50 ms and writes only when the live heap grew by
+// more than 5 % since the last profile.
+func watchHeapPeak(file string) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var written uint64
+	for range time.Tick(50 * time.Millisecond) {
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live <= written+written/20 {
+			continue
+		}
+		written = live
+		f, err := os.Create(file)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sparkform: SPARKFORM_HEAPPEAK:", err)
+			return
+		}
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		_ = f.Close()
 	}
 }
 
