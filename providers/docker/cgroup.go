@@ -24,7 +24,9 @@ while read -r dev mnt typ opts rest; do
       case ",$opts," in *,cpu,*) cpu1=$mnt ;; esac ;;
   esac
 done < /proc/self/mounts
-rd() { cat "$1" 2>/dev/null || echo '?'; }
+# rd VAR FILE: the file's first line into VAR, '?' when it cannot be read
+# (a shell builtin: no process per file).
+rd() { _v=; { IFS= read -r _v < "$2" || [ -n "$_v" ]; } 2>/dev/null || _v='?'; eval "$1=\$_v"; }
 for pid in "$@"; do
   m= c= u= seen=
   if [ -r "/proc/$pid/cgroup" ]; then
@@ -38,11 +40,13 @@ for pid in "$@"; do
     done < "/proc/$pid/cgroup"
   fi
   if [ -n "$m" ] && [ -n "$mem1" ]; then
-    printf '%s\tv1\t%s\t%s\t%s\t%s\n' "$pid" "$(rd "$mem1$m/memory.limit_in_bytes")" "$(rd "$mem1$m/memory.memsw.limit_in_bytes")" \
-      "$(rd "$cpu1$c/cpu.cfs_quota_us")" "$(rd "$cpu1$c/cpu.cfs_period_us")"
+    rd a "$mem1$m/memory.limit_in_bytes"; rd b "$mem1$m/memory.memsw.limit_in_bytes"
+    rd q "$cpu1$c/cpu.cfs_quota_us"; rd r "$cpu1$c/cpu.cfs_period_us"
+    printf '%s\tv1\t%s\t%s\t%s\t%s\n' "$pid" "$a" "$b" "$q" "$r"
   elif [ -n "$seen" ] && [ -n "$v2" ]; then
     d=$v2$u
-    printf '%s\tv2\t%s\t%s\t%s\n' "$pid" "$(rd "$d/memory.max")" "$(rd "$d/memory.swap.max")" "$(rd "$d/cpu.max")"
+    rd a "$d/memory.max"; rd b "$d/memory.swap.max"; rd q "$d/cpu.max"
+    printf '%s\tv2\t%s\t%s\t%s\n' "$pid" "$a" "$b" "$q"
   else
     printf '%s\tnone\n' "$pid"
   fi
@@ -52,21 +56,46 @@ done
 // v1Unlimited: cgroup v1 reports "no limit" as a page-rounded huge number.
 const v1Unlimited = int64(1) << 62
 
-// readCgroups returns the applied limits per pid in one remote command.
-func readCgroups(ctx context.Context, conn node.Conn, become bool, pids []int) (map[int]cgroupValues, error) {
+// readCgroups returns the applied limits per pid in one remote command,
+// and the round trips it made. /proc/PID/cgroup and the limit files are
+// world-readable on a stock kernel, so it reads as the login user; only
+// when something could not be read that way (/proc mounted hidepid, a
+// locked-down cgroup tree) and the node allows become does it read again
+// as root: a second round trip instead of a sudo on every refresh.
+func readCgroups(ctx context.Context, conn node.Conn, become bool, pids []int) (map[int]cgroupValues, int, error) {
 	out := map[int]cgroupValues{}
 	if len(pids) == 0 {
-		return out, nil
+		return out, 0, nil
 	}
 	argv := []string{"sh", "-c", cgroupScript, "sh"}
 	for _, p := range pids {
 		argv = append(argv, strconv.Itoa(p))
 	}
-	res, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: become})
-	if err != nil {
-		return nil, err
+	res, err := conn.Run(ctx, node.Cmd{Argv: argv})
+	if err == nil {
+		out = parseCgroups(res.Stdout)
+		if !become || complete(out, pids) {
+			return out, 1, nil
+		}
+	} else if !become {
+		return nil, 1, err
 	}
-	return parseCgroups(res.Stdout), nil
+	res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: true})
+	if err != nil {
+		return nil, 2, err
+	}
+	return parseCgroups(res.Stdout), 2, nil
+}
+
+// complete reports whether cgs has every value of every pid.
+func complete(cgs map[int]cgroupValues, pids []int) bool {
+	for _, p := range pids {
+		cg, ok := cgs[p]
+		if !ok || cg.MemoryMax == "?" || cg.SwapMax == "?" || cg.CPUMax == "?" {
+			return false
+		}
+	}
+	return true
 }
 
 func parseCgroups(b []byte) map[int]cgroupValues {

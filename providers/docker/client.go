@@ -50,6 +50,19 @@ type dockerClient struct {
 	via string
 }
 
+// readParallel is how many API calls one Read makes at a time. Over
+// dial-stdio every concurrent call is one more connection, and so one
+// more `sudo -n docker system dial-stdio` on the node (sudo's PAM session
+// and the docker CLI's start-up, tens of milliseconds of the node's CPU
+// each): a Read's inspects go one after another on the one kept-alive
+// stream, a round trip each, instead.
+func (d *dockerClient) readParallel() int {
+	if d.via == "dial-stdio" {
+		return 1
+	}
+	return readParallel
+}
+
 // conn returns the node connection (the pool redials if it was lost).
 func (d *dockerClient) conn(ctx context.Context) (node.Conn, error) { return d.pool.Get(ctx, d.node) }
 

@@ -17,7 +17,8 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-// readParallel bounds concurrent inspects in one Read batch.
+// readParallel bounds concurrent inspects in one Read batch when each
+// API connection is cheap (the socket, directly or over an SSH channel).
 const readParallel = 8
 
 type containerResource struct {
@@ -71,10 +72,10 @@ func inspectJobs(ctx context.Context, d *dockerClient, ids []string, out []inspe
 	return jobs
 }
 
-// runWave runs jobs concurrently, readParallel at a time, and returns how
+// runWave runs jobs concurrently, parallel at a time, and returns how
 // many sequential waves of remote calls that is.
-func runWave(jobs []func()) int {
-	sem := make(chan struct{}, readParallel)
+func runWave(parallel int, jobs []func()) int {
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, job := range jobs {
 		wg.Add(1)
@@ -86,7 +87,7 @@ func runWave(jobs []func()) int {
 		}()
 	}
 	wg.Wait()
-	return (len(jobs) + readParallel - 1) / readParallel
+	return (len(jobs) + parallel - 1) / parallel
 }
 
 // cgroupsFor reads the cgroup values of the running ones in one command.
@@ -104,8 +105,7 @@ func cgroupsFor(ctx context.Context, d *dockerClient, ins []inspected) (map[int]
 	if err != nil {
 		return nil, 0, err
 	}
-	cg, err := readCgroups(ctx, conn, d.node.Become, pids)
-	return cg, 1, err
+	return readCgroups(ctx, conn, d.node.Become, pids)
 }
 
 func cgFor(cgs map[int]cgroupValues, ins container.InspectResponse) *cgroupValues {
@@ -128,7 +128,7 @@ func (r *containerResource) Read(ctx context.Context, n sdk.Node, items []sdk.Re
 	}
 	ids := containerRefs(items)
 	ins := make([]inspected, len(ids))
-	trips := runWave(inspectJobs(ctx, d, ids, ins))
+	trips := runWave(d.readParallel(), inspectJobs(ctx, d, ids, ins))
 	results, t2 := r.finishRead(ctx, d, n, items, ins)
 	return results, trips + t2, nil
 }

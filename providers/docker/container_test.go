@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -459,4 +460,67 @@ func TestContainerMissingMountSourceAtApply(t *testing.T) {
 	if !resp.NewState.IsNull() {
 		t.Errorf("state after a failed create = %#v, want null", resp.NewState)
 	}
+}
+
+// TestReadOverDialStdioOneStream: a node whose user reaches the Docker
+// socket only through sudo (become) gets ONE `sudo -n docker system
+// dial-stdio` per Read, however many images and containers it reads
+// (each concurrent API call used to start one more: sudo and the docker
+// CLI on the node, tens of milliseconds each), and the cgroup values come
+// from one command run as the login user (no sudo: the files are
+// world-readable). Counted as sshd saw it: two command sessions. The
+// values read that way are the kernel's.
+func TestReadOverDialStdioOneStream(t *testing.T) {
+	api := engine(t)
+	ensureGuardImage(t, api)
+	realpart.Need(t, "the sshd test bed", testbed.Available())
+	bed := testbed.StartT(t, 1)
+	n := bed.Nodes[0].SDK()
+	n.Become = true
+
+	running := "sparkform-test-stdio-running"
+	cleanupContainer(t, api, running)
+	byHand(t, "run", "-d", "--name", running, "--memory", "64m", "--memory-swap", "64m", "--cpus", "0.5",
+		"--entrypoint", "/bin/busybox", guardImage, "sleep", "600")
+	p := New()
+	rs := sdktest.Schema(t, p, ctype)
+	is := sdktest.Schema(t, p, "docker_image")
+	items := []sdk.ReadItem{{TypeName: "docker_image", Address: "docker_image.guard",
+		Prior: sdktest.Object(t, is.Block, map[string]cty.Value{"name": cty.StringVal(guardImage)})}}
+	for _, name := range []string{running, "sparkform-test-stdio-gone-1", "sparkform-test-stdio-gone-2"} {
+		items = append(items, sdk.ReadItem{TypeName: ctype, Address: ctype + "." + name,
+			Prior: sdktest.Object(t, rs.Block, map[string]cty.Value{"name": cty.StringVal(name), "image": cty.StringVal(guardImage)})})
+	}
+
+	sessions := func() int { return strings.Count(bed.Nodes[0].Log(), "Starting session: command") }
+	before := sessions()
+	resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: items})
+	if resp.Diagnostics.HasErrors() {
+		t.Fatal(resp.Diagnostics.Err())
+	}
+	if got := sessions() - before; got != 2 {
+		t.Errorf("%d command sessions on the node for one Read, want 2 (one dial-stdio, one cgroup read)\nsshd log:\n%s", got, bed.Nodes[0].Log())
+	}
+	for i, r := range resp.Results {
+		if r.Diagnostics.HasErrors() || len(r.Diagnostics) > 0 {
+			t.Errorf("%s: %v", items[i].Address, r.Diagnostics)
+		}
+	}
+	if v := resp.Results[0].NewState; v.IsNull() || ctyval.Str(v.GetAttr("image_id")) == "" {
+		t.Errorf("image: %#v, want its id", v)
+	}
+	st := resp.Results[1].NewState
+	if st.IsNull() {
+		t.Fatal("the running container reads as gone")
+	}
+	wantAttr(t, st, "running", cty.True)
+	wantAttr(t, st, "cgroup_memory_max", cty.StringVal("67108864"))
+	wantAttr(t, st, "cgroup_memory_swap_max", cty.StringVal("0"))
+	wantAttr(t, st, "cgroup_cpu_max", cty.StringVal("50000 100000"))
+	for _, r := range resp.Results[2:] {
+		if !r.NewState.IsNull() {
+			t.Errorf("a missing container reads as %#v, want gone", r.NewState)
+		}
+	}
+	p.(*provider).clients.close()
 }

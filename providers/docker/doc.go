@@ -42,8 +42,12 @@
 // Read is batched per node: image inspects and container inspects do not
 // depend on each other and run together in one concurrent wave
 // (readParallel at a time), then the cgroup values of every running
-// container come from one remote command: two round trips per node for
-// any mix of the two types. RoundTrips counts sequential waves. A wait
+// container come from one remote command, run as the login user (root
+// only when something was unreadable): two round trips per node for any
+// mix of the two types. Over dial-stdio (become) the inspects go one
+// after another on one stream instead: each concurrent call would start
+// one more sudo and docker CLI on the node. RoundTrips counts sequential
+// waves. A wait
 // block is probed from the node (over SSH through the connection); while
 // apply waits, progress reports the elapsed time every second, and a
 // timeout error names what was probed and how long it waited.

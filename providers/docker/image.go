@@ -103,7 +103,7 @@ func (r *imageResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadIt
 		return nil, 0, sdk.Diagnostics{sdk.FromError("Cannot reach Docker on "+n.Name, err)}
 	}
 	results := make([]sdk.ReadResult, len(items))
-	return results, runWave(r.readJobs(ctx, d, items, results)), nil
+	return results, runWave(d.readParallel(), r.readJobs(ctx, d, items, results)), nil
 }
 
 // readJobs returns one independent job per item that reads it into out[i].

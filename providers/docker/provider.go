@@ -79,7 +79,7 @@ func (p *provider) ReadResources(ctx context.Context, req sdk.ReadRequest) sdk.R
 	ids := containerRefs(ctrItems)
 	ins := make([]inspected, len(ids))
 	jobs := append(p.image.readJobs(ctx, d, imgItems, imgRes), inspectJobs(ctx, d, ids, ins)...)
-	resp.RoundTrips = runWave(jobs)
+	resp.RoundTrips = runWave(d.readParallel(), jobs)
 
 	// Wave 2: the cgroup values of the running containers, one command.
 	ctrRes, trips := p.container.finishRead(ctx, d, req.Node, ctrItems, ins)
