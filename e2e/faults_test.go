@@ -295,25 +295,32 @@ func waitPaused(dir string, p *proc, timeout time.Duration) (int, error) {
 }
 
 // killPoint is one fixed kill: after ACTION of ADDRESS changed the node and
-// before its reply, kill the CLI or the plugin.
+// before its reply, kill the CLI or the plugin. With store set, the kill
+// comes later: the reply has reached the CLI and the result is queued for
+// the next group commit (state.Store.Complete), not yet durable.
 type killPoint struct {
 	action, addr, kill string
+	store              bool
 }
 
 // shortKillPoints hit every kind of window once: each resource type's
 // create and delete, CLI and plugin kills.
 var shortKillPoints = []killPoint{
-	{"create", `kmod_module.drm["n1"]`, "cli"},
-	{"create", `kmod_module.drm["n1"]`, "plugin"},
-	{"delete", `kmod_module.drm["n1"]`, "cli"},
-	{"create", `gitkit_checkout.kit["n1"]`, "cli"},
-	{"delete", `gitkit_checkout.kit["n1"]`, "plugin"},
-	{"create", `hubstage_manifest.model["n1"]`, "plugin"},
-	{"delete", `hubstage_manifest.model["n1"]`, "cli"},
-	{"create", `docker_image.img["n1"]`, "cli"},
-	{"create", `docker_container.c["n1"]`, "cli"},
-	{"delete", `docker_container.c["n1"]`, "plugin"},
-	{"create", `sparkform_data.d[3]`, "plugin"},
+	{"create", `kmod_module.drm["n1"]`, "cli", false},
+	{"create", `kmod_module.drm["n1"]`, "plugin", false},
+	{"delete", `kmod_module.drm["n1"]`, "cli", false},
+	{"create", `gitkit_checkout.kit["n1"]`, "cli", false},
+	{"delete", `gitkit_checkout.kit["n1"]`, "plugin", false},
+	{"create", `hubstage_manifest.model["n1"]`, "plugin", false},
+	{"delete", `hubstage_manifest.model["n1"]`, "cli", false},
+	{"create", `docker_image.img["n1"]`, "cli", false},
+	{"create", `docker_container.c["n1"]`, "cli", false},
+	{"delete", `docker_container.c["n1"]`, "plugin", false},
+	{"create", `sparkform_data.d[3]`, "plugin", false},
+	// The result returned and queued, the CLI killed before it is durable:
+	// the intent it leaves is recovered like any other.
+	{"create", `kmod_module.drm["n1"]`, "cli", true},
+	{"delete", `kmod_module.drm["n1"]`, "cli", true},
 }
 
 // TestKillPoints is the short version of the torture suite (make
@@ -325,7 +332,11 @@ var shortKillPoints = []killPoint{
 func TestKillPoints(t *testing.T) {
 	fb := newFaultBed(t, 1, 10)
 	for _, kp := range shortKillPoints {
-		t.Run(kp.action+" "+kp.addr+" kill "+kp.kill, func(t *testing.T) {
+		name := kp.action + " " + kp.addr + " kill " + kp.kill
+		if kp.store {
+			name += " result queued"
+		}
+		t.Run(name, func(t *testing.T) {
 			fb.t, fb.sf.t = t, t
 			op := "apply"
 			if kp.action == "delete" {
@@ -333,10 +344,17 @@ func TestKillPoints(t *testing.T) {
 				op = "destroy"
 			}
 			dir := t.TempDir()
-			p := fb.start([]string{"SPARKFORM_FAULT_PAUSE=" + kp.action + ":" + kp.addr, "SPARKFORM_FAULT_DIR=" + dir}, op, "-auto-approve")
+			fault := "SPARKFORM_FAULT_PAUSE=" + kp.action + ":" + kp.addr
+			if kp.store {
+				fault = "SPARKFORM_FAULT_STORE=" + kp.addr // state/fault_inject.go
+			}
+			p := fb.start([]string{fault, "SPARKFORM_FAULT_DIR=" + dir}, op, "-auto-approve")
 			pid, err := waitPaused(dir, p, 3*time.Minute)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if kp.store && pid != p.cmd.Process.Pid {
+				t.Fatalf("the pause before the commit was in pid %d, not the CLI (%d)", pid, p.cmd.Process.Pid)
 			}
 			switch kp.kill {
 			case "cli":
@@ -351,6 +369,17 @@ func TestKillPoints(t *testing.T) {
 				}
 			}
 			t.Logf("killed %s during %s %s:\n%s", kp.kill, kp.action, kp.addr, lastLines(p.out.String(), 8))
+			if kp.store {
+				// The provider finished; its result never became durable:
+				// the journal still says so, and plan recovers it.
+				r := fb.sf.run("plan", "-no-color")
+				out := r.stdout + r.stderr
+				for _, want := range []string{kp.addr + " was interrupted during " + kp.action, kp.addr + ": "} {
+					if !strings.Contains(out, want) {
+						t.Errorf("plan after the kill does not say %q:\n%s", want, out)
+					}
+				}
+			}
 			if err := fb.converge(); err != nil {
 				t.Fatal(err)
 			}

@@ -60,6 +60,12 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 				res.Outputs[name] = v
 			}
 		}, destroy: ap.destroyStep})...)
+	// Results are queued (Store.Complete): all are durable before Apply
+	// returns, and one that could not be stored is an error here.
+	if err := e.Store.Flush(); err != nil {
+		diags = append(diags, errDiag("Cannot store results", err.Error()+
+			"\n\nThe journal still records each such instance: the next plan refreshes it from its node."))
+	}
 	switch {
 	case p.Mode == plans.NormalMode:
 		for name := range res.Outputs {
@@ -376,7 +382,10 @@ func (ap *applier) store(inst *stateObject) error {
 			return err
 		}
 	}
-	// One durable commit stores the result and clears the intent.
+	// One commit stores the result and clears the intent. It is queued,
+	// not waited for: it is durable before any later intent (a dependent's
+	// included), and Apply flushes it at the end. A crash before then
+	// leaves the intent, which the next plan recovers.
 	if err := ap.e.Store.Complete(inst.Addr, rec); err != nil {
 		return err
 	}

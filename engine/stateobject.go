@@ -33,8 +33,11 @@ type Store interface {
 	DeleteIntent(addr string) error
 	Intents() ([]*state.Intent, error)
 	// Complete stores an apply's result (nil: the object is gone) and
-	// clears its intent in one durable write.
+	// clears its intent in one write, durable before any later PutIntent
+	// returns (it may be queued: see state.Store).
 	Complete(addr string, result *state.Resource) error
+	// Flush makes every queued Complete durable and reports one that failed.
+	Flush() error
 }
 
 var _ Store = state.Store(nil)

@@ -38,7 +38,10 @@ type Store interface {
 	// PutResource stores r, records its prior value and bumps the serial.
 	PutResource(r *Resource) error
 	// Complete stores an apply's result (nil: gone) and clears addr's intent
-	// in one durable write.
+	// in one write. It need not wait for it: the write is durable once any
+	// write made after it returns (the next PutIntent), or Flush or Close
+	// does, and a crash before that leaves addr's intent in the journal. Its
+	// error may come from the next PutIntent, Flush or Close instead.
 	Complete(addr string, result *Resource) error
 	// DeleteResource removes addr (ErrResourceNotFound when absent).
 	DeleteResource(addr string) error
@@ -55,6 +58,9 @@ type Store interface {
 	// cleared, since they describe another state's past.
 	Replace(p *Portable) error
 
+	// Flush returns once every write made before it is durable, with the
+	// error of any Complete that could not be stored.
+	Flush() error
 	// Close waits for pending writes, then releases the writer lock.
 	Close() error
 }

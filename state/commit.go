@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +29,14 @@ const maxBatch = 1000
 // back costs the batch this much once.
 const maxLinger = 2 * time.Millisecond
 
-// op is one queued write. fn runs inside the batch's transaction.
+// op is one queued write. fn runs inside the batch's transaction; nil fn
+// is a flush marker (nothing to write, done once everything queued before
+// it is). done is nil for a queued Complete: nobody waits for it, and its
+// error is kept for the next PutIntent, Flush and Close (deferred).
 type op struct {
 	fn   opFunc
 	done chan error
+	addr string // a queued Complete's address, for its error
 }
 
 // commitCtx is shared by the ops of one batch.
@@ -55,20 +60,81 @@ func (e *opError) Error() string { return e.err.Error() }
 // submit queues fn and waits until its batch is durable (committed and
 // fsync'd by bbolt) or failed.
 func (s *BoltStore) submit(fn opFunc) error {
+	o := &op{fn: fn, done: make(chan error, 1)}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	if err := s.enqueue(o); err != nil {
+		return err
+	}
+	return <-o.done
+}
+
+// submitDeferred queues fn without waiting (Complete): the commit loop
+// commits the queue in order, so fn is durable once any write queued after
+// it returns, or Flush or Close does.
+func (s *BoltStore) submitDeferred(addr string, fn opFunc) error {
+	s.pending.Add(1)
+	if err := s.enqueue(&op{fn: fn, addr: addr}); err != nil {
+		s.pending.Add(-1)
+		return err
+	}
+	return nil
+}
+
+func (s *BoltStore) enqueue(o *op) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	o := &op{fn: fn, done: make(chan error, 1)}
 	s.qmu.RLock()
+	defer s.qmu.RUnlock()
 	if s.closed {
-		s.qmu.RUnlock()
 		return ErrClosed
 	}
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
 	s.queue <- o
-	s.qmu.RUnlock()
-	return <-o.done
+	return nil
+}
+
+// finish reports the outcome of o's batch: to its waiter, or for a
+// deferred write into the store's deferred error.
+func (s *BoltStore) finish(o *op, err error) {
+	if o.done != nil {
+		o.done <- err
+		return
+	}
+	if err != nil {
+		s.errMu.Lock()
+		if s.deferredErr == nil {
+			s.deferredErr = fmt.Errorf("storing the result of %s: %w", o.addr, err)
+		}
+		s.deferredFailed++
+		s.errMu.Unlock()
+	}
+	s.pending.Add(-1)
+}
+
+// deferredError is the first failed deferred write, nil if none failed.
+func (s *BoltStore) deferredError() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if s.deferredFailed > 1 {
+		return fmt.Errorf("%w (and %d more results)", s.deferredErr, s.deferredFailed-1)
+	}
+	return s.deferredErr
+}
+
+// Flush waits until every write queued before it (Complete's) is durable
+// and returns the error of any deferred write that failed since Open.
+func (s *BoltStore) Flush() error {
+	if s.readOnly {
+		return nil
+	}
+	if s.pending.Load() > 0 {
+		// A marker behind them: done when everything before it is.
+		if err := s.submit(nil); err != nil && !errors.Is(err, ErrClosed) {
+			return errors.Join(s.deferredError(), err)
+		}
+	}
+	return s.deferredError()
 }
 
 // The commit loop keeps the bbolt file open from one batch to the next
@@ -137,17 +203,22 @@ func (s *BoltStore) commitLoop() {
 		}
 		// Writers released by the previous commit re-submit within
 		// microseconds; without this wait they would miss the batch that
-		// starts at once and two half-size batches would alternate.
-		if want := int(s.lastWaiting.Load()); len(batch) < want {
+		// starts at once and two half-size batches would alternate. Only
+		// writers that wait count: a deferred Complete comes with no one
+		// waiting for it.
+		if want, waited := int(s.lastWaiting.Load()), waitedOps(batch); waited < want {
 			timer := time.NewTimer(maxLinger)
 		gather:
-			for len(batch) < min(want, maxBatch) {
+			for waited < want && len(batch) < maxBatch {
 				select {
 				case o, ok := <-s.queue:
 					if !ok {
 						break gather
 					}
 					batch = append(batch, o)
+					if o.done != nil {
+						waited++
+					}
 				case <-timer.C:
 					break gather
 				}
@@ -159,6 +230,9 @@ func (s *BoltStore) commitLoop() {
 			if _, err := s.acquireDB(); err == nil {
 				held, heldSince = true, time.Now()
 			}
+		}
+		if faultBeforeCommit != nil {
+			faultBeforeCommit(deferredAddrs(batch))
 		}
 		s.runBatch(batch)
 		if held && time.Since(heldSince) > holdMax {
@@ -177,18 +251,32 @@ func (s *BoltStore) runBatch(batch []*op) {
 		var oe *opError
 		if !errors.As(err, &oe) {
 			for _, o := range batch {
-				o.done <- err
+				s.finish(o, err)
 			}
 			return
 		}
 		// One op failed and rolled the batch back: report it and commit the
 		// others again without it.
-		batch[oe.i].done <- oe.err
+		s.finish(batch[oe.i], oe.err)
 		batch = append(batch[:oe.i:oe.i], batch[oe.i+1:]...)
 	}
 }
 
+// waitedOps counts the ops of batch someone waits for.
+func waitedOps(batch []*op) int {
+	n := 0
+	for _, o := range batch {
+		if o.done != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *BoltStore) commit(batch []*op) error {
+	if !slices.ContainsFunc(batch, func(o *op) bool { return o.fn != nil }) {
+		return nil // only flush markers: nothing to write
+	}
 	if !s.lock.valid() {
 		return fmt.Errorf("%w: %s (broken by force-unlock)", ErrLockLost, s.path)
 	}
@@ -205,6 +293,9 @@ func (s *BoltStore) commit(batch []*op) error {
 		}
 		start := c.serial
 		for i, o := range batch {
+			if o.fn == nil {
+				continue
+			}
 			if err := o.fn(tx, c); err != nil {
 				return &opError{i: i, err: err}
 			}
@@ -265,10 +356,15 @@ func putResourceOp(r *Resource) (opFunc, error) {
 }
 
 // Complete stores the result of the provider call journaled for addr and
-// clears its intent in one durable commit (the apply path: one fsync'd
-// write per instance instead of two). result != nil replaces addr's record
+// clears its intent in one commit. result != nil replaces addr's record
 // (result.Address must be addr); nil removes addr, and an addr already gone
 // is not an error.
+//
+// It does not wait for the commit (see the package doc): the write is
+// queued, and it is durable once any write queued after it (the next
+// PutIntent) returns, or Flush or Close does. Until then a crash leaves
+// addr's intent in the journal, as a crash during the provider call does.
+// An error storing it is returned by the next PutIntent, Flush and Close.
 func (s *BoltStore) Complete(addr string, result *Resource) error {
 	if err := checkAddress(addr); err != nil {
 		return err
@@ -293,7 +389,7 @@ func (s *BoltStore) Complete(addr string, result *Resource) error {
 			return del(tx, c)
 		}
 	}
-	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+	return s.submitDeferred(addr, func(tx *bolt.Tx, c *commitCtx) error {
 		if err := write(tx, c); err != nil {
 			return err
 		}
@@ -421,7 +517,10 @@ func typeOfAddress(addr string) string {
 	return t
 }
 
-// PutIntent journals in before a provider call; it returns once durable.
+// PutIntent journals in before a provider call; it returns once durable,
+// and with it every Complete queued before it. It fails, and journals
+// nothing, once a queued Complete could not be stored: no provider call
+// starts after a result that state does not hold (its dependents' would).
 // Started and PID default to now and this process.
 func (s *BoltStore) PutIntent(in *Intent) error {
 	if in == nil {
@@ -447,6 +546,11 @@ func (s *BoltStore) PutIntent(in *Intent) error {
 	}
 	key := []byte(in.Address)
 	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+		// Checked in the transaction: a Complete queued before this intent
+		// has failed by now if it failed at all (same or earlier batch).
+		if err := s.deferredError(); err != nil {
+			return err
+		}
 		data, err := appendIntent(nil, &rec, c.in)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,21 @@ func TestMain(m *testing.M) {
 //	       (intent, put, clear intent) every few ms until stdin EOF.
 //	crash: take the lock, put a resource and an intent for it, print
 //	       "intent", then wait to be killed.
+//	complete-then-intent: intent for a.x, Complete(a.x) (deferred), intent
+//	       for a.y; print "intent a.y", then wait to be killed.
+//	complete-lost: intent for a.x, then Complete(a.x) with the commit loop
+//	       stopped before committing it; print "paused", wait to be killed.
 func childMain(mode, path string) int {
+	if mode == "complete-lost" {
+		paused := make(chan struct{})
+		faultBeforeCommit = func(addrs []string) {
+			if slices.Contains(addrs, "a.x") {
+				close(paused)
+				select {} // killed with the Complete queued, not committed
+			}
+		}
+		defer func() { <-paused; fmt.Println("paused"); select {} }()
+	}
 	s, err := Open(path, Options{LockTimeout: 10 * time.Second, Command: "child " + mode})
 	if err != nil {
 		fmt.Println("open:", err)
@@ -91,6 +106,24 @@ func childMain(mode, path string) int {
 		}
 		fmt.Println("intent")
 		select {} // killed here, mid-"provider call"
+	case "complete-then-intent", "complete-lost":
+		if err := s.PutIntent(&Intent{Address: "a.x", Action: "create", Resource: testResource("a.x", "planned")}); err != nil {
+			fmt.Println("err:", err)
+			return 1
+		}
+		if err := s.Complete("a.x", testResource("a.x", "applied")); err != nil {
+			fmt.Println("err:", err)
+			return 1
+		}
+		if mode == "complete-lost" {
+			return 0 // the deferred func waits for the pause
+		}
+		if err := s.PutIntent(&Intent{Address: "a.y", Action: "create", Resource: testResource("a.y", "planned")}); err != nil {
+			fmt.Println("err:", err)
+			return 1
+		}
+		fmt.Println("intent a.y")
+		select {} // killed here: a.y's provider call
 	}
 	return closeChild(s)
 }

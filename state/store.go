@@ -67,6 +67,11 @@ type BoltStore struct {
 	commits     atomic.Uint64 // committed write transactions (group-commit evidence)
 	waiting     atomic.Int64  // writers blocked in submit
 	lastWaiting atomic.Int64  // waiting, sampled after the last commit
+	pending     atomic.Int64  // deferred writes (Complete) queued, not yet committed or failed
+
+	errMu          sync.Mutex
+	deferredErr    error // the first deferred write that failed
+	deferredFailed int   // how many failed
 
 	mayCreate bool                                          // Open may give the file a new lineage (see checkExisting)
 	convert   func(json.RawMessage) ([]byte, []byte, error) // Options.ConvertValue
@@ -139,7 +144,8 @@ func OpenReadOnly(path string) (*BoltStore, error) {
 // Path is the state file.
 func (s *BoltStore) Path() string { return s.path }
 
-// Close waits for pending writes, then releases the writer lock.
+// Close waits for pending writes (a deferred Complete's error is
+// returned), then releases the writer lock.
 func (s *BoltStore) Close() error {
 	s.qmu.Lock()
 	if s.closed {
@@ -164,7 +170,7 @@ func (s *BoltStore) Close() error {
 				s.releaseDB()
 			}
 		}
-		return errors.Join(berr, s.lock.release())
+		return errors.Join(s.deferredError(), berr, s.lock.release())
 	}
 	return nil
 }
@@ -394,13 +400,17 @@ func decode(data []byte, v any, addr string) error {
 	return nil
 }
 
-// view runs fn in a read transaction on a briefly opened database.
+// view runs fn in a read transaction on a briefly opened database. A
+// writer reads its own writes: deferred ones are committed first.
 func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 	s.qmu.RLock()
 	closed := s.closed
 	s.qmu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if s.pending.Load() > 0 {
+		_ = s.Flush() // its error is the write's, reported by Flush and Close
 	}
 	db, err := s.acquireDB()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,9 @@ type meta struct {
 	pool    *node.Pool
 	relay   *node.Relay
 	closers []func()
+	// writer is the state opened for writing, once it is: an immediate
+	// exit (a second Ctrl-C) flushes the results it has queued first.
+	writer atomic.Pointer[state.Store]
 }
 
 // Dir is the working directory (after -chdir).
@@ -168,7 +172,24 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 		}
 		return nil, err
 	}
+	m.writer.Store(&st)
 	return st, nil
+}
+
+// flushWriter makes the results the state has queued durable (see
+// state.Store.Complete), waiting at most d: without it an immediate exit
+// would leave their intents for the next plan to recover.
+func (m *meta) flushWriter(d time.Duration) {
+	st := m.writer.Load()
+	if st == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { _ = (*st).Flush(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // openStateReadOnly opens the state without taking the lock.
@@ -279,6 +300,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 		select {
 		case <-sigs:
 			fmt.Fprintln(m.stderr, "Two interrupts received. Exiting immediately.")
+			m.flushWriter(2 * time.Second)
 			os.Exit(130)
 		case <-done:
 		}

@@ -51,4 +51,5 @@ func (emptyStore) PutIntent(*state.Intent) error            { return state.ErrRe
 func (emptyStore) DeleteIntent(string) error                { return state.ErrReadOnly }
 func (emptyStore) PutOutputs(map[string]state.Output) error { return state.ErrReadOnly }
 func (emptyStore) Replace(*state.Portable) error            { return state.ErrReadOnly }
+func (emptyStore) Flush() error                             { return nil }
 func (emptyStore) Close() error                             { return nil }

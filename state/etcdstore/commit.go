@@ -344,6 +344,9 @@ func (s *Store) PutResource(r *state.Resource) error {
 }
 
 // Complete stores an apply's result (nil: gone) and clears addr's intent.
+// Unlike the local file's, it returns once committed (the stronger form of
+// the Store contract): a deferred write here would need its own ordering
+// across the transactions a batch is split into.
 func (s *Store) Complete(addr string, result *state.Resource) error {
 	if err := checkAddress(addr); err != nil {
 		return err
