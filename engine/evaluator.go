@@ -118,11 +118,12 @@ type evaluator struct {
 	bases  map[string]*blockBase
 }
 
-// blockBase is a block's context shared by its instances, and how many of
+// blockBase is a block's context and decoder shared by its instances, and how many of
 // them have yet to take it: the last one drops it, so a walk does not keep
 // every block's context (and the values in it) to its end.
 type blockBase struct {
 	ctx  *hcl.EvalContext
+	dec  *config.ResourceDecoder
 	left int
 }
 
@@ -311,12 +312,13 @@ func (ev *evaluator) resourceValues(key string) *blockValues {
 
 // instanceContext is the evaluation context of one instance vertex: the
 // block's context (built once) plus each/count and, for the blocks it
-// takes by key, just the instance with its own key.
-func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
-	base := ev.blockContext(iv.block)
+// takes by key, just the instance with its own key; and the decoder of
+// the block's body (prepared once).
+func (ev *evaluator) instanceContext(iv *instanceVertex) (*hcl.EvalContext, *config.ResourceDecoder) {
+	base, dec := ev.blockInputs(iv.block)
 	ctx := instanceScope(base, ev.cg.expansions[iv.block], iv.key)
 	if len(iv.sameKeyDeps) == 0 {
-		return ctx
+		return ctx, dec
 	}
 	if ctx == base {
 		ctx = base.NewChild()
@@ -325,7 +327,7 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 	for typ, names := range ev.sameKeyResources(iv) {
 		ctx.Variables[typ] = cty.ObjectVal(names)
 	}
-	return ctx
+	return ctx, dec
 }
 
 // sameKeyResources is, per resource type that iv takes some block of by
@@ -390,17 +392,18 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// blockContext is a block's evaluation context: every instance of the
-// block shares it (the blocks it uses whole are complete by then). A block
-// of one instance builds it for that instance alone; one of more builds it
-// once and drops it when its last instance has taken it.
-func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
+// blockInputs is a block's evaluation context and the decoder of its
+// body: every instance of the block shares them (the blocks it uses whole
+// are complete by then). A block of one instance builds them for that
+// instance alone; one of more builds them once and drops them when its
+// last instance has taken them.
+func (ev *evaluator) blockInputs(block string) (*hcl.EvalContext, *config.ResourceDecoder) {
 	n := 1
 	if exp := ev.cg.expansions[block]; exp != nil {
 		n = len(exp.Keys)
 	}
 	if n <= 1 {
-		return ev.scope(resourceV(block))
+		return ev.scope(resourceV(block)), ev.decoder(ev.mod.Resources[block])
 	}
 	ev.baseMu.Lock()
 	defer ev.baseMu.Unlock()
@@ -409,13 +412,13 @@ func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
 	}
 	b := ev.bases[block]
 	if b == nil {
-		b = &blockBase{ctx: ev.scope(resourceV(block)), left: n}
+		b = &blockBase{ctx: ev.scope(resourceV(block)), dec: ev.decoder(ev.mod.Resources[block]), left: n}
 		ev.bases[block] = b
 	}
 	if b.left--; b.left <= 0 {
 		delete(ev.bases, block)
 	}
-	return b.ctx
+	return b.ctx, b.dec
 }
 
 // nodeInstances returns every node instance evaluated so far, by name.

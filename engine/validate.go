@@ -105,7 +105,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
-		cfg, d := config.DecodeResource(r.Config, schema.Block, r.Scope.BodyContext(r.Config, ictx))
+		cfg, _, d := config.NewResourceDecoder(r.Config, schema.Block).Decode(r.Scope.BodyContext(r.Config, ictx))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -121,7 +121,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 			names = append(names, name)
 		}
 		b.keys = append(b.keys, key)
-		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: conform(cfg, cg.types[r.Addr.Type])})
+		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: cfg})
 	}
 	results := make([]hcl.Diagnostics, len(names))
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -94,7 +95,27 @@ func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Valu
 // blockSpecs is what decoding needs of one schema block.
 type blockSpecs struct {
 	spec     hcldec.Spec
+	schema   *hcl.BodySchema // hcldec.ImpliedSchema(spec)
 	computed []hcl.AttributeSchema
+	// ty is the block's implied type, what Conform makes a value.
+	ty cty.Type
+	// attrs are the implied type's attributes, sorted, for the
+	// ResourceDecoder's direct path; nil when the block has nested block
+	// types or an attribute type hcldec decodes specially (those take
+	// hcldec itself).
+	attrs []specAttr
+}
+
+// specAttr is one attribute of a block's implied type.
+type specAttr struct {
+	name string
+	// decode is the decoder spec's type (cty.NilType: computed-only, not
+	// decoded); null is what hcldec gives when config leaves it out.
+	decode cty.Type
+	null   cty.Value
+	// ty is the implied type's (Conform converts to it).
+	ty   cty.Type
+	spec *hcldec.AttrSpec
 }
 
 // specCache holds the blockSpecs of each schema block (schemas do not
@@ -103,13 +124,36 @@ var specCache sync.Map // *sdk.Block -> *blockSpecs
 
 func specsOf(b *sdk.Block) *blockSpecs {
 	if b == nil {
-		return &blockSpecs{spec: DecoderSpec(nil)}
+		return &blockSpecs{spec: DecoderSpec(nil), ty: cty.EmptyObject}
 	}
 	if s, ok := specCache.Load(b); ok {
 		return s.(*blockSpecs)
 	}
-	s, _ := specCache.LoadOrStore(b, &blockSpecs{spec: DecoderSpec(b), computed: computedOnly(b)})
+	s, _ := specCache.LoadOrStore(b, newBlockSpecs(b))
 	return s.(*blockSpecs)
+}
+
+func newBlockSpecs(b *sdk.Block) *blockSpecs {
+	spec := DecoderSpec(b)
+	s := &blockSpecs{spec: spec, schema: hcldec.ImpliedSchema(spec), computed: computedOnly(b), ty: b.ImpliedType()}
+	if len(b.BlockTypes) > 0 {
+		return s
+	}
+	obj := spec.(hcldec.ObjectSpec)
+	for _, name := range b.AttributeNames() {
+		a := specAttr{name: name, ty: s.ty.AttributeType(name)}
+		if as, ok := obj[name].(*hcldec.AttrSpec); ok {
+			if customdecode.CustomExpressionDecoderForType(as.Type) != nil {
+				return s
+			}
+			a.spec, a.decode, a.null = as, as.Type, cty.NullVal(as.Type.WithoutOptionalAttributesDeep())
+		}
+		s.attrs = append(s.attrs, a)
+	}
+	if s.attrs == nil {
+		s.attrs = []specAttr{}
+	}
+	return s
 }
 
 // setsAny says whether body may set one of attrs (always, for a body

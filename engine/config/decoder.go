@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// ResourceDecoder decodes one resource body against one schema block,
+// once per instance: DecodeResource, TakeSensitive and Conform in one.
+//
+// What depends only on the body and the schema is done once, by
+// NewResourceDecoder: which attributes the body sets and the checks
+// hcldec makes of the body's content (unknown or missing arguments). A
+// native-syntax body of a schema without nested block types, whose
+// content has no such error, is then decoded directly: each attribute it
+// sets evaluated and converted as hcldec's AttrSpec does, the marks taken
+// off as TakeSensitive does, and the object built once with the implied
+// type's attributes, as Conform builds it. The values and diagnostics are
+// exactly those of the general path (TestResourceDecoderMatches), which
+// every other body takes.
+type ResourceDecoder struct {
+	body  hcl.Body
+	block *sdk.Block
+	sp    *blockSpecs
+	// set holds, for the direct path, the attribute each of sp.attrs
+	// takes from the body (nil: not set, or computed-only); nil when the
+	// body takes the general path.
+	set []*hcl.Attribute
+}
+
+// NewResourceDecoder prepares the decoding of body against schema b.
+func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
+	d := &ResourceDecoder{body: body, block: b, sp: specsOf(b)}
+	if b == nil || d.sp.attrs == nil {
+		return d
+	}
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok || setsAny(sb, d.sp.computed) || hasDynamic(sb) {
+		return d
+	}
+	content, diags := sb.Content(d.sp.schema)
+	if len(diags) > 0 {
+		return d // the general path reports them, every time
+	}
+	d.set = make([]*hcl.Attribute, len(d.sp.attrs))
+	for i, a := range d.sp.attrs {
+		if a.spec != nil {
+			d.set[i] = content.Attributes[a.name]
+		}
+	}
+	return d
+}
+
+// Decode evaluates the body in ctx: an object of the schema's implied
+// type (computed-only attributes null), without marks, and the top-level
+// attributes that held a sensitive() value, sorted. The value is not for
+// use when diags has errors.
+func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
+	if d.set == nil {
+		v, diags := DecodeResource(d.body, d.block, ctx)
+		v, sens := TakeSensitive(v)
+		return Conform(v, d.sp.ty), sens, diags
+	}
+	var diags hcl.Diagnostics
+	var sens []string
+	vals := make(map[string]cty.Value, len(d.sp.attrs))
+	for i := range d.sp.attrs {
+		a := &d.sp.attrs[i]
+		var v cty.Value
+		switch attr := d.set[i]; {
+		case a.spec == nil: // computed-only
+			v = cty.NullVal(a.ty)
+		case attr == nil:
+			v = a.null
+		default:
+			var ds hcl.Diagnostics
+			v, ds = decodeAttr(a.spec.Name, a.decode, attr, ctx)
+			diags = append(diags, ds...)
+		}
+		if HasMarks(v) {
+			if HasSensitive(v) {
+				sens = append(sens, a.name)
+			}
+			v, _ = v.UnmarkDeep()
+		}
+		if cv, err := convert.Convert(v, a.ty); err == nil {
+			v = cv
+		}
+		vals[a.name] = v
+	}
+	return cty.ObjectVal(vals), sens, diags
+}
+
+// decodeAttr is hcldec's AttrSpec decode of one attribute set in the body.
+func decodeAttr(name string, ty cty.Type, attr *hcl.Attribute, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	val, diags := attr.Expr.Value(ctx)
+	conv, err := convert.Convert(val, ty)
+	if err != nil {
+		return cty.UnknownVal(ty.WithoutOptionalAttributesDeep()), append(diags, &hcl.Diagnostic{
+			Severity:    hcl.DiagError,
+			Summary:     "Incorrect attribute value type",
+			Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", name, err.Error()),
+			Subject:     attr.Expr.Range().Ptr(),
+			Context:     hcl.RangeBetween(attr.NameRange, attr.Expr.Range()).Ptr(),
+			Expression:  attr.Expr,
+			EvalContext: ctx,
+		})
+	}
+	return conv, diags
+}
+
+// Conform makes v an object with exactly the attributes of ty, a block's
+// implied type (computed attributes the decoder left out become null),
+// converted to their types.
+func Conform(v cty.Value, ty cty.Type) cty.Value {
+	if v.IsNull() || !v.IsKnown() {
+		return v
+	}
+	vals := make(map[string]cty.Value, len(ty.AttributeTypes()))
+	for name, aty := range ty.AttributeTypes() {
+		var av cty.Value
+		if v.Type().IsObjectType() && v.Type().HasAttribute(name) {
+			av = v.GetAttr(name)
+		} else {
+			av = cty.NullVal(aty)
+		}
+		if cv, err := convert.Convert(av, aty); err == nil {
+			av = cv
+		}
+		vals[name] = av
+	}
+	return cty.ObjectVal(vals)
+}
+
+// HasMarks says whether v or anything in it is marked (sensitive). Unlike
+// cty's ContainsMarked it builds no paths, and an object's attributes are
+// read in place: it runs on each instance's values.
+func HasMarks(v cty.Value) bool {
+	if v.IsMarked() {
+		return true
+	}
+	if v.IsNull() || !v.IsKnown() {
+		return false
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsObjectType():
+		for name := range ty.AttributeTypes() {
+			if HasMarks(v.GetAttr(name)) {
+				return true
+			}
+		}
+	case ty.IsCollectionType() || ty.IsTupleType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); HasMarks(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// decodeSlow is the general path the ResourceDecoder's direct path must
+// match: hcldec (DecodeResource), then TakeSensitive, then Conform.
+func decodeSlow(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
+	v, diags := DecodeResource(body, b, ctx)
+	v, sens := TakeSensitive(v)
+	return Conform(v, b.ImpliedType()), sens, diags
+}
+
+// flatBlock is a schema without nested block types (the direct path's),
+// with every kind of attribute type.
+var flatBlock = &sdk.Block{Attributes: map[string]*sdk.Attribute{
+	"input":  {Type: cty.String, Optional: true},
+	"name":   {Type: cty.String, Required: true},
+	"size":   {Type: cty.Number, Optional: true},
+	"on":     {Type: cty.Bool, Optional: true},
+	"tags":   {Type: cty.Map(cty.String), Optional: true},
+	"list":   {Type: cty.List(cty.Number), Optional: true},
+	"set":    {Type: cty.Set(cty.String), Optional: true},
+	"any":    {Type: cty.DynamicPseudoType, Optional: true},
+	"obj":    {Type: cty.ObjectWithOptionalAttrs(map[string]cty.Type{"a": cty.String, "b": cty.Number}, []string{"b"}), Optional: true},
+	"memory": {Type: cty.String, Optional: true, Computed: true},
+	"id":     {Type: cty.String, Computed: true},
+	"output": {Type: cty.DynamicPseudoType, Computed: true},
+}}
+
+// decoderCtx holds each, count, var (known, unknown, null, sensitive,
+// strings NFC changes) and a same-key resource, as an instance's context
+// does, and the functions.
+func decoderCtx() *hcl.EvalContext {
+	ctx := (&Scope{
+		Variables: map[string]cty.Value{
+			"s":       cty.StringVal("plain"),
+			"later":   cty.UnknownVal(cty.String),
+			"dyn":     cty.DynamicVal,
+			"none":    cty.NullVal(cty.String),
+			"secret":  cty.StringVal("hunter2").Mark(SensitiveMark),
+			"secrets": cty.MapVal(map[string]cty.Value{"k": cty.StringVal("v").Mark(SensitiveMark)}),
+			"nfd":     cty.StringVal("e\u0301"), // StringVal normalises: "é"
+			"n":       cty.NumberIntVal(3),
+		},
+		Resources: map[string]map[string]cty.Value{"sparkform_data": {
+			"up": cty.ObjectVal(map[string]cty.Value{"2": cty.ObjectVal(map[string]cty.Value{"id": cty.UnknownVal(cty.String)})}),
+			"kn": cty.ObjectVal(map[string]cty.Value{"k\u00e9": cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("x")})}),
+		}},
+		Each:       &EachValues{Key: cty.StringVal("k\u00e9"), Value: cty.ObjectVal(map[string]cty.Value{"v": cty.StringVal("ve\u0301")})},
+		CountIndex: cty.NumberIntVal(2),
+	}).EvalContext()
+	ctx.Functions = Functions(".")
+	return ctx
+}
+
+// TestResourceDecoderMatches: a ResourceDecoder gives exactly the value,
+// sensitive names and diagnostics of hcldec + TakeSensitive + Conform, on
+// the direct path (a flat schema) and on the general one (nested blocks,
+// dynamic blocks, computed-only set, content errors): literal and
+// template strings (NFC-changed ones too), count.index, each.key and
+// each.value in every position, unknowns, nulls, sensitive values, type
+// conversions and their errors.
+func TestResourceDecoderMatches(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		block  *sdk.Block
+		direct bool // takes the direct path
+	}{
+		{"literals", "name = \"a\"\ninput = \"b\"\nsize = 3\non = true", flatBlock, true},
+		{"only required", `name = "a"`, flatBlock, true},
+		{"template count", `name = "seed-${count.index}"`, flatBlock, true},
+		{"count arithmetic", "name = \"x\"\nsize = count.index * 2 + 1\nlist = [count.index, count.index + 1]", flatBlock, true},
+		{"count in keys and values", "name = \"x\"\ntags = { \"k${count.index}\" = \"${count.index}\" }", flatBlock, true},
+		{"count converted", "name = count.index\ninput = count.index", flatBlock, true},
+		{"each key", "name = each.key\ninput = \"${each.key}-${each.value.v}\"", flatBlock, true},
+		{"each value", "name = \"a\"\nany = each.value\nobj = { a = each.value.v }", flatBlock, true},
+		{"each in map key", "name = \"a\"\ntags = { (each.key) = each.value.v }", flatBlock, true},
+		{"same-key by count", "name = \"a\"\ninput = sparkform_data.up[count.index].id", flatBlock, true},
+		{"same-key by each", "name = \"a\"\ninput = sparkform_data.kn[each.key].id", flatBlock, true},
+		{"unknown", "name = var.later\nany = var.dyn\ntags = { a = var.later }", flatBlock, true},
+		{"unknown template", `name = "x-${var.later}"`, flatBlock, true},
+		{"null", "name = \"a\"\ninput = var.none\nsize = null\nany = null", flatBlock, true},
+		{"sensitive attr", "name = \"a\"\ninput = var.secret", flatBlock, true},
+		{"sensitive function", "name = sensitive(\"x\")\ntags = { a = sensitive(\"y\"), b = \"z\" }", flatBlock, true},
+		{"sensitive inside", "name = \"a\"\ntags = var.secrets\nany = [var.secret]", flatBlock, true},
+		{"sensitive template", `name = "p-${var.secret}"`, flatBlock, true},
+		{"nonsensitive", `name = nonsensitive(var.secret)`, flatBlock, true},
+		{"nfc literal", "name = \"e\u0301\"\ninput = \"A\u030a\u212b\"", flatBlock, true},
+		{"nfc template", "name = \"${var.nfd}e\u0301${var.s}\"\ntags = { \"e\u0301\" = var.nfd }", flatBlock, true},
+		{"set", "name = \"a\"\nset = [\"b\", \"a\", \"b\", var.later]", flatBlock, true},
+		{"optional object attr", "name = \"a\"\nobj = { a = \"x\" }", flatBlock, true},
+		{"optional-writable computed", "name = \"a\"\nmemory = \"1g\"", flatBlock, true},
+		{"conversions", "name = 5\nsize = \"7\"\non = \"true\"\nlist = [\"1\", 2]", flatBlock, true},
+		{"functions", "name = upper(\"a\")\nlist = [for i in range(3) : i + count.index]\ntags = { for k in [\"a\", \"b\"] : k => \"${k}${each.key}\" }", flatBlock, true},
+		{"conditional", "name = count.index > 1 ? \"big\" : \"small\"\ninput = var.later == \"\" ? \"a\" : \"b\"", flatBlock, true},
+		{"type error", "name = \"a\"\nsize = \"six\"", flatBlock, true},
+		{"type errors and unknown", "name = \"a\"\nsize = [1]\non = {}\ninput = var.later", flatBlock, true},
+		{"eval error", "name = var.nope\ninput = each.value.missing", flatBlock, true},
+		{"missing required", `input = "a"`, flatBlock, false},
+		{"unsupported argument", "name = \"a\"\nimput = \"b\"", flatBlock, false},
+		{"unsupported block", "name = \"a\"\nblk {\n}", flatBlock, false},
+		{"computed-only set", "name = \"a\"\nid = \"forced\"", flatBlock, false},
+		{"dynamic block", "name = \"a\"\ndynamic \"x\" {\n  for_each = [1]\n  content {\n  }\n}", flatBlock, false},
+		{"nested blocks", containerSrc, dockerBlock, false},
+		{"empty schema", ``, &sdk.Block{}, true},
+		{"empty schema set", `a = 1`, &sdk.Block{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := body(t, tt.src)
+			// As the loader leaves it: the meta-arguments hidden.
+			f, diags := hclsyntax.ParseConfig([]byte("count = 3\nnode = node.local\n"+tt.src), "m.sf.hcl", hcl.InitialPos)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			_, remain, _ := f.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "node"}}})
+			for _, body := range []hcl.Body{b, remain} {
+				d := NewResourceDecoder(body, tt.block)
+				if (d.set != nil) != tt.direct {
+					t.Fatalf("direct path %v, want %v", d.set != nil, tt.direct)
+				}
+				ctx := decoderCtx()
+				wantV, wantS, wantD := decodeSlow(body, tt.block, ctx)
+				for run := 0; run < 2; run++ { // the decoder is reused
+					gotV, gotS, gotD := d.Decode(ctx)
+					if gotD.HasErrors() != wantD.HasErrors() || diagSet(gotD) != diagSet(wantD) {
+						t.Fatalf("diagnostics\n got %s\nwant %s", render(gotD), render(wantD))
+					}
+					if wantD.HasErrors() {
+						continue // the value is not for use
+					}
+					if !gotV.RawEquals(wantV) {
+						t.Errorf("value\n got %#v\nwant %#v", gotV, wantV)
+					}
+					if !reflect.DeepEqual(gotS, wantS) {
+						t.Errorf("sensitive %q, want %q", gotS, wantS)
+					}
+					if gotV.ContainsMarked() {
+						t.Errorf("marks left in %#v", gotV)
+					}
+				}
+			}
+		})
+	}
+}
+
+// diagSet renders diagnostics with their ranges, in an order that does not
+// depend on hcldec's map iteration.
+func diagSet(diags hcl.Diagnostics) string {
+	var ss []string
+	for _, d := range diags {
+		ss = append(ss, fmt.Sprintf("%v|%s|%s|%v|%v|%v", d.Severity, d.Summary, d.Detail, d.Subject, d.Context, d.EvalContext != nil))
+	}
+	sort.Strings(ss)
+	return fmt.Sprint(ss)
+}
+
+// FuzzResourceDecoder: for any body that parses, the ResourceDecoder gives
+// what hcldec + TakeSensitive + Conform give.
+func FuzzResourceDecoder(f *testing.F) {
+	for _, s := range []string{
+		"name = \"a\"\ninput = \"b-${count.index}\"",
+		"name = each.key\nany = each.value\ntags = { (each.key) = var.secret }",
+		"name = \"e\u0301\"\nsize = \"x\"",
+		"name = sensitive(var.later)\nset = [var.nfd, \"e\u0301\"]",
+		"imput = 1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		file, diags := hclsyntax.ParseConfig([]byte(src), "f.sf.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			return
+		}
+		ctx := decoderCtx()
+		wantV, wantS, wantD := decodeSlow(file.Body, flatBlock, ctx)
+		gotV, gotS, gotD := NewResourceDecoder(file.Body, flatBlock).Decode(ctx)
+		if diagSet(gotD) != diagSet(wantD) {
+			t.Fatalf("diagnostics\n got %s\nwant %s", render(gotD), render(wantD))
+		}
+		if wantD.HasErrors() {
+			return
+		}
+		if !gotV.RawEquals(wantV) || !reflect.DeepEqual(gotS, wantS) {
+			t.Fatalf("got %#v %q, want %#v %q", gotV, gotS, wantV, wantS)
+		}
+	})
+}
+
+// TestHasMarks: HasMarks agrees with cty's ContainsMarked.
+func TestHasMarks(t *testing.T) {
+	secret := cty.StringVal("s").Mark("sensitive")
+	for _, c := range []struct {
+		v    cty.Value
+		want bool
+	}{
+		{cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")}), false},
+		{cty.ObjectVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{"p": secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"m": cty.MapVal(map[string]cty.Value{"k": secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.StringVal("x"), secret})}), true},
+		{cty.ObjectVal(map[string]cty.Value{"t": cty.TupleVal([]cty.Value{cty.NullVal(cty.String)})}), false},
+		{secret, true},
+	} {
+		if got := HasMarks(c.v); got != c.want || got != c.v.ContainsMarked() {
+			t.Errorf("HasMarks(%#v) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
