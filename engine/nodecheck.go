@@ -10,7 +10,10 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -86,10 +89,44 @@ func nodesToReach(cfgNodes map[string]sdk.Node, insts map[string]*stateObject) [
 	for _, in := range insts {
 		add(in.Node)
 	}
+	return sortedNodes(byKey)
+}
+
+// sortedNodes is byKey's nodes in a stable order.
+func sortedNodes(byKey map[string]sdk.Node) []sdk.Node {
 	nodes := make([]sdk.Node, 0, len(byKey))
 	for _, n := range byKey {
 		nodes = append(nodes, n)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name+nodes[i].Key() < nodes[j].Name+nodes[j].Key() })
 	return nodes
+}
+
+// NodesFromVariables is every node of mod that the variables alone
+// decide (host, port, user... from var and each, as the seed's for_each
+// over var.nodes), for a caller that dials them while the providers
+// start (providers/node.Pool.Prewarm) instead of after. It is a guess
+// made early, never a check: a node block that needs more (a local,
+// another node) or does not evaluate is left out, and the plan's node
+// check still reaches every node it touches, the same way.
+func NodesFromVariables(mod *config.Module, vars map[string]cty.Value) []sdk.Node {
+	root := config.RootContext(mod.Dir, vars)
+	byKey := map[string]sdk.Node{}
+	for name, nb := range mod.Nodes {
+		exp, diags := config.Expand(nb.ForEach, nb.Count, root)
+		if diags.HasErrors() {
+			continue
+		}
+		for _, k := range exp.Keys {
+			nc, d := config.DecodeNode(nb.Config, instanceScope(root, exp, k))
+			if d.HasErrors() {
+				continue
+			}
+			n, err := nodeFromValue(config.NodeValue(addrs.NodeBlock{Name: name}.Instance(k).String(), nc))
+			if err == nil && n.Transport != "local" {
+				byKey[n.Key()] = n
+			}
+		}
+	}
+	return sortedNodes(byKey)
 }

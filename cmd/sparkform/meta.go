@@ -25,6 +25,7 @@ import (
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plugin"
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -58,6 +59,14 @@ type meta struct {
 	// writer is the state opened for writing, once it is: an immediate
 	// exit (a second Ctrl-C) flushes the results it has queued first.
 	writer atomic.Pointer[state.Store]
+
+	// The notices of a prewarmed dial (a connection being retried) are
+	// held until the node check, which is when the user asked for the
+	// node: a plan that stops before it (a config error) does not show
+	// them. See prewarmNodes.
+	noticeMu    sync.Mutex
+	holdNotices bool
+	heldNotices []string
 }
 
 // Dir is the working directory (after -chdir).
@@ -239,10 +248,13 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	// serves it to every plugin through the relay: the node check's
 	// connection is the only handshake with a node. Nothing is dialled
 	// until a node is first needed (never, for -refresh=false).
-	var noticeMu sync.Mutex // nodes are dialled in parallel
 	node.Notify = func(msg string) {
-		noticeMu.Lock()
-		defer noticeMu.Unlock()
+		m.noticeMu.Lock() // nodes are dialled in parallel
+		defer m.noticeMu.Unlock()
+		if m.holdNotices {
+			m.heldNotices = append(m.heldNotices, msg)
+			return
+		}
 		fmt.Fprintln(m.stderr, msg)
 	}
 	node.Debug = logger.Named("ssh").Debug
@@ -256,6 +268,35 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	}
 	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
 	return m.host, nil
+}
+
+// prewarmNodes starts dialling, while the plugins start and the
+// configuration is validated, the nodes the plan's node check will reach
+// (those the variables alone decide): the handshakes leave the plan's
+// critical path. Only connections are made here; the check (sudo -n
+// true) and every error report stay where they were.
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value) {
+	if m.pool == nil {
+		return
+	}
+	m.noticeMu.Lock()
+	m.holdNotices = true
+	m.noticeMu.Unlock()
+	for _, n := range engine.NodesFromVariables(mod, vals) {
+		m.pool.Prewarm(n)
+	}
+}
+
+// checkNode is the plan's node check (engine.NodeChecker): the pool's
+// Check, after the held notices of a prewarmed dial are shown.
+func (m *meta) checkNode(ctx context.Context, n sdk.Node) error {
+	m.noticeMu.Lock()
+	for _, msg := range m.heldNotices {
+		fmt.Fprintln(m.stderr, msg)
+	}
+	m.heldNotices, m.holdNotices = nil, false
+	m.noticeMu.Unlock()
+	return m.pool.Check(ctx, n)
 }
 
 func (m *meta) close() {
@@ -321,7 +362,7 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	// The node check dials from this process, into the pool the relay
 	// serves to the plugins; its notices (a connection being retried) go
 	// straight to stderr (see pluginHost).
-	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.pool.Check}, nil
+	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.checkNode}, nil
 }
 
 // confirm asks the Terraform question; only "yes" approves.

@@ -142,6 +142,9 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 			m.fail(err)
 			return nil, nil, 1
 		}
+		if f.refresh && len(f.targets) == 0 {
+			m.prewarmNodes(mod, vals)
+		}
 		validated = &engine.Engine{Module: mod, Providers: host}
 		if m.diags(validated.Validate(context.Background())) {
 			return nil, nil, 1

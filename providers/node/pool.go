@@ -23,6 +23,10 @@ type poolEntry struct {
 	ready chan struct{} // closed when conn/err are set
 	conn  Conn
 	err   error
+	// prewarm marks a dial that Prewarm started: its failure is kept for
+	// the first Get (which reports it, as if it had dialled itself)
+	// instead of being dialled again.
+	prewarm bool
 }
 
 // NewPool returns an empty pool.
@@ -61,27 +65,21 @@ func (p *Pool) Get(ctx context.Context, n sdk.Node) (Conn, error) {
 	}
 	key := n.Key()
 	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("node %s: pool: %w", n.Name, ErrClosed)
+		e, err := p.entry(ctx, key, n, false)
+		if err != nil {
+			return nil, err
 		}
-		e, ok := p.conns[key]
-		if !ok {
-			e = &poolEntry{ready: make(chan struct{})}
-			p.conns[key] = e
-			p.dials.Add(1)
-			// The dial outlives a caller that gives up: others may wait on it.
-			go p.dial(context.WithoutCancel(ctx), key, n, e)
-		}
-		p.mu.Unlock()
-
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		if e.err != nil {
+			p.mu.Lock()
+			if p.conns[key] == e {
+				delete(p.conns, key) // a prewarm's failure is reported once
+			}
+			p.mu.Unlock()
 			return nil, e.err
 		}
 		if a, ok := e.conn.(interface{ alive() bool }); !ok || a.alive() {
@@ -97,11 +95,46 @@ func (p *Pool) Get(ctx context.Context, n sdk.Node) (Conn, error) {
 	}
 }
 
+// Prewarm starts dialling n now, for a Get (or Check) that will come:
+// the sparkform process dials its nodes while its plugins start, so the
+// handshake is not on the plan's critical path. It is the very dial a
+// Get would make (host keys, retries, Notify lines); a Get that comes
+// while it runs waits for it, and one that comes after it failed gets
+// its error once (the Get after that dials again). A node already in
+// the pool is left as it is.
+func (p *Pool) Prewarm(n sdk.Node) {
+	if n.Transport == "" {
+		n.Transport = "ssh"
+	}
+	_, _ = p.entry(context.Background(), n.Key(), n, true)
+}
+
+// entry returns the pool's entry for key, starting its dial when there is
+// none.
+func (p *Pool) entry(ctx context.Context, key string, n sdk.Node, prewarm bool) (*poolEntry, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("node %s: pool: %w", n.Name, ErrClosed)
+	}
+	e, ok := p.conns[key]
+	if !ok {
+		e = &poolEntry{ready: make(chan struct{}), prewarm: prewarm}
+		p.conns[key] = e
+		p.dials.Add(1)
+		// The dial outlives a caller that gives up: others may wait on it.
+		go p.dial(context.WithoutCancel(ctx), key, n, e)
+	}
+	return e, nil
+}
+
 func (p *Pool) dial(ctx context.Context, key string, n sdk.Node, e *poolEntry) {
 	conn, err := Open(ctx, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
+	case err != nil && e.prewarm && !p.closed:
+		e.err = err // kept for the first Get, which removes it
 	case err != nil:
 		e.err = err
 		delete(p.conns, key) // the next Get tries again

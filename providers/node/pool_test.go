@@ -196,3 +196,50 @@ func TestPoolTransports(t *testing.T) {
 		t.Fatalf("Get after Close: want ErrClosed, got %v", err)
 	}
 }
+
+// TestPoolPrewarm: a prewarmed node's connection is the one Get and Check
+// use (one dial, one sshd login); a prewarm that failed is reported, as
+// the dial's own error, by the first Get only (no second dial behind the
+// caller's back), and the Get after that dials again.
+func TestPoolPrewarm(t *testing.T) {
+	b := bed(t)
+	p := node.NewPool()
+	defer p.Close()
+	n := b.Nodes[0].SDK()
+	n.Become = true
+	logins := func() int { return strings.Count(b.Nodes[0].Log(), "Accepted publickey for ") }
+	before := logins()
+	p.Prewarm(n)
+	p.Prewarm(n) // once per node
+	// It dials on its own, before anyone asks.
+	for deadline := time.Now().Add(30 * time.Second); logins() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Prewarm did not log in")
+		}
+	}
+	if err := p.Check(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Get(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	if d, l := p.Dials(), logins()-before; d != 1 || l != 1 {
+		t.Fatalf("prewarm, check and get: %d dials, %d sshd logins; want 1 and 1", d, l)
+	}
+
+	bad := b.Nodes[1].SDK()
+	bad.KnownHosts = filepath.Join(t.TempDir(), "none")
+	p.Prewarm(bad)
+	// Whether the check comes while the prewarm dials or after it failed,
+	// it reports that dial's error and dials nothing itself.
+	err := p.Check(ctxT(t), bad)
+	if !errors.Is(err, node.ErrHostKeyUnknown) || !strings.Contains(err.Error(), "ssh-keyscan") {
+		t.Fatalf("check after a failed prewarm: %v, want the unknown host key with what to do", err)
+	}
+	if d := p.Dials(); d != 2 {
+		t.Fatalf("the check dialled again after the prewarm failed: %d dials, want 2", d)
+	}
+	if _, err := p.Get(ctxT(t), bad); !errors.Is(err, node.ErrHostKeyUnknown) || p.Dials() != 3 {
+		t.Fatalf("the Get after the reported failure: %v, %d dials; want a new dial (3)", err, p.Dials())
+	}
+}
