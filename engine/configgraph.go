@@ -41,6 +41,9 @@ type configGraph struct {
 	// for_each/count depends on no resource (known before the walk, see
 	// expandStatic); those blocks are walked instance by instance.
 	expansions map[string]*config.Expansion
+	// decoders prepares each resource body's decoding once for every
+	// copy of the graph (validate, plan, apply of one run).
+	decoders *config.Decoders
 }
 
 // buildConfigGraph parses the references of every block and connects them.
@@ -68,7 +71,7 @@ func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagno
 
 func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
 	cg := &configGraph{g: newVGraph(), refs: map[vertex][]*addrs.Reference{}, resourceDeps: map[string][]string{},
-		sameKeyDeps: map[string]map[string]bool{}}
+		sameKeyDeps: map[string]map[string]bool{}, decoders: &config.Decoders{}}
 	var diags hcl.Diagnostics
 	if cg.schemas, diags = e.resourceSchemas(ctx); diags.HasErrors() {
 		return nil, diags
@@ -144,7 +147,7 @@ func (cg *configGraph) addBlocks(m *config.Module) hcl.Diagnostics {
 	}
 	for key, r := range m.Resources {
 		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
-		travs = append(travs, r.Scope.Flat(config.BodyReferences(r.Config, cg.schemas[r.Addr.Type].Block))...)
+		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Config, cg.schemas[r.Addr.Type].Block).References())...)
 		travs = append(travs, r.DependsOn...)
 		add(resourceV(key), travs)
 	}

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
@@ -54,23 +55,14 @@ func (ev *evaluator) expandResource(key string, keep func(addr string) bool) ([]
 
 // decoder is the decoder of r's body against its type's schema.
 func (ev *evaluator) decoder(r *config.Resource) *config.ResourceDecoder {
-	return config.NewResourceDecoder(r.Config, ev.cg.schemas[r.Addr.Type].Block)
+	return ev.cg.decoders.Get(r.Config, ev.cg.schemas[r.Addr.Type].Block)
 }
 
 // decodeInstance evaluates one instance's node and configuration in ictx.
 func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDecoder, addr string, k addrs.InstanceKey, ictx *hcl.EvalContext) (*configInstance, hcl.Diagnostics) {
-	nv, diags := r.NodeExpr.Value(ictx)
+	node, diags := ev.instanceNode(r, ictx)
 	if diags.HasErrors() {
 		return nil, diags
-	}
-	if config.HasMarks(nv) { // UnmarkDeep rebuilds the node's whole object
-		nv, _ = nv.UnmarkDeep()
-	}
-	node, err := nodeFromValue(nv)
-	if err != nil {
-		rng := r.NodeExpr.Range()
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node",
-			Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
 	}
 	cfg, sens, d := dec.Decode(r.Scope.BodyContext(r.Config, ictx))
 	diags = append(diags, d...)
@@ -80,8 +72,56 @@ func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDeco
 	return &configInstance{Addr: addr, Key: k, Node: node, Config: cfg, SensitiveAttrs: sens}, diags
 }
 
+// instanceNode evaluates an instance's node argument in ictx. The usual
+// one, node = node.NAME of a single node block, is that block's value for
+// every instance: it is read as a node once (blockValues.asNode).
+func (ev *evaluator) instanceNode(r *config.Resource, ictx *hcl.EvalContext) (sdk.Node, hcl.Diagnostics) {
+	var node sdk.Node
+	var err error
+	var diags hcl.Diagnostics
+	var b *blockValues
+	if name, ok := nodeRefName(r.NodeExpr); ok && r.Scope == nil { // a module's names are its own
+		ev.mu.RLock()
+		b = ev.nodes[name]
+		ev.mu.RUnlock()
+	}
+	if b != nil && b.mode == singleMode {
+		node, err = b.asNode()
+	} else {
+		var nv cty.Value
+		if nv, diags = r.NodeExpr.Value(ictx); diags.HasErrors() {
+			return node, diags
+		}
+		node, err = nodeOf(nv)
+	}
+	if err != nil {
+		rng := r.NodeExpr.Range()
+		return node, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node",
+			Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
+	}
+	return node, diags
+}
+
+// nodeRefName is NAME when e is exactly node.NAME.
+func nodeRefName(e hcl.Expression) (string, bool) {
+	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
+	if !ok || len(st.Traversal) != 2 || st.Traversal.RootName() != "node" {
+		return "", false
+	}
+	attr, ok := st.Traversal[1].(hcl.TraverseAttr)
+	return attr.Name, ok
+}
+
+// nodeOf reads a node argument's value as a node.
+func nodeOf(v cty.Value) (sdk.Node, error) {
+	if config.HasMarks(v) { // UnmarkDeep rebuilds the node's whole object
+		v, _ = v.UnmarkDeep()
+	}
+	return nodeFromValue(v)
+}
+
 // evalInstance evaluates one instance vertex's node and configuration.
 func (ev *evaluator) evalInstance(iv *instanceVertex) (*configInstance, hcl.Diagnostics) {
-	ctx, dec := ev.instanceContext(iv)
-	return ev.decodeInstance(ev.mod.Resources[iv.block], dec, iv.addr, iv.key, ctx)
+	r := ev.mod.Resources[iv.block]
+	return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, ev.instanceContext(iv))
 }

@@ -38,13 +38,30 @@ type blockValues struct {
 	// object (and object type) of its own. NilVal when stale.
 	alone     cty.Value
 	aloneName string
+	// node is a single node block's value read as a node (nodeFromValue),
+	// for every resource whose node argument names the block; valid when
+	// nodeRead, which a change clears.
+	node     sdk.Node
+	nodeErr  error
+	nodeRead bool
 }
 
 func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 	b.mu.Lock()
 	b.vals[k] = v
-	b.agg, b.alone = cty.NilVal, cty.NilVal
+	b.agg, b.alone, b.nodeRead = cty.NilVal, cty.NilVal, false
 	b.mu.Unlock()
+}
+
+// asNode is value() read as a node, once per change.
+func (b *blockValues) asNode() (sdk.Node, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.nodeRead {
+		b.node, b.nodeErr = nodeOf(b.valueLocked())
+		b.nodeRead = true
+	}
+	return b.node, b.nodeErr
 }
 
 // valueAlone is {name: value()}, built once per change of the block.
@@ -118,12 +135,11 @@ type evaluator struct {
 	bases  map[string]*blockBase
 }
 
-// blockBase is a block's context and decoder shared by its instances, and how many of
+// blockBase is a block's context shared by its instances, and how many of
 // them have yet to take it: the last one drops it, so a walk does not keep
 // every block's context (and the values in it) to its end.
 type blockBase struct {
 	ctx  *hcl.EvalContext
-	dec  *config.ResourceDecoder
 	left int
 }
 
@@ -312,13 +328,12 @@ func (ev *evaluator) resourceValues(key string) *blockValues {
 
 // instanceContext is the evaluation context of one instance vertex: the
 // block's context (built once) plus each/count and, for the blocks it
-// takes by key, just the instance with its own key; and the decoder of
-// the block's body (prepared once).
-func (ev *evaluator) instanceContext(iv *instanceVertex) (*hcl.EvalContext, *config.ResourceDecoder) {
-	base, dec := ev.blockInputs(iv.block)
+// takes by key, just the instance with its own key.
+func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
+	base := ev.blockContext(iv.block)
 	ctx := instanceScope(base, ev.cg.expansions[iv.block], iv.key)
 	if len(iv.sameKeyDeps) == 0 {
-		return ctx, dec
+		return ctx
 	}
 	if ctx == base {
 		ctx = base.NewChild()
@@ -327,7 +342,7 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) (*hcl.EvalContext, *con
 	for typ, names := range ev.sameKeyResources(iv) {
 		ctx.Variables[typ] = cty.ObjectVal(names)
 	}
-	return ctx, dec
+	return ctx
 }
 
 // sameKeyResources is, per resource type that iv takes some block of by
@@ -392,18 +407,17 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// blockInputs is a block's evaluation context and the decoder of its
-// body: every instance of the block shares them (the blocks it uses whole
-// are complete by then). A block of one instance builds them for that
-// instance alone; one of more builds them once and drops them when its
-// last instance has taken them.
-func (ev *evaluator) blockInputs(block string) (*hcl.EvalContext, *config.ResourceDecoder) {
+// blockContext is a block's evaluation context: every instance of the
+// block shares it (the blocks it uses whole are complete by then). A block
+// of one instance builds it for that instance alone; one of more builds it
+// once and drops it when its last instance has taken it.
+func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
 	n := 1
 	if exp := ev.cg.expansions[block]; exp != nil {
 		n = len(exp.Keys)
 	}
 	if n <= 1 {
-		return ev.scope(resourceV(block)), ev.decoder(ev.mod.Resources[block])
+		return ev.scope(resourceV(block))
 	}
 	ev.baseMu.Lock()
 	defer ev.baseMu.Unlock()
@@ -412,13 +426,13 @@ func (ev *evaluator) blockInputs(block string) (*hcl.EvalContext, *config.Resour
 	}
 	b := ev.bases[block]
 	if b == nil {
-		b = &blockBase{ctx: ev.scope(resourceV(block)), dec: ev.decoder(ev.mod.Resources[block]), left: n}
+		b = &blockBase{ctx: ev.scope(resourceV(block)), left: n}
 		ev.bases[block] = b
 	}
 	if b.left--; b.left <= 0 {
 		delete(ev.bases, block)
 	}
-	return b.ctx, b.dec
+	return b.ctx
 }
 
 // nodeInstances returns every node instance evaluated so far, by name.

@@ -105,7 +105,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
-		cfg, _, d := config.NewResourceDecoder(r.Config, schema.Block).Decode(r.Scope.BodyContext(r.Config, ictx))
+		cfg, _, d := cg.decoders.Get(r.Config, schema.Block).Decode(r.Scope.BodyContext(r.Config, ictx))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -55,6 +56,46 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 		}
 	}
 	return d
+}
+
+// Decoders holds the ResourceDecoder of each body and schema block, made
+// once: validate, plan and apply of one run (and the instances of a
+// module, which share their module's bodies) prepare each body once. The
+// zero value is ready; a nil *Decoders makes a new decoder every time.
+type Decoders struct{ m sync.Map }
+
+type decoderKey struct {
+	body  *hclsyntax.Body
+	block *sdk.Block
+}
+
+// Get is the decoder of body against schema b.
+func (c *Decoders) Get(body hcl.Body, b *sdk.Block) *ResourceDecoder {
+	sb, ok := body.(*hclsyntax.Body)
+	if c == nil || !ok { // other bodies (merged ones) are no map key
+		return NewResourceDecoder(body, b)
+	}
+	k := decoderKey{sb, b}
+	if d, ok := c.m.Load(k); ok {
+		return d.(*ResourceDecoder)
+	}
+	d, _ := c.m.LoadOrStore(k, NewResourceDecoder(body, b))
+	return d.(*ResourceDecoder)
+}
+
+// References lists the traversals in the body that decoding evaluates,
+// as BodyReferences does.
+func (d *ResourceDecoder) References() []hcl.Traversal {
+	if d.set == nil {
+		return BodyReferences(d.body, d.block)
+	}
+	var out []hcl.Traversal
+	for _, a := range d.set {
+		if a != nil {
+			out = append(out, a.Expr.Variables()...)
+		}
+	}
+	return out
 }
 
 // Decode evaluates the body in ctx: an object of the schema's implied

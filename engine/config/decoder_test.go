@@ -131,6 +131,9 @@ func TestResourceDecoderMatches(t *testing.T) {
 				if (d.set != nil) != tt.direct {
 					t.Fatalf("direct path %v, want %v", d.set != nil, tt.direct)
 				}
+				if got, want := travSet(d.References()), travSet(BodyReferences(body, tt.block)); got != want {
+					t.Errorf("references\n got %s\nwant %s", got, want)
+				}
 				ctx := decoderCtx()
 				wantV, wantS, wantD := decodeSlow(body, tt.block, ctx)
 				for run := 0; run < 2; run++ { // the decoder is reused
@@ -154,6 +157,38 @@ func TestResourceDecoderMatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodersShareByBody: a body is prepared once per schema block;
+// bodies that are not native syntax (no map key) get a new decoder.
+func TestDecodersShareByBody(t *testing.T) {
+	var c Decoders
+	a, b := body(t, `name = "a"`), body(t, `name = "a"`)
+	if c.Get(a, flatBlock) != c.Get(a, flatBlock) {
+		t.Error("one body got two decoders")
+	}
+	if c.Get(a, flatBlock) == c.Get(b, flatBlock) || c.Get(a, flatBlock) == c.Get(a, dockerBlock) {
+		t.Error("another body or schema got the same decoder")
+	}
+	merged := hcl.MergeBodies([]hcl.Body{a, b})
+	if c.Get(merged, flatBlock) == c.Get(merged, flatBlock) {
+		t.Error("a merged body's decoder was cached")
+	}
+	var none *Decoders
+	if v, _, diags := none.Get(a, flatBlock).Decode(decoderCtx()); diags.HasErrors() || v.GetAttr("name").AsString() != "a" {
+		t.Errorf("nil Decoders: %#v %v", v, diags)
+	}
+}
+
+// travSet renders traversals with their ranges, in an order that does
+// not depend on hcldec's map iteration.
+func travSet(travs []hcl.Traversal) string {
+	var ss []string
+	for _, tr := range travs {
+		ss = append(ss, fmt.Sprintf("%s@%v", tr.RootName(), tr.SourceRange()))
+	}
+	sort.Strings(ss)
+	return fmt.Sprint(ss)
 }
 
 // diagSet renders diagnostics with their ranges, in an order that does not
