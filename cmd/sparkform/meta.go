@@ -273,8 +273,9 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // prewarmNodes starts dialling, while the plugins start and the
 // configuration is validated, the nodes the plan's node check will reach
 // (those the variables alone decide): the handshakes leave the plan's
-// critical path. Only connections are made here; the check (sudo -n
-// true) and every error report stay where they were.
+// critical path. Only what the node check does is done here (the login
+// and, with become, sudo -n true); its results, errors included, are
+// reported by the node check as before.
 func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value) {
 	if m.pool == nil {
 		return

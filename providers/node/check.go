@@ -25,7 +25,7 @@ func Check(ctx context.Context, n sdk.Node) error {
 	}
 	defer c.Close()
 	if n.Become {
-		if _, err := c.Run(ctx, Cmd{Argv: []string{"true"}, Become: true}); err != nil {
+		if _, err := c.Run(ctx, becomeCheck); err != nil {
 			return Explain(n, err)
 		}
 	}
@@ -34,16 +34,26 @@ func Check(ctx context.Context, n sdk.Node) error {
 
 // Check is the package-level Check on the pool's connection to n: the
 // connection stays open for the rest of the run (a Relay serves it to the
-// plugins), so a plan's node check is the only handshake with n.
+// plugins), so a plan's node check is the only handshake with n. After a
+// Prewarm it takes the `sudo -n true` that the prewarm ran.
 func (p *Pool) Check(ctx context.Context, n sdk.Node) error {
 	c, err := p.Get(ctx, n)
 	if err != nil {
 		return Explain(n, err)
 	}
-	if n.Become {
-		if _, err := c.Run(ctx, Cmd{Argv: []string{"true"}, Become: true}); err != nil {
-			return Explain(n, err)
+	if !n.Become {
+		return nil
+	}
+	if e := p.takeBecome(n, c); e != nil {
+		select {
+		case <-e.become:
+			return Explain(n, e.becomeErr)
+		case <-ctx.Done():
+			return Explain(n, ctx.Err())
 		}
+	}
+	if _, err := c.Run(ctx, becomeCheck); err != nil {
+		return Explain(n, err)
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ type poolEntry struct {
 	// the first Get (which reports it, as if it had dialled itself)
 	// instead of being dialled again.
 	prewarm bool
+	// become, when Prewarm ran Check's `sudo -n true` on the connection,
+	// is closed once becomeErr holds its result (for the first Check).
+	become      chan struct{}
+	becomeErr   error
+	becomeTaken bool
 }
 
 // NewPool returns an empty pool.
@@ -102,11 +107,52 @@ func (p *Pool) Get(ctx context.Context, n sdk.Node) (Conn, error) {
 // while it runs waits for it, and one that comes after it failed gets
 // its error once (the Get after that dials again). A node already in
 // the pool is left as it is.
+//
+// With n.Become it also runs Check's `sudo -n true` once connected, and
+// the first Check takes that result instead of running it again.
 func (p *Pool) Prewarm(n sdk.Node) {
 	if n.Transport == "" {
 		n.Transport = "ssh"
 	}
-	_, _ = p.entry(context.Background(), n.Key(), n, true)
+	e, err := p.entry(context.Background(), n.Key(), n, true)
+	if err != nil || !n.Become {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !e.prewarm || e.become != nil {
+		return // dialled by a Get, or already checking
+	}
+	e.become = make(chan struct{})
+	go func() {
+		defer close(e.become)
+		<-e.ready
+		if e.err != nil {
+			e.becomeErr = e.err // the check reports the dial's error
+			return
+		}
+		_, e.becomeErr = e.conn.Run(context.Background(), becomeCheck)
+	}()
+}
+
+// becomeCheck is what Check runs on a node that becomes root.
+var becomeCheck = Cmd{Argv: []string{"true"}, Become: true}
+
+// takeBecome returns, once, the entry of n whose prewarmed become check
+// ran on conn (its result is e.becomeErr when e.become is closed); nil
+// when there is none.
+func (p *Pool) takeBecome(n sdk.Node, conn Conn) *poolEntry {
+	if n.Transport == "" {
+		n.Transport = "ssh"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.conns[n.Key()]
+	if e == nil || e.become == nil || e.becomeTaken || e.conn != conn {
+		return nil
+	}
+	e.becomeTaken = true
+	return e
 }
 
 // entry returns the pool's entry for key, starting its dial when there is

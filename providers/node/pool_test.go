@@ -198,7 +198,8 @@ func TestPoolTransports(t *testing.T) {
 }
 
 // TestPoolPrewarm: a prewarmed node's connection is the one Get and Check
-// use (one dial, one sshd login); a prewarm that failed is reported, as
+// use (one dial, one sshd login) and its become check is the first
+// Check's (one sudo -n true); a prewarm that failed is reported, as
 // the dial's own error, by the first Get only (no second dial behind the
 // caller's back), and the Get after that dials again.
 func TestPoolPrewarm(t *testing.T) {
@@ -208,13 +209,15 @@ func TestPoolPrewarm(t *testing.T) {
 	n := b.Nodes[0].SDK()
 	n.Become = true
 	logins := func() int { return strings.Count(b.Nodes[0].Log(), "Accepted publickey for ") }
-	before := logins()
+	sessions := func() int { return strings.Count(b.Nodes[0].Log(), "Starting session: command") }
+	before, sessBefore := logins(), sessions()
 	p.Prewarm(n)
 	p.Prewarm(n) // once per node
-	// It dials on its own, before anyone asks.
-	for deadline := time.Now().Add(30 * time.Second); logins() == before; time.Sleep(5 * time.Millisecond) {
+	// It logs in and runs the become check (sudo -n true) on its own,
+	// before anyone asks.
+	for deadline := time.Now().Add(30 * time.Second); logins() == before || sessions() == sessBefore; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("Prewarm did not log in")
+			t.Fatal("Prewarm did not log in and check become")
 		}
 	}
 	if err := p.Check(ctxT(t), n); err != nil {
@@ -223,12 +226,26 @@ func TestPoolPrewarm(t *testing.T) {
 	if _, err := p.Get(ctxT(t), n); err != nil {
 		t.Fatal(err)
 	}
-	if d, l := p.Dials(), logins()-before; d != 1 || l != 1 {
-		t.Fatalf("prewarm, check and get: %d dials, %d sshd logins; want 1 and 1", d, l)
+	if d, l, s := p.Dials(), logins()-before, sessions()-sessBefore; d != 1 || l != 1 || s != 1 {
+		t.Fatalf("prewarm, check and get: %d dials, %d sshd logins, %d commands; want 1, 1 and 1 (the check took the prewarm's)", d, l, s)
+	}
+	// A later check runs its own.
+	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 2 {
+		t.Fatalf("second check: %v, %d commands; want it to run sudo -n true again", err, sessions()-sessBefore)
+	}
+
+	// A user sudo refuses: the prewarmed check's failure is the check's,
+	// said as before.
+	nosudo := b.Nodes[0].SDK()
+	nosudo.User, nosudo.Become = b.NoSudoUser, true
+	p.Prewarm(nosudo)
+	if err := p.Check(ctxT(t), nosudo); !errors.Is(err, node.ErrBecome) {
+		t.Fatalf("check of a user without sudo after a prewarm: %v, want ErrBecome", err)
 	}
 
 	bad := b.Nodes[1].SDK()
 	bad.KnownHosts = filepath.Join(t.TempDir(), "none")
+	d0 := p.Dials()
 	p.Prewarm(bad)
 	// Whether the check comes while the prewarm dials or after it failed,
 	// it reports that dial's error and dials nothing itself.
@@ -236,10 +253,10 @@ func TestPoolPrewarm(t *testing.T) {
 	if !errors.Is(err, node.ErrHostKeyUnknown) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("check after a failed prewarm: %v, want the unknown host key with what to do", err)
 	}
-	if d := p.Dials(); d != 2 {
-		t.Fatalf("the check dialled again after the prewarm failed: %d dials, want 2", d)
+	if d := p.Dials() - d0; d != 1 {
+		t.Fatalf("the check dialled again after the prewarm failed: %d dials, want 1", d)
 	}
-	if _, err := p.Get(ctxT(t), bad); !errors.Is(err, node.ErrHostKeyUnknown) || p.Dials() != 3 {
-		t.Fatalf("the Get after the reported failure: %v, %d dials; want a new dial (3)", err, p.Dials())
+	if _, err := p.Get(ctxT(t), bad); !errors.Is(err, node.ErrHostKeyUnknown) || p.Dials()-d0 != 2 {
+		t.Fatalf("the Get after the reported failure: %v, %d dials; want a new dial (2)", err, p.Dials()-d0)
 	}
 }
