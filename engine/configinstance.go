@@ -44,7 +44,7 @@ func (ev *evaluator) expandResource(key string, keep func(addr string) bool) ([]
 		if keep != nil && !keep(addr) {
 			continue
 		}
-		ri, d := ev.decodeInstance(r, dec, addr, k, instanceScope(base, exp, k))
+		ri, d := ev.decodeInstance(r, dec, addr, k, ev.instanceScope(base, exp, k))
 		diags = append(diags, d...)
 		if ri != nil {
 			out = append(out, ri)

@@ -133,6 +133,9 @@ type evaluator struct {
 
 	baseMu sync.Mutex
 	bases  map[string]*blockBase
+
+	countMu sync.Mutex
+	counts  map[addrs.InstanceKey]cty.Value // countObject's, by key
 }
 
 // blockBase is a block's context shared by its instances, and how many of
@@ -141,6 +144,16 @@ type evaluator struct {
 type blockBase struct {
 	ctx  *hcl.EvalContext
 	left int
+	// refs are the resource blocks the block references, listed once
+	// (by the first instance that takes one by key).
+	refsOnce sync.Once
+	refs     []resourceRef
+}
+
+// resourceRef is a resource block that another references.
+type resourceRef struct {
+	typ, name, addr string // name: its name in typ's object (ScopeKey)
+	b               *blockValues
 }
 
 func newEvaluator(mod *config.Module, cg *configGraph, vars map[string]cty.Value) *evaluator {
@@ -251,6 +264,11 @@ func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
 
 // instanceScope adds each/count for one instance.
 func instanceScope(base *hcl.EvalContext, exp *config.Expansion, k addrs.InstanceKey) *hcl.EvalContext {
+	return instanceScopeWith(base, exp, k, countObject)
+}
+
+// instanceScopeWith is instanceScope with count's object made by count.
+func instanceScopeWith(base *hcl.EvalContext, exp *config.Expansion, k addrs.InstanceKey, count func(addrs.InstanceKey) cty.Value) *hcl.EvalContext {
 	if k == addrs.NoKey || k == nil {
 		return base
 	}
@@ -259,9 +277,34 @@ func instanceScope(base *hcl.EvalContext, exp *config.Expansion, k addrs.Instanc
 	if ev, ok := exp.Each[k]; ok {
 		child.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": ev.Key, "value": ev.Value})
 	} else {
-		child.Variables["count"] = cty.ObjectVal(map[string]cty.Value{"index": k.Value()})
+		child.Variables["count"] = count(k)
 	}
 	return child
+}
+
+// countObject is count's object for instance key k: {index = k}.
+func countObject(k addrs.InstanceKey) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"index": k.Value()})
+}
+
+// instanceScope is instanceScope with count's object of each key built
+// once per walk: it is the same in every counted block.
+func (ev *evaluator) instanceScope(base *hcl.EvalContext, exp *config.Expansion, k addrs.InstanceKey) *hcl.EvalContext {
+	return instanceScopeWith(base, exp, k, ev.countObject)
+}
+
+func (ev *evaluator) countObject(k addrs.InstanceKey) cty.Value {
+	ev.countMu.Lock()
+	defer ev.countMu.Unlock()
+	v, ok := ev.counts[k]
+	if !ok {
+		if ev.counts == nil {
+			ev.counts = map[addrs.InstanceKey]cty.Value{}
+		}
+		v = countObject(k)
+		ev.counts[k] = v
+	}
+	return v
 }
 
 func modeOf(forEach, count hcl.Expression) expansionMode {
@@ -294,7 +337,7 @@ func (ev *evaluator) evalNode(name string) hcl.Diagnostics {
 	}
 	b := ev.block(ev.nodes, name, modeOf(n.ForEach, n.Count))
 	for _, k := range exp.Keys {
-		nc, d := config.DecodeNode(n.Config, n.Scope.BodyContext(n.Config, instanceScope(base, exp, k)))
+		nc, d := config.DecodeNode(n.Config, n.Scope.BodyContext(n.Config, ev.instanceScope(base, exp, k)))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -330,8 +373,8 @@ func (ev *evaluator) resourceValues(key string) *blockValues {
 // block's context (built once) plus each/count and, for the blocks it
 // takes by key, just the instance with its own key.
 func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
-	base := ev.blockContext(iv.block)
-	ctx := instanceScope(base, ev.cg.expansions[iv.block], iv.key)
+	base, shared := ev.blockContext(iv.block)
+	ctx := ev.instanceScope(base, ev.cg.expansions[iv.block], iv.key)
 	if len(iv.sameKeyDeps) == 0 {
 		return ctx
 	}
@@ -339,51 +382,65 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 		ctx = base.NewChild()
 		ctx.Variables, ctx.Functions = map[string]cty.Value{}, base.Functions
 	}
-	for typ, names := range ev.sameKeyResources(iv) {
+	var refs []resourceRef
+	if shared != nil {
+		shared.refsOnce.Do(func() { shared.refs = ev.resourceRefs(iv.block) })
+		refs = shared.refs
+	} else {
+		refs = ev.resourceRefs(iv.block)
+	}
+	for typ, names := range sameKeyResources(iv, refs) {
 		ctx.Variables[typ] = cty.ObjectVal(names)
 	}
 	return ctx
 }
 
-// sameKeyResources is, per resource type that iv takes some block of by
-// its own key, every block of that type iv references: a same-key block
-// holds only iv's key's instance, the others are whole.
-func (ev *evaluator) sameKeyResources(iv *instanceVertex) map[string]map[string]cty.Value {
-	byType := map[string]map[string]cty.Value{}
-	sameKeyTypes := map[string]bool{}
+// resourceRefs lists the resource blocks block references that have
+// values (every one the walk has reached before block's instances).
+func (ev *evaluator) resourceRefs(block string) []resourceRef {
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	for _, ref := range ev.cg.refs[resourceV(iv.block)] {
+	var out []resourceRef
+	for _, ref := range ev.cg.refs[resourceV(block)] {
 		subj, ok := ref.Subject.(addrs.Resource)
 		if !ok {
 			continue
 		}
-		b := ev.res[subj.String()]
-		if b == nil {
+		addr := subj.String()
+		if b := ev.res[addr]; b != nil {
+			out = append(out, resourceRef{typ: subj.Type, name: subj.ScopeKey(), addr: addr, b: b})
+		}
+	}
+	return out
+}
+
+// sameKeyResources is, per resource type that iv takes some block of by
+// its own key, every block of that type iv references (refs): a same-key
+// block holds only iv's key's instance, the others are whole. By type,
+// not by address prefix: a module's resource is MODULE.TYPE.NAME.
+func sameKeyResources(iv *instanceVertex, refs []resourceRef) map[string]map[string]cty.Value {
+	byType := map[string]map[string]cty.Value{}
+	for _, r := range refs {
+		if containsString(iv.sameKeyDeps, r.addr) && byType[r.typ] == nil {
+			byType[r.typ] = map[string]cty.Value{}
+		}
+	}
+	for _, r := range refs {
+		names := byType[r.typ]
+		if names == nil {
 			continue
 		}
-		if byType[subj.Type] == nil {
-			byType[subj.Type] = map[string]cty.Value{}
-		}
-		if !containsString(iv.sameKeyDeps, subj.String()) {
-			byType[subj.Type][subj.ScopeKey()] = b.value()
+		if !containsString(iv.sameKeyDeps, r.addr) {
+			names[r.name] = r.b.value()
 			continue
 		}
-		// By type, not by address prefix: a module's resource is
-		// MODULE.TYPE.NAME.
-		sameKeyTypes[subj.Type] = true
-		b.mu.Lock()
-		v, ok := b.vals[iv.key]
-		b.mu.Unlock()
+		r.b.mu.Lock()
+		v, ok := r.b.vals[iv.key]
+		r.b.mu.Unlock()
 		if !ok {
 			v = cty.DynamicVal
 		}
-		byType[subj.Type][subj.ScopeKey()] = cty.ObjectVal(map[string]cty.Value{keyText(iv.key): v})
-	}
-	for typ := range byType {
-		if !sameKeyTypes[typ] {
-			delete(byType, typ)
-		}
+		names[r.name] = cty.ObjectVal(map[string]cty.Value{keyText(iv.key): v})
 	}
 	return byType
 }
@@ -410,14 +467,15 @@ func containsString(ss []string, s string) bool {
 // blockContext is a block's evaluation context: every instance of the
 // block shares it (the blocks it uses whole are complete by then). A block
 // of one instance builds it for that instance alone; one of more builds it
-// once and drops it when its last instance has taken it.
-func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
+// once, with what else its instances share (the blockBase), and drops it
+// when its last instance has taken it.
+func (ev *evaluator) blockContext(block string) (*hcl.EvalContext, *blockBase) {
 	n := 1
 	if exp := ev.cg.expansions[block]; exp != nil {
 		n = len(exp.Keys)
 	}
 	if n <= 1 {
-		return ev.scope(resourceV(block))
+		return ev.scope(resourceV(block)), nil
 	}
 	ev.baseMu.Lock()
 	defer ev.baseMu.Unlock()
@@ -432,7 +490,7 @@ func (ev *evaluator) blockContext(block string) *hcl.EvalContext {
 	if b.left--; b.left <= 0 {
 		delete(ev.bases, block)
 	}
-	return b.ctx
+	return b.ctx, b
 }
 
 // nodeInstances returns every node instance evaluated so far, by name.

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -262,4 +264,129 @@ func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator,
 		}
 	}
 	return short
+}
+
+// TestEvalInstanceMatchesFullScope: every instance evaluates to exactly
+// what the straightforward path gives: its node argument and body decoded
+// (hcldec, TakeSensitive, Conform) in one context holding every local,
+// node and whole resource block with each/count, as config.Scope builds
+// it. It covers what the evaluator's shortcuts replace: the context of
+// references only, same-key blocks holding one instance, count's object
+// shared across blocks, node.NAME read once, the prepared decoder; with
+// count.index, each.key and each.value in every position, unknowns,
+// nulls, sensitive values and strings NFC changes.
+func TestEvalInstanceMatchesFullScope(t *testing.T) {
+	dir := t.TempDir()
+	src := `
+node "local" {
+  transport = "local"
+}
+locals {
+  keys = { "a" = "e\u0301", "b\u0301" = "x", "c" = "y" }
+  secret = sensitive("s")
+}
+resource "sparkform_data" "counted" {
+  count = 3
+  node  = node.local
+  input = "seed-${count.index}-e\u0301"
+}
+resource "sparkform_data" "counted_next" {
+  count = 3
+  node  = node.local
+  input = { id = sparkform_data.counted[count.index].id, n = count.index * 2, k = "${count.index}", all = length(sparkform_data.counted), prev = count.index > 0 ? sparkform_data.counted[count.index - 1].input : null }
+  triggers_replace = [sparkform_data.counted[count.index].id, local.secret]
+}
+resource "sparkform_data" "keyed" {
+  for_each = local.keys
+  node     = node.local
+  input    = { (each.key) = each.value, v = "${each.key}/${each.value}", c = sparkform_data.counted[1].id }
+}
+resource "sparkform_data" "keyed_next" {
+  for_each = local.keys
+  node     = node.local
+  input    = [sparkform_data.keyed[each.key].id, each.key, sparkform_data.keyed[each.key].input, sparkform_data.one.output]
+}
+resource "sparkform_data" "one" {
+  node  = node.local
+  input = sensitive("e\u0301")
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.sf.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sr := newShapeRun(t, "count", 10)
+	e := &Engine{Module: loadShape(t, dir), Providers: sr.provs}
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
+		ev := newEvaluator(e.Module, cg, nil)
+		if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+			t.Fatal(diagString(diags))
+		}
+		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+		got := map[string]*configInstance{}
+		var mu sync.Mutex
+		diags := e.walk(context.Background(), g, ev, walkFuncs{instance: func(_ context.Context, iv *instanceVertex) hcl.Diagnostics {
+			ci, diags := ev.evalInstance(iv)
+			if diags.HasErrors() {
+				return diags
+			}
+			mu.Lock()
+			got[iv.addr] = ci
+			mu.Unlock()
+			id := cty.UnknownVal(cty.String)
+			if known {
+				id = cty.StringVal("id-" + iv.addr)
+			}
+			ev.resourceValues(iv.block).set(iv.key, cty.ObjectVal(map[string]cty.Value{"id": id,
+				"input": ci.Config.GetAttr("input"), "output": ci.Config.GetAttr("input"), "triggers_replace": ci.Config.GetAttr("triggers_replace")}))
+			return diags
+		}})
+		if diags.HasErrors() {
+			t.Fatal(diagString(diags))
+		}
+		if len(got) != 13 {
+			t.Fatalf("%d instances evaluated, want 13", len(got))
+		}
+		for addr, iv := range g.instances {
+			want := fullScopeInstance(t, e, cg, ev, iv)
+			ci := got[addr]
+			if !ci.Config.RawEquals(want.Config) || !reflect.DeepEqual(ci.Node, want.Node) || !reflect.DeepEqual(ci.SensitiveAttrs, want.SensitiveAttrs) {
+				t.Errorf("%s:\n got %#v %+v %q\nwant %#v %+v %q", addr, ci.Config, ci.Node, ci.SensitiveAttrs, want.Config, want.Node, want.SensitiveAttrs)
+			}
+		}
+	}
+}
+
+// fullScopeInstance evaluates iv the straightforward way, after the walk.
+func fullScopeInstance(t *testing.T, e *Engine, cg *configGraph, ev *evaluator, iv *instanceVertex) *configInstance {
+	t.Helper()
+	s := &config.Scope{BaseDir: e.Module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
+	for name, b := range ev.nodes {
+		s.Nodes[name] = b.value()
+	}
+	for _, r := range e.Module.Resources {
+		if s.Resources[r.Addr.Type] == nil {
+			s.Resources[r.Addr.Type] = map[string]cty.Value{}
+		}
+		s.Resources[r.Addr.Type][r.Addr.ScopeKey()] = ev.res[r.Addr.String()].value()
+	}
+	if each, ok := cg.expansions[iv.block].Each[iv.key]; ok {
+		s.Each = &config.EachValues{Key: each.Key, Value: each.Value}
+	} else if iv.key != addrs.NoKey {
+		s.CountIndex = iv.key.Value()
+	}
+	ctx := s.EvalContext()
+	r := e.Module.Resources[iv.block]
+	nv, diags := r.NodeExpr.Value(ctx)
+	nv, _ = nv.UnmarkDeep()
+	node, err := nodeFromValue(nv)
+	v, d := config.DecodeResource(r.Config, cg.schemas[r.Addr.Type].Block, ctx)
+	if diags = append(diags, d...); diags.HasErrors() || err != nil {
+		t.Fatalf("%s: %s %v", iv.addr, diagString(diags), err)
+	}
+	v, sens := config.TakeSensitive(v)
+	return &configInstance{Config: config.Conform(v, cg.types[r.Addr.Type]), Node: node, SensitiveAttrs: sens}
 }
