@@ -80,19 +80,24 @@ type vgraph struct {
 
 func newVGraph() *vgraph { return &vgraph{g: graph.New(), byName: map[string]vertex{}} }
 
-func (g *vgraph) add(v vertex) {
+func (g *vgraph) add(v vertex) { g.addNamed(v) }
+
+// addNamed adds v when missing and returns its name (built once: an
+// instance's is a new string).
+func (g *vgraph) addNamed(v vertex) string {
 	name := v.String()
-	g.byName[name] = v
-	g.g.Add(name)
+	if _, ok := g.byName[name]; !ok {
+		g.byName[name] = v
+		g.g.Add(name)
+	}
+	return name
 }
 
 func (g *vgraph) has(v vertex) bool { return g.g.Has(v.String()) }
 
 // connect records that v depends on dep, adding both when missing.
 func (g *vgraph) connect(v, dep vertex) {
-	g.add(v)
-	g.add(dep)
-	g.g.Connect(v.String(), dep.String())
+	g.g.Connect(g.addNamed(v), g.addNamed(dep))
 }
 
 // named is the vertex called name in this graph.
