@@ -226,7 +226,7 @@ func (m *manifest) resolveOne(ctx context.Context, n sdk.Node, s *spec) (*resolu
 	if err != nil {
 		return nil, err
 	}
-	raws, err := runResolve(ctx, conn, n.Become, []*spec{s})
+	raws, _, err := runResolve(ctx, conn, n.Become, []*spec{s})
 	if err != nil {
 		return nil, err
 	}
@@ -262,9 +262,9 @@ func (m *manifest) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 	if err != nil {
 		return results, 0, sdk.Diagnostics{sdk.FromError("Cannot reach node "+n.Name, err)}
 	}
-	raws, err := runResolve(ctx, conn, n.Become, specs)
+	raws, trips, err := runResolve(ctx, conn, n.Become, specs)
 	if err != nil {
-		return results, 1, sdk.Diagnostics{sdk.FromError("Cannot refresh hubstage_manifest on "+n.Name, err)}
+		return results, trips, sdk.Diagnostics{sdk.FromError("Cannot refresh hubstage_manifest on "+n.Name, err)}
 	}
 	for j, i := range idx {
 		prior := items[i].Prior
@@ -289,7 +289,7 @@ func (m *manifest) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 		}
 		results[i].NewState = ctyval.With(prior, set)
 	}
-	return results, 1, nil
+	return results, trips, nil
 }
 
 // Plan implements sdk.Resource: with a known config it resolves on the
@@ -426,7 +426,7 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		return fail("Invalid hubstage_manifest", err)
 	}
 	progress(sdk.Progress{Message: "resolving " + s.RepoID + "@" + s.Revision, Elapsed: time.Since(start)})
-	raws, err := runResolve(ctx, conn, req.Node.Become, []*spec{s})
+	raws, _, err := runResolve(ctx, conn, req.Node.Become, []*spec{s})
 	if err != nil {
 		return fail("Cannot resolve "+s.RepoID+" on "+req.Node.Name, err)
 	}

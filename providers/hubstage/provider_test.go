@@ -11,6 +11,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -397,5 +400,54 @@ func TestPlanEdges(t *testing.T) {
 	presp := r.Plan(context.Background(), sdk.PlanRequest{TypeName: TypeManifest, Node: n.node, Prior: null, Config: cfg, Proposed: sdk.ProposedNew(schema.Block, null, cfg)})
 	if !presp.Diagnostics.HasErrors() || !strings.Contains(presp.Diagnostics.Err().Error(), "engrams/e1.bin") {
 		t.Fatalf("want a dangling error naming engrams/e1.bin, got %v", presp.Diagnostics.Err())
+	}
+}
+
+// TestBecomeReadsAsUserFirst: with become, refresh walks the hub as the
+// login user (a hub is normally theirs to read): it works for a user sudo
+// refuses, in one round trip, so no sudo ran. Where the user cannot read
+// part of the hub, it walks again through sudo and finds the same files,
+// without a complaint: two round trips.
+func TestBecomeReadsAsUserFirst(t *testing.T) {
+	realpart.Need(t, "the sshd test bed", testbed.Available())
+	bed := testbed.StartT(t, 1)
+	pool := node.NewPool()
+	t.Cleanup(func() { pool.Close() })
+	h := newHub(t, t.TempDir())
+	repo, _, _ := modelHub(t, h)
+	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
+
+	for _, tc := range []struct {
+		name       string
+		user       string
+		unreadable bool
+		trips      int
+	}{
+		{"readable hub, user without sudo", bed.NoSudoUser, false, 1},
+		{"unreadable folder, sudo user", bed.User, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := bed.Nodes[0].SDK()
+			n.User, n.Become = tc.user, true
+			c, err := pool.Get(context.Background(), n)
+			must(t, err)
+			tn := testNode{name: "sshd", node: n, conn: c, dir: bed.Nodes[0].Root}
+			p := provider(t, []testNode{tn})
+			st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: sdk.Node{Name: n.Name, Transport: "local"}, conn: node.NewLocal(n.Name)}}), TypeManifest, sdk.Node{Name: n.Name, Transport: "local"}, cfg)
+			if tc.unreadable {
+				must(t, os.Chmod(filepath.Join(repo, "snapshots"), 0o700))
+				t.Cleanup(func() { os.Chmod(filepath.Join(repo, "snapshots"), 0o755) })
+			}
+			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
+			if resp.Diagnostics.HasErrors() || len(resp.Results) != 1 {
+				t.Fatalf("read: %v", resp.Diagnostics.Err())
+			}
+			if r := resp.Results[0]; len(r.Diagnostics) > 0 || !r.NewState.RawEquals(st) {
+				t.Fatalf("read %v: drift or complaints on a quiet hub", r.Diagnostics)
+			}
+			if resp.RoundTrips != tc.trips {
+				t.Fatalf("round trips %d, want %d", resp.RoundTrips, tc.trips)
+			}
+		})
 	}
 }

@@ -162,11 +162,40 @@ type rawItem struct {
 	FindRC       int
 	Ended        bool
 	nreal        int // files whose real path has been read
+	// manifestUnread: manifest_path is there but could not be read.
+	manifestUnread bool
 }
 
 // runResolve runs resolveScript once for every spec on conn: one remote
 // round trip however many instances and files.
-func runResolve(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, error) {
+//
+// A hub is normally readable by the login user, so with become it walks
+// as that user first, and walks again through sudo only when the first
+// walk met something it could not read or resolve (a refused folder,
+// ref or manifest shows up as an error there): one sudo less per
+// refresh, and the same answer, since root reads what the user reads.
+// It returns the round trips made.
+func runResolve(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, int, error) {
+	items, err := resolveAs(ctx, conn, false, specs)
+	if !become || (err == nil && walkedClean(items)) {
+		return items, 1, err
+	}
+	items, err = resolveAs(ctx, conn, true, specs)
+	return items, 2, err
+}
+
+// walkedClean reports whether every item resolved without a complaint.
+func walkedClean(items []*rawItem) bool {
+	for _, it := range items {
+		if it.FatalCode != "" || len(it.FindErrs) > 0 || it.FindRC != 0 || it.manifestUnread || len(it.Bad) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveAs runs resolveScript for specs once, as root when become.
+func resolveAs(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, error) {
 	argv := []string{"sh", "-c", resolveScript, "sh", strconv.Itoa(maxDepth)}
 	for _, s := range specs {
 		argv = append(argv, s.HubDir, s.repoDir(), s.Revision, s.ManifestPath)
@@ -222,7 +251,11 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 			cur = &rawItem{}
 			items = append(items, cur)
 		case "M":
-			if rest != "-" {
+			switch rest {
+			case "-":
+			case "": // there, but sha256sum could not read it
+				cur.manifestUnread = true
+			default:
 				cur.ManifestSHA = rest
 			}
 		case "H":
