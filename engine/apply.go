@@ -9,7 +9,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
-	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
@@ -264,12 +262,15 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 }
 
 // applyInstance creates, updates or replaces one instance as change c
-// says: re-plan with what is known now, check it against the reviewed
-// plan, call the provider, store the result. It returns the value
+// says: one provider call plans it again with what is known now, checks
+// that plan against the reviewed one and only then applies it
+// (sdk.PlanAndApply); the result is stored. It returns the value
 // dependents see.
 func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, ci *configInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {
 	r := ap.e.Module.Resources[key]
 	schema := ap.cg.schemas[r.Addr.Type]
+	ty := ap.cg.types[r.Addr.Type]
+	rng := r.DeclRange
 	if c.Action == plans.CreateThenDelete {
 		// The old object steps aside under a deposed address until the
 		// new one is in place; then its destroy step removes it.
@@ -277,44 +278,41 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 			return cty.NilVal, hcl.Diagnostics{errDiag("Cannot depose "+c.Addr, err.Error())}
 		}
 	}
-	req, diags := ap.replan(ctx, prov, r, schema, ci, c)
-	if diags.HasErrors() {
-		return cty.NilVal, diags
-	}
-	obj := &stateObject{Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ci.Node,
-		Value: req.Planned, Private: req.Private, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
-	resp, err := ap.callApply(ctx, prov, obj, string(c.Action), req)
-	if err != nil {
-		return cty.NilVal, append(diags, errDiag("Cannot apply "+ci.Addr, err.Error()))
-	}
-	rng := r.DeclRange
-	diags = append(diags, sdkDiags(resp.Diagnostics, ci.Addr, r.Config, &rng)...)
-	return ap.storeApplied(obj, c, resp, ap.cg.types[r.Addr.Type], diags)
-}
-
-// replan plans ci again with what is known now that its dependencies are
-// applied, and refuses a value that differs from what the plan showed.
-func (ap *applier) replan(ctx context.Context, prov sdk.Provider, r *config.Resource, schema *sdk.ResourceSchema, ci *configInstance, c *plans.ResourceChange) (sdk.ApplyRequest, hcl.Diagnostics) {
-	rng := r.DeclRange
 	prior, priorPrivate := c.Before, c.PriorPrivate
 	if c.Action != plans.Update {
-		prior, priorPrivate = cty.NullVal(ap.cg.types[r.Addr.Type]), nil
+		prior, priorPrivate = cty.NullVal(ty), nil
 	}
 	cfg := applyIgnoreChanges(ci.Config, c.Before, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, _, plannedPrivate, pd := planCall(ctx, prov, r.Addr.Type, ci, prior, priorPrivate, cfg, replacesOf(c), false)
-	_, pd = planNotes(pd) // the plan showed them
-	diags := sdkDiags(pd, ci.Addr, r.Config, &rng)
-	if pd.HasErrors() {
-		return sdk.ApplyRequest{}, diags
+	// The intent is written before the provider plans: it records the
+	// reviewed value completed with the configuration known now, which
+	// holds what recovery needs to find an interrupted create on its node
+	// (its identity attributes come from configuration).
+	obj := &stateObject{Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ci.Node,
+		Value: intentValue(c.After, cfg), Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+	var pr sdk.PlanApplyResponse
+	resp, err := ap.callApply(ctx, obj, ci.Addr, string(c.Action), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+		pr = sdk.PlanAndApply(ctx, prov, sdk.PlanApplyRequest{TypeName: r.Addr.Type, Address: ci.Addr, Node: ci.Node,
+			Prior: prior, PriorPrivate: priorPrivate, Config: cfg, Replaces: replacesOf(c), Reviewed: c.After}, started, progress)
+		return pr.ApplyResponse
+	})
+	if err != nil {
+		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, err.Error())}
 	}
-	// What was reviewed is what runs: a value the plan knew may not differ now.
-	if path, ok := consistentWithPlan(c.After, planned); !ok {
-		return sdk.ApplyRequest{}, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plan changed since it was made",
-			Detail: fmt.Sprintf("%s: at apply time %s plans %s differently from the plan that was reviewed. Nothing was changed for this instance; run plan again to review the new values.",
-				ci.Addr, c.Provider, describePath(path)), Subject: &rng})
+	diags := sdkDiags(resp.Diagnostics, ci.Addr, r.Config, &rng)
+	if !pr.Applied {
+		// The apply never started: state stays as it was, the intent goes.
+		if pr.PlanChanged {
+			// What was reviewed is what runs: a value the plan knew may not differ now.
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plan changed since it was made",
+				Detail: fmt.Sprintf("%s: at apply time %s plans %s differently from the plan that was reviewed. Nothing was changed for this instance; run plan again to review the new values.",
+					ci.Addr, c.Provider, sdk.DescribePath(pr.Changed)), Subject: &rng})
+		}
+		if err := ap.e.Store.DeleteIntent(ci.Addr); err != nil {
+			diags = append(diags, errDiag("Cannot clear the journal for "+ci.Addr, err.Error()))
+		}
+		return cty.NilVal, diags
 	}
-	return sdk.ApplyRequest{TypeName: r.Addr.Type, Address: ci.Addr, Node: ci.Node, Prior: prior, Planned: planned,
-		Config: cfg, Private: plannedPrivate}, diags
+	return ap.storeApplied(obj, c, resp, ty, diags)
 }
 
 // storeApplied stores what the provider left (an object that failed to
@@ -341,9 +339,13 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 	return newVal, diags
 }
 
-// callApply brackets one ApplyResourceChange with a journal intent and
-// reports progress.
-func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *stateObject, action string, req sdk.ApplyRequest) (sdk.ApplyResponse, error) {
+// callApply brackets one provider call that changes inst's node with a
+// journal intent, durable before the call, and reports progress under
+// addr. call makes the provider call; it calls started with the moment
+// the change started (a plan-and-apply may refuse before: then no apply
+// events).
+func (ap *applier) callApply(ctx context.Context, inst *stateObject, addr, action string,
+	call func(ctx context.Context, started func(at time.Time), progress func(sdk.Progress)) sdk.ApplyResponse) (sdk.ApplyResponse, error) {
 	h := ap.e.hooks()
 	intent, err := newIntent(inst, action)
 	if err != nil {
@@ -356,18 +358,22 @@ func (ap *applier) callApply(ctx context.Context, prov sdk.Provider, inst *state
 	if action == "delete" {
 		pa = plans.Delete
 	}
-	h.PreApply(req.Address, pa)
-	start := time.Now()
+	var start time.Time
 	// An operation in flight is never cut off by the caller's cancellation
 	// (Ctrl-C): it finishes, or stops early through Provider.Stop, and
 	// reports the state really left on the node, which is then saved.
-	resp := prov.ApplyResourceChange(context.WithoutCancel(ctx), req, func(p sdk.Progress) {
+	resp := call(context.WithoutCancel(ctx), func(at time.Time) {
+		start = at
+		h.PreApply(addr, pa)
+	}, func(p sdk.Progress) {
 		if p.Elapsed == 0 {
 			p.Elapsed = time.Since(start)
 		}
-		h.Progress(req.Address, p)
+		h.Progress(addr, p)
 	})
-	h.PostApply(req.Address, pa, time.Since(start), resp.Diagnostics.Err())
+	if !start.IsZero() {
+		h.PostApply(addr, pa, time.Since(start), resp.Diagnostics.Err())
+	}
 	return resp, nil
 }
 
@@ -436,61 +442,4 @@ func replacesOf(c *plans.ResourceChange) cty.Value {
 		return c.Before
 	}
 	return cty.NilVal
-}
-
-// consistentWithPlan reports whether planned keeps every value the
-// reviewed plan knew; where the plan said "known after apply", anything
-// goes. It returns the first path that differs.
-func consistentWithPlan(reviewed, planned cty.Value) (cty.Path, bool) {
-	if reviewed == cty.NilVal || planned == cty.NilVal {
-		return nil, true
-	}
-	var bad cty.Path
-	_ = cty.Walk(reviewed, func(p cty.Path, v cty.Value) (bool, error) {
-		if bad != nil || !v.IsKnown() {
-			return false, nil
-		}
-		nv, err := p.Apply(planned)
-		if err != nil {
-			bad = p.Copy()
-			return false, nil
-		}
-		ty := v.Type()
-		if !v.IsNull() && !ty.IsSetType() && (ty.IsObjectType() || ty.IsMapType() || ty.IsListType() || ty.IsTupleType()) {
-			if !nv.IsKnown() || nv.IsNull() || (!ty.IsObjectType() && nv.LengthInt() != v.LengthInt()) {
-				bad = p.Copy()
-				return false, nil
-			}
-			return true, nil // compare the elements
-		}
-		if !nv.IsWhollyKnown() && v.IsWhollyKnown() || !sdk.ValuesEqual(v, nv) && v.IsWhollyKnown() {
-			bad = p.Copy()
-		}
-		return false, nil
-	})
-	return bad, bad == nil
-}
-
-// describePath renders a value path for messages ("env[\"X\"]").
-func describePath(p cty.Path) string {
-	if len(p) == 0 {
-		return "the whole object"
-	}
-	var b strings.Builder
-	for _, st := range p {
-		switch st := st.(type) {
-		case cty.GetAttrStep:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(st.Name)
-		case cty.IndexStep:
-			if st.Key.Type() == cty.String {
-				fmt.Fprintf(&b, "[%q]", st.Key.AsString())
-			} else if st.Key.Type() == cty.Number {
-				fmt.Fprintf(&b, "[%s]", st.Key.AsBigFloat().Text('f', -1))
-			}
-		}
-	}
-	return b.String()
 }

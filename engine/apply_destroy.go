@@ -7,6 +7,7 @@ package engine
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -142,9 +143,12 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	if in, ok := ap.object(addr); ok {
 		inst.Tainted = in.Tainted
 	}
-	resp, err := ap.callApply(ctx, prov, inst, "delete", sdk.ApplyRequest{
-		TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
-		Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
+	resp, err := ap.callApply(ctx, inst, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+		started(time.Now())
+		return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
+			TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
+			Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
+		}, progress)
 	})
 	if err != nil {
 		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}

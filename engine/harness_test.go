@@ -64,12 +64,19 @@ type recHooks struct {
 	mu        sync.Mutex
 	notes     []string
 	applied   []string // "action addr" in PostApply order, errors marked
+	started   []string // "action addr" in PreApply order
 	postApply func(addr string, err error)
 }
 
 func (h *recHooks) Note(msg string) {
 	h.mu.Lock()
 	h.notes = append(h.notes, msg)
+	h.mu.Unlock()
+}
+
+func (h *recHooks) PreApply(addr string, a plans.Action) {
+	h.mu.Lock()
+	h.started = append(h.started, string(a)+" "+addr)
 	h.mu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/state"
@@ -23,6 +24,46 @@ func newIntent(in *stateObject, action string) (*state.Intent, error) {
 		return nil, err
 	}
 	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
+}
+
+// intentValue is the value the journal intent of a create or update
+// records: the reviewed value, with what it left unknown taken from the
+// configuration evaluated now where that is known. Recovery refreshes an
+// interrupted create from it, and a provider finds the object by its
+// identity attributes, which come from configuration.
+func intentValue(reviewed, cfg cty.Value) cty.Value {
+	if reviewed == cty.NilVal || cfg == cty.NilVal || reviewed.IsWhollyKnown() {
+		return reviewed
+	}
+	return fillUnknowns(reviewed, cfg)
+}
+
+// fillUnknowns replaces the unknowns of v with from's value at the same
+// place when that is wholly known and not null, walking objects.
+func fillUnknowns(v, from cty.Value) cty.Value {
+	if from.IsMarked() {
+		from, _ = from.Unmark()
+	}
+	switch {
+	case !v.IsKnown():
+		if !from.IsNull() && from.IsWhollyKnown() && from.Type().Equals(v.Type()) {
+			return from
+		}
+		return v
+	case v.IsMarked() || v.IsNull() || !v.Type().IsObjectType() || v.IsWhollyKnown() ||
+		from.IsNull() || !from.IsKnown() || !from.Type().IsObjectType():
+		return v
+	}
+	fty := from.Type()
+	attrs := make(map[string]cty.Value, len(v.Type().AttributeTypes()))
+	for name := range v.Type().AttributeTypes() {
+		av := v.GetAttr(name)
+		if fty.HasAttribute(name) {
+			av = fillUnknowns(av, from.GetAttr(name))
+		}
+		attrs[name] = av
+	}
+	return cty.ObjectVal(attrs)
 }
 
 // recoverIntents turns journal intents left by an interrupted apply into

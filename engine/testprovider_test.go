@@ -59,6 +59,9 @@ type testProvider struct {
 	// onApply, when set, runs after an apply's work and before it returns,
 	// with the operation and address (tests look at state mid-apply).
 	onApply func(op, addr string)
+	// planValue, when set, is the value every plan gives "value" instead
+	// of the configured one (a provider whose plan moved on).
+	planValue atomic.Pointer[string]
 }
 
 func newTestProvider(dir string) *testProvider {
@@ -179,7 +182,12 @@ func valStrPtr(v cty.Value) *string {
 	return &s
 }
 
-func (thing) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+func (t thing) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
+	if v := t.tp.planValue.Load(); v != nil && !req.Proposed.IsNull() && req.Proposed.IsKnown() {
+		m := req.Proposed.AsValueMap()
+		m["value"] = cty.StringVal(*v)
+		req.Proposed = cty.ObjectVal(m)
+	}
 	resp := sdk.DefaultPlan(thingSchema, req)
 	// An update keeps the id; only a create (or replacement) makes one.
 	if !req.Prior.IsNull() && !req.Proposed.IsNull() && len(resp.RequiresReplace) == 0 && resp.Planned.IsKnown() {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/providers/sdk/proto"
 )
 
 // Options configure a Host.
@@ -57,12 +58,16 @@ const exitGrace = 3 * time.Second
 // The RPC methods of the provider service, as counted by Stats.
 // A session (PlanResourceChanges, ApplyResourceChanges) counts once per
 // stream opened; METHOD+batchSuffix counts the messages the engine sent
-// on it, each carrying every call that was ready at that moment.
+// on it, each carrying every call that was ready at that moment, and
+// METHOD+itemSuffix the calls (items) they carried.
 var methods = []string{"GetSchema", "ValidateResourceConfigs", "ReadResources",
-	"PlanResourceChanges", "PlanResourceChanges" + batchSuffix,
-	"ApplyResourceChanges", "ApplyResourceChanges" + batchSuffix, "ImportResource", "Stop"}
+	"PlanResourceChanges", "PlanResourceChanges" + batchSuffix, "PlanResourceChanges" + itemSuffix,
+	"ApplyResourceChanges", "ApplyResourceChanges" + batchSuffix, "ApplyResourceChanges" + itemSuffix, "ImportResource", "Stop"}
 
-const batchSuffix = " messages"
+const (
+	batchSuffix = " messages"
+	itemSuffix  = " items"
+)
 
 const servicePrefix = "/sparkform.provider.v1.Provider/"
 
@@ -253,7 +258,8 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 				if err != nil || !desc.ClientStreams {
 					return cs, err
 				}
-				return &countingStream{ClientStream: cs, sent: inst.calls[strings.TrimPrefix(method, servicePrefix)+batchSuffix]}, nil
+				name := strings.TrimPrefix(method, servicePrefix)
+				return &countingStream{ClientStream: cs, sent: inst.calls[name+batchSuffix], items: inst.calls[name+itemSuffix]}, nil
 			}),
 		},
 	})
@@ -291,15 +297,24 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	return nil
 }
 
-// countingStream counts the messages sent on a session stream.
+// countingStream counts the messages sent on a session stream, and the
+// items they carry.
 type countingStream struct {
 	grpc.ClientStream
-	sent *atomic.Int64
+	sent, items *atomic.Int64
 }
 
 func (s *countingStream) SendMsg(m any) error {
 	if s.sent != nil {
 		s.sent.Add(1)
+	}
+	if s.items != nil {
+		switch b := m.(type) {
+		case *proto.PlanResourceChanges_Batch:
+			s.items.Add(int64(len(b.Items)))
+		case *proto.ApplyResourceChanges_Batch:
+			s.items.Add(int64(len(b.Items)))
+		}
 	}
 	return s.ClientStream.SendMsg(m)
 }
@@ -413,6 +428,9 @@ func (h *Host) Close() {
 	h.closed = true
 	h.mu.Unlock()
 	var wg sync.WaitGroup
+	for name, calls := range h.Stats() {
+		h.log.Debug("provider calls", "provider", name, "calls", fmt.Sprint(calls))
+	}
 	for _, inst := range h.started() {
 		wg.Go(inst.kill)
 	}

@@ -109,7 +109,7 @@ func TestBuiltinThroughRealProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]int64{"sparkform": {"GetSchema": 1, "PlanResourceChanges": 1, "PlanResourceChanges messages": 1,
-		"ApplyResourceChanges": 1, "ApplyResourceChanges messages": 1, "ReadResources": 1}}
+		"PlanResourceChanges items": 1, "ApplyResourceChanges": 1, "ApplyResourceChanges messages": 1, "ApplyResourceChanges items": 1, "ReadResources": 1}}
 	if got := h.Stats(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Stats = %v; want %v", got, want)
 	}

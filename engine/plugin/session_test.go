@@ -397,3 +397,59 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
+
+// An apply is one item (protocol 3): the plugin plans it again, checks the
+// plan against the reviewed one and applies it, so concurrent applies cost
+// one apply item each and no plan item. A re-plan that differs from the
+// reviewed plan, or fails, is refused in the plugin before anything is
+// applied: no Started, no progress, no new state.
+func TestPlanAndApplyIsOneItem(t *testing.T) {
+	h := newHost(t, nil)
+	p, err := h.Provider(context.Background(), "batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, changed, invalid = 100, 13, 42
+	resps := make([]sdk.PlanApplyResponse, n)
+	starts, progress := make([]int, n), make([]int, n)
+	concurrently(n, func(i int) {
+		name, reviewed := fmt.Sprintf("t%03d", i), fmt.Sprintf("t%03d", i)
+		switch i {
+		case changed:
+			reviewed = "what was reviewed"
+		case invalid:
+			name, reviewed = "invalid", "invalid"
+		}
+		cfg := cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "id": cty.NullVal(cty.String)})
+		resps[i] = sdk.PlanAndApply(context.Background(), p, sdk.PlanApplyRequest{
+			TypeName: "batch_thing", Address: fmt.Sprintf("batch_thing.x[%d]", i), Node: local,
+			Prior: nullThing, Config: cfg, Reviewed: thing(reviewed),
+		}, func(time.Time) { starts[i]++ }, func(sdk.Progress) { progress[i]++ })
+	})
+	for i, r := range resps {
+		switch i {
+		case changed:
+			if r.Applied || !r.PlanChanged || sdk.DescribePath(r.Changed) != "name" || starts[i]+progress[i] != 0 || r.NewState != cty.NilVal {
+				t.Errorf("changed plan: applied %v, plan changed %v at %q, %d starts, %d progress, state %#v; want refused at name with no events",
+					r.Applied, r.PlanChanged, sdk.DescribePath(r.Changed), starts[i], progress[i], r.NewState)
+			}
+		case invalid:
+			if r.Applied || r.PlanChanged || !r.Diagnostics.HasErrors() || r.Diagnostics[0].Summary != "Invalid name" || starts[i]+progress[i] != 0 {
+				t.Errorf("failed plan: applied %v, plan changed %v, %d starts, diags %v; want not applied with the plan's error", r.Applied, r.PlanChanged, starts[i], r.Diagnostics)
+			}
+		default:
+			if !r.Applied || r.Diagnostics.HasErrors() || starts[i] != 1 || progress[i] != 1 {
+				t.Errorf("instance %d: applied %v, %d starts, %d progress, diags %v", i, r.Applied, starts[i], progress[i], r.Diagnostics)
+				continue
+			}
+			if got, want := r.NewState.GetAttr("id").AsString(), fmt.Sprintf("id-t%03d", i); got != want {
+				t.Errorf("instance %d: id %q; want %q (results crossed)", i, got, want)
+			}
+		}
+	}
+	st := h.Stats()["batch"]
+	t.Logf("%d plan-and-applies: %v", n, st)
+	if st["ApplyResourceChanges"] != 1 || st["ApplyResourceChanges items"] != n || st["PlanResourceChanges"] != 0 || st["PlanResourceChanges items"] != 0 {
+		t.Errorf("stats %v; want one apply session carrying %d items and no plan call", st, n)
+	}
+}

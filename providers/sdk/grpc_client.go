@@ -44,6 +44,7 @@ type clientSchema struct {
 var (
 	_ Provider       = (*GRPCClient)(nil)
 	_ BatchValidator = (*GRPCClient)(nil)
+	_ PlanApplier    = (*GRPCClient)(nil)
 )
 
 // NewGRPCClient returns a Provider that talks to the provider served on conn.
@@ -72,7 +73,7 @@ func NewGRPCClient(conn grpc.ClientConnInterface) *GRPCClient {
 		},
 		final: func(ev *proto.ApplyResourceChange_Event) bool { return ev.GetResult() != nil },
 		size: func(r *proto.ApplyResourceChange_Request) int {
-			return len(r.Prior) + len(r.Planned) + len(r.Config) + len(r.Private) + 256
+			return len(r.Prior) + len(r.Planned) + len(r.Config) + len(r.Private) + len(r.Reviewed) + len(r.Replaces) + 256
 		},
 	}
 	return c
@@ -388,8 +389,7 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 		switch e := ev.Event.(type) {
 		case *proto.ApplyResourceChange_Event_Progress:
 			if progress != nil {
-				p := e.Progress
-				progress(Progress{Message: p.Message, Current: p.Current, Total: p.Total, Unit: p.Unit, Elapsed: time.Duration(p.ElapsedNs)})
+				progress(progressFromProto(e.Progress))
 			}
 		case *proto.ApplyResourceChange_Event_Result:
 			result = e.Result
@@ -407,6 +407,87 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 		return failed(append(diags, badValue("new state", req.Address, err)))
 	}
 	return ApplyResponse{NewState: v, Private: result.Private, Diagnostics: diags}
+}
+
+// PlanAndApplyResourceChange implements PlanApplier: one item of the
+// client's apply session (replan set) that the plugin plans, checks
+// against req.Reviewed and applies. If the call fails in transport the
+// outcome on the node is unknown: it counts as applied, NewState is the
+// prior value and the diagnostic says what happened.
+func (c *GRPCClient) PlanAndApplyResourceChange(ctx context.Context, req PlanApplyRequest, started func(at time.Time), progress func(Progress)) PlanApplyResponse {
+	failed := func(diags Diagnostics) PlanApplyResponse {
+		return PlanApplyResponse{ApplyResponse: ApplyResponse{NewState: req.Prior, Private: req.PriorPrivate, Diagnostics: diags}, Applied: true}
+	}
+	ty, diags := c.typeOf(ctx, req.TypeName)
+	if diags.HasErrors() {
+		return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: diags}}
+	}
+	var enc [3][]byte
+	for i, v := range [3]cty.Value{req.Prior, req.Config, req.Reviewed} {
+		b, err := encodeValue(v, ty)
+		if err != nil {
+			return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: Diagnostics{badValue([3]string{"prior", "config", "reviewed plan"}[i], req.Address, err)}}}
+		}
+		enc[i] = b
+	}
+	var replaces []byte
+	if req.Replaces != cty.NilVal && !req.Replaces.IsNull() {
+		b, err := encodeValue(req.Replaces, ty)
+		if err != nil {
+			return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: Diagnostics{badValue("replaced object", req.Address, err)}}}
+		}
+		replaces = b
+	}
+	var result *proto.ApplyResourceChange_Result
+	begun := false
+	start := func(at time.Time) {
+		if !begun && started != nil {
+			started(at)
+		}
+		begun = true
+	}
+	err := c.applies.call(ctx, &proto.ApplyResourceChange_Request{
+		TypeName: req.TypeName, Address: req.Address, Node: nodeToProto(req.Node),
+		Prior: enc[0], Config: enc[1], Reviewed: enc[2], Replaces: replaces, Private: req.PriorPrivate, Replan: true,
+	}, func(ev *proto.ApplyResourceChange_Event) {
+		switch e := ev.Event.(type) {
+		case *proto.ApplyResourceChange_Event_Started:
+			start(time.Now().Add(-time.Duration(e.Started.ElapsedNs)))
+		case *proto.ApplyResourceChange_Event_Progress:
+			if progress != nil {
+				progress(progressFromProto(e.Progress))
+			}
+		case *proto.ApplyResourceChange_Event_Result:
+			result = e.Result
+			if !result.NotApplied {
+				// A quick, quiet apply's start comes with its result.
+				start(time.Now().Add(-time.Duration(result.ElapsedNs)))
+			}
+		}
+	})
+	if err != nil {
+		return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
+	}
+	if result == nil {
+		return failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)})
+	}
+	diags = diagsFromProto(result.Diagnostics)
+	if result.NotApplied {
+		out := PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: diags}, PlanChanged: result.PlanChanged}
+		if result.PlanChanged {
+			out.Changed = pathFromProto(result.Changed)
+		}
+		return out
+	}
+	v, err := decodeValue(result.NewState, ty)
+	if err != nil {
+		return failed(append(diags, badValue("new state", req.Address, err)))
+	}
+	return PlanApplyResponse{ApplyResponse: ApplyResponse{NewState: v, Private: result.Private, Diagnostics: diags}, Applied: true}
+}
+
+func progressFromProto(p *proto.ApplyResourceChange_Progress) Progress {
+	return Progress{Message: p.Message, Current: p.Current, Total: p.Total, Unit: p.Unit, Elapsed: time.Duration(p.ElapsedNs)}
 }
 
 // ImportResource implements Provider.

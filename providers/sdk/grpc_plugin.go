@@ -23,10 +23,12 @@ const MaxMessageSize = 256 << 20
 
 // ProtocolVersion is the version of the provider protocol
 // (proto/provider.proto) this package speaks. 2: validation in one call
-// per provider, plans and applies as items of sessions (mux.go). An engine
-// and a plugin of different versions refuse each other at the handshake,
-// before any call.
-const ProtocolVersion = 2
+// per provider, plans and applies as items of sessions (mux.go). 3: an
+// apply's re-plan, its check against the reviewed plan and the apply are
+// one apply item (ApplyResourceChange_Request.replan, PlanAndApply). An
+// engine and a plugin of different versions refuse each other at the
+// handshake, before any call.
+const ProtocolVersion = 3
 
 // Handshake is the go-plugin handshake between the engine and a provider
 // plugin. The magic cookie is not a secret: it only tells a user who runs a

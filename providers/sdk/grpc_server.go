@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/grpc"
@@ -283,52 +284,160 @@ func (s *GRPCServer) ApplyResourceChanges(stream grpc.BidiStreamingServer[proto.
 }
 
 // applyOne applies one item: progress events as the provider reports
-// them, then one result.
+// them, then one result. A replan item is planned, checked against the
+// reviewed plan and only then applied (planApplyOne).
 func (s *GRPCServer) applyOne(ctx context.Context, req *proto.ApplyResourceChange_Request, emit func(*proto.ApplyResourceChange_Event)) {
-	result := func(state, private []byte, diags Diagnostics) {
-		emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Result{
-			Result: &proto.ApplyResourceChange_Result{NewState: state, Private: private, Diagnostics: diagsToProto(diags)}}})
-	}
+	ae := &applyEmitter{emit: emit}
 	ty, diags := s.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
-		result(req.Prior, req.Private, diags)
+		ae.failed(req, diags)
+		return
+	}
+	if req.Replan {
+		s.planApplyOne(ctx, ty, req, ae)
 		return
 	}
 	var vals [3]cty.Value
 	for i, b := range [3][]byte{req.Prior, req.Planned, req.Config} {
 		v, err := decodeValue(b, ty)
 		if err != nil {
-			result(req.Prior, req.Private, Diagnostics{badValue([3]string{"prior", "planned", "config"}[i], req.Address, err)})
+			ae.failed(req, Diagnostics{badValue([3]string{"prior", "planned", "config"}[i], req.Address, err)})
 			return
 		}
 		vals[i] = v
 	}
-	var mu sync.Mutex // a provider may report progress from several goroutines
-	finished := false
-	progress := func(p Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if finished {
-			return // after the result: the engine no longer listens
-		}
-		emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Progress{
-			Progress: &proto.ApplyResourceChange_Progress{Message: p.Message, Current: p.Current, Total: p.Total, ElapsedNs: int64(p.Elapsed), Unit: p.Unit}}})
-	}
 	resp := s.impl.ApplyResourceChange(ctx, ApplyRequest{
 		TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),
 		Prior: vals[0], Planned: vals[1], Config: vals[2], Private: req.Private,
-	}, progress)
+	}, ae.progress)
 	faultPoint(req.TypeName, applyAction(vals[0].IsNull(), vals[1].IsNull()), req.Address)
-	diags = resp.Diagnostics
+	ae.applied(req, ty, resp)
+}
+
+// planApplyOne serves a replan item: PlanAndApply on the provider, with
+// the proposed value computed here from the schema (as planOne does).
+func (s *GRPCServer) planApplyOne(ctx context.Context, ty cty.Type, req *proto.ApplyResourceChange_Request, ae *applyEmitter) {
+	var vals [3]cty.Value
+	for i, b := range [3][]byte{req.Prior, req.Config, req.Reviewed} {
+		v, err := decodeValue(b, ty)
+		if err != nil {
+			ae.notApplied(PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: Diagnostics{
+				badValue([3]string{"prior", "config", "reviewed plan"}[i], req.Address, err)}}})
+			return
+		}
+		vals[i] = v
+	}
+	replaces := cty.NullVal(ty)
+	if len(req.Replaces) > 0 {
+		v, err := decodeValue(req.Replaces, ty)
+		if err != nil {
+			ae.notApplied(PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: Diagnostics{badValue("replaced object", req.Address, err)}}})
+			return
+		}
+		replaces = v
+	}
+	pr := PlanApplyRequest{TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),
+		Prior: vals[0], PriorPrivate: req.Private, Config: vals[1], Replaces: replaces, Reviewed: vals[2]}
+	proposed := ProposedNew(s.schema.Load().blocks[req.TypeName], vals[0], vals[1])
+	resp := planAndApply(ctx, s.impl, pr, proposed, func(time.Time) { ae.started() }, ae.progress)
+	if !resp.Applied {
+		ae.notApplied(resp)
+		return
+	}
+	faultPoint(req.TypeName, applyAction(vals[0].IsNull(), false), req.Address)
+	ae.applied(req, ty, resp.ApplyResponse)
+}
+
+// applyEmitter sends one apply item's events: progress until the result,
+// then the result. A replan item's start (Started) is sent only once the
+// apply has run for startedDelay or reports progress: a quick, quiet
+// apply's result is its only event and says itself that the apply started
+// and how long it ran, one message per instance instead of two.
+type applyEmitter struct {
+	emit      func(*proto.ApplyResourceChange_Event)
+	mu        sync.Mutex // a provider may report progress from several goroutines
+	finished  bool
+	begun     time.Time // when the apply started; zero before
+	startSent bool
+	timer     *time.Timer
+}
+
+// startedDelay is how long an apply runs before its start is sent on its
+// own: short enough that the CLI's "Creating..." is not late to the eye.
+const startedDelay = 50 * time.Millisecond
+
+func (ae *applyEmitter) started() {
+	ae.mu.Lock()
+	defer ae.mu.Unlock()
+	ae.begun = time.Now()
+	ae.timer = time.AfterFunc(startedDelay, func() {
+		ae.mu.Lock()
+		defer ae.mu.Unlock()
+		if !ae.finished {
+			ae.sendStarted()
+		}
+	})
+}
+
+// sendStarted sends Started once. ae.mu held.
+func (ae *applyEmitter) sendStarted() {
+	if ae.startSent || ae.begun.IsZero() {
+		return
+	}
+	ae.startSent = true
+	ae.emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Started{
+		Started: &proto.ApplyResourceChange_Started{ElapsedNs: int64(time.Since(ae.begun))}}})
+}
+
+func (ae *applyEmitter) progress(p Progress) {
+	ae.mu.Lock()
+	defer ae.mu.Unlock()
+	if ae.finished {
+		return // after the result: the engine no longer listens
+	}
+	ae.sendStarted()
+	ae.emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Progress{
+		Progress: &proto.ApplyResourceChange_Progress{Message: p.Message, Current: p.Current, Total: p.Total, ElapsedNs: int64(p.Elapsed), Unit: p.Unit}}})
+}
+
+func (ae *applyEmitter) result(r *proto.ApplyResourceChange_Result) {
+	ae.mu.Lock()
+	defer ae.mu.Unlock()
+	ae.finished = true
+	if ae.timer != nil {
+		ae.timer.Stop()
+	}
+	if !ae.begun.IsZero() {
+		r.ElapsedNs = int64(time.Since(ae.begun))
+	}
+	ae.emit(&proto.ApplyResourceChange_Event{Event: &proto.ApplyResourceChange_Event_Result{Result: r}})
+}
+
+// failed answers an item that could not be decoded: nothing was done.
+func (ae *applyEmitter) failed(req *proto.ApplyResourceChange_Request, diags Diagnostics) {
+	if req.Replan {
+		ae.notApplied(PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: diags}})
+		return
+	}
+	ae.result(&proto.ApplyResourceChange_Result{NewState: req.Prior, Private: req.Private, Diagnostics: diagsToProto(diags)})
+}
+
+func (ae *applyEmitter) notApplied(resp PlanApplyResponse) {
+	r := &proto.ApplyResourceChange_Result{NotApplied: true, PlanChanged: resp.PlanChanged, Diagnostics: diagsToProto(resp.Diagnostics)}
+	if resp.PlanChanged {
+		r.Changed = pathToProto(resp.Changed)
+	}
+	ae.result(r)
+}
+
+func (ae *applyEmitter) applied(req *proto.ApplyResourceChange_Request, ty cty.Type, resp ApplyResponse) {
+	diags := resp.Diagnostics
 	state, err := encodeValue(resp.NewState, ty)
 	if err != nil {
 		diags = append(diags, badValue("new state", req.Address, err))
 		state = req.Prior
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	finished = true
-	result(state, resp.Private, diags)
+	ae.result(&proto.ApplyResourceChange_Result{NewState: state, Private: resp.Private, Diagnostics: diagsToProto(diags)})
 }
 
 // ImportResource implements proto.ProviderServer.

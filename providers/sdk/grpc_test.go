@@ -746,3 +746,69 @@ func TestPlanDefaultProposedAndUnchangedPrior(t *testing.T) {
 		t.Errorf("changed plan came back as %#v", resp.Planned)
 	}
 }
+
+// PlanAndApply over the wire: the plugin plans with the request's values
+// (prior, config, prior private, the replaced object), applies that plan
+// (with its planned private data) and reports the start once: with the
+// result for a quick, quiet apply (backdated by how long it ran), on its
+// own for one that runs longer than a moment. A plan that differs from
+// the reviewed one is refused with the path, and Apply is never called.
+func TestPlanAndApplyOverTheWire(t *testing.T) {
+	r, p := newThing(t)
+	var sleep time.Duration
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse {
+		resp := sdk.DefaultPlan(thingSchema, req)
+		resp.PlannedPrivate = append([]byte("planned:"), req.PriorPrivate...)
+		return resp
+	}
+	r.apply = func(_ context.Context, req sdk.ApplyRequest, _ func(sdk.Progress)) sdk.ApplyResponse {
+		time.Sleep(sleep)
+		vals := req.Planned.AsValueMap()
+		vals["id"] = cty.StringVal("new")
+		return sdk.ApplyResponse{NewState: cty.ObjectVal(vals), Private: req.Private}
+	}
+	cfg := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"name": cty.StringVal("n")})
+	reviewed := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"name": cty.StringVal("n"), "id": cty.UnknownVal(cty.String), "tags": cty.UnknownVal(cty.Map(cty.String))})
+	old := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"name": cty.StringVal("old"), "id": cty.StringVal("o")})
+	var told time.Time // when started was called
+	call := func(reviewed cty.Value) (sdk.PlanApplyResponse, []time.Time, time.Time) {
+		var starts []time.Time
+		resp := sdk.PlanAndApply(context.Background(), p, sdk.PlanApplyRequest{TypeName: "test_thing", Address: "test_thing.x", Node: node,
+			Prior: nullThing(), PriorPrivate: []byte("p"), Config: cfg, Replaces: old, Reviewed: reviewed},
+			func(at time.Time) { starts, told = append(starts, at), time.Now() }, nil)
+		return resp, starts, time.Now()
+	}
+	for _, sleep = range []time.Duration{0, 300 * time.Millisecond} {
+		began := time.Now()
+		resp, starts, end := call(reviewed)
+		if !resp.Applied || resp.Diagnostics.HasErrors() || resp.NewState.GetAttr("id").AsString() != "new" || string(resp.Private) != "planned:p" {
+			t.Fatalf("sleep %v: applied %v, state %#v, private %q, diags %v", sleep, resp.Applied, resp.NewState, resp.Private, resp.Diagnostics)
+		}
+		if len(starts) != 1 || starts[0].Before(began) || end.Sub(starts[0]) < sleep-10*time.Millisecond {
+			t.Errorf("sleep %v: starts %v (call %v..%v); want one, at least %v before the end", sleep, starts, began, end, sleep)
+		}
+		if sleep > 0 && end.Sub(told) < sleep/2 {
+			t.Errorf("sleep %v: the start was told %v before the end; want it told while the apply runs", sleep, end.Sub(told))
+		}
+		var plan sdk.PlanRequest
+		for _, v := range r.seen {
+			if pr, ok := v.(sdk.PlanRequest); ok {
+				plan = pr
+			}
+		}
+		if !plan.Replaces.RawEquals(old) || string(plan.PriorPrivate) != "p" || !plan.Prior.IsNull() {
+			t.Errorf("the plugin planned from replaces %#v, prior private %q, prior %#v", plan.Replaces, plan.PriorPrivate, plan.Prior)
+		}
+	}
+	r.seen = nil
+	changed := sdktest.Object(t, thingSchema.Block, map[string]cty.Value{"name": cty.StringVal("reviewed"), "id": cty.UnknownVal(cty.String)})
+	resp, starts, _ := call(changed)
+	if resp.Applied || !resp.PlanChanged || sdk.DescribePath(resp.Changed) != "name" || len(starts) != 0 {
+		t.Errorf("changed plan: applied %v, changed %v at %q, starts %v", resp.Applied, resp.PlanChanged, sdk.DescribePath(resp.Changed), starts)
+	}
+	for _, v := range r.seen {
+		if _, ok := v.(sdk.ApplyRequest); ok {
+			t.Errorf("Apply was called for a changed plan")
+		}
+	}
+}

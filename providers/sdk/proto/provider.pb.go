@@ -1917,14 +1917,25 @@ func (x *PlanResourceChange_Response) GetPlannedUnchanged() bool {
 }
 
 type ApplyResourceChange_Request struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TypeName      string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
-	Node          *Node                  `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	Prior         []byte                 `protobuf:"bytes,4,opt,name=prior,proto3" json:"prior,omitempty"`
-	Planned       []byte                 `protobuf:"bytes,5,opt,name=planned,proto3" json:"planned,omitempty"`
-	Config        []byte                 `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
-	Private       []byte                 `protobuf:"bytes,7,opt,name=private,proto3" json:"private,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TypeName string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	Address  string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Node     *Node                  `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Prior    []byte                 `protobuf:"bytes,4,opt,name=prior,proto3" json:"prior,omitempty"`
+	Planned  []byte                 `protobuf:"bytes,5,opt,name=planned,proto3" json:"planned,omitempty"`
+	Config   []byte                 `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
+	// With replan: the prior's private data, else the planned private data.
+	Private []byte `protobuf:"bytes,7,opt,name=private,proto3" json:"private,omitempty"`
+	// Plan first (protocol 3): planned is left empty; the provider plans
+	// from prior, config, private and replaces as PlanResourceChange
+	// would, and applies that plan only when it keeps every value that
+	// reviewed knew. Otherwise it changes nothing and answers with
+	// not_applied (and plan_changed when the plan differed).
+	Replan bool `protobuf:"varint,8,opt,name=replan,proto3" json:"replan,omitempty"`
+	// The planned value that was reviewed (may hold unknowns).
+	Reviewed []byte `protobuf:"bytes,9,opt,name=reviewed,proto3" json:"reviewed,omitempty"`
+	// The object a replacement's create takes the place of (empty: none).
+	Replaces      []byte `protobuf:"bytes,10,opt,name=replaces,proto3" json:"replaces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2008,6 +2019,77 @@ func (x *ApplyResourceChange_Request) GetPrivate() []byte {
 	return nil
 }
 
+func (x *ApplyResourceChange_Request) GetReplan() bool {
+	if x != nil {
+		return x.Replan
+	}
+	return false
+}
+
+func (x *ApplyResourceChange_Request) GetReviewed() []byte {
+	if x != nil {
+		return x.Reviewed
+	}
+	return nil
+}
+
+func (x *ApplyResourceChange_Request) GetReplaces() []byte {
+	if x != nil {
+		return x.Replaces
+	}
+	return nil
+}
+
+// The apply has started: the re-plan was accepted (replan items only).
+// It is sent before the first progress event, or once the apply has run
+// for a moment (sdk startedDelay); a quick, quiet apply sends none, and
+// its result (not not_applied) says it started, with elapsed_ns. That
+// saves a message per instance in a large apply.
+type ApplyResourceChange_Started struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long ago the apply started.
+	ElapsedNs     int64 `protobuf:"varint,1,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResourceChange_Started) Reset() {
+	*x = ApplyResourceChange_Started{}
+	mi := &file_provider_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResourceChange_Started) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResourceChange_Started) ProtoMessage() {}
+
+func (x *ApplyResourceChange_Started) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResourceChange_Started.ProtoReflect.Descriptor instead.
+func (*ApplyResourceChange_Started) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{13, 1}
+}
+
+func (x *ApplyResourceChange_Started) GetElapsedNs() int64 {
+	if x != nil {
+		return x.ElapsedNs
+	}
+	return 0
+}
+
 type ApplyResourceChange_Progress struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Message   string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2022,7 +2104,7 @@ type ApplyResourceChange_Progress struct {
 
 func (x *ApplyResourceChange_Progress) Reset() {
 	*x = ApplyResourceChange_Progress{}
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2116,7 @@ func (x *ApplyResourceChange_Progress) String() string {
 func (*ApplyResourceChange_Progress) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2129,7 @@ func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Progress.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Progress) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13, 1}
+	return file_provider_proto_rawDescGZIP(), []int{13, 2}
 }
 
 func (x *ApplyResourceChange_Progress) GetMessage() string {
@@ -2086,17 +2168,28 @@ func (x *ApplyResourceChange_Progress) GetUnit() string {
 }
 
 type ApplyResourceChange_Result struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NewState      []byte                 `protobuf:"bytes,1,opt,name=new_state,json=newState,proto3" json:"new_state,omitempty"`
-	Private       []byte                 `protobuf:"bytes,2,opt,name=private,proto3" json:"private,omitempty"`
-	Diagnostics   []*Diagnostic          `protobuf:"bytes,3,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NewState    []byte                 `protobuf:"bytes,1,opt,name=new_state,json=newState,proto3" json:"new_state,omitempty"`
+	Private     []byte                 `protobuf:"bytes,2,opt,name=private,proto3" json:"private,omitempty"`
+	Diagnostics []*Diagnostic          `protobuf:"bytes,3,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// The apply never started (replan items): the plan failed (the
+	// diagnostics say why) or differs from the reviewed one; nothing was
+	// changed, and new_state and private are empty.
+	NotApplied bool `protobuf:"varint,4,opt,name=not_applied,json=notApplied,proto3" json:"not_applied,omitempty"`
+	// The re-plan differs from the reviewed plan, first at changed.
+	PlanChanged bool           `protobuf:"varint,5,opt,name=plan_changed,json=planChanged,proto3" json:"plan_changed,omitempty"`
+	Changed     *AttributePath `protobuf:"bytes,6,opt,name=changed,proto3" json:"changed,omitempty"`
+	// How long the apply ran (replan items that applied): the result of an
+	// apply that was quick and quiet is its only event, and says when it
+	// started.
+	ElapsedNs     int64 `protobuf:"varint,7,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyResourceChange_Result) Reset() {
 	*x = ApplyResourceChange_Result{}
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2201,7 @@ func (x *ApplyResourceChange_Result) String() string {
 func (*ApplyResourceChange_Result) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2214,7 @@ func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Result.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Result) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13, 2}
+	return file_provider_proto_rawDescGZIP(), []int{13, 3}
 }
 
 func (x *ApplyResourceChange_Result) GetNewState() []byte {
@@ -2145,12 +2238,41 @@ func (x *ApplyResourceChange_Result) GetDiagnostics() []*Diagnostic {
 	return nil
 }
 
+func (x *ApplyResourceChange_Result) GetNotApplied() bool {
+	if x != nil {
+		return x.NotApplied
+	}
+	return false
+}
+
+func (x *ApplyResourceChange_Result) GetPlanChanged() bool {
+	if x != nil {
+		return x.PlanChanged
+	}
+	return false
+}
+
+func (x *ApplyResourceChange_Result) GetChanged() *AttributePath {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *ApplyResourceChange_Result) GetElapsedNs() int64 {
+	if x != nil {
+		return x.ElapsedNs
+	}
+	return 0
+}
+
 type ApplyResourceChange_Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
 	//
 	//	*ApplyResourceChange_Event_Progress
 	//	*ApplyResourceChange_Event_Result
+	//	*ApplyResourceChange_Event_Started
 	Event         isApplyResourceChange_Event_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2158,7 +2280,7 @@ type ApplyResourceChange_Event struct {
 
 func (x *ApplyResourceChange_Event) Reset() {
 	*x = ApplyResourceChange_Event{}
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2292,7 @@ func (x *ApplyResourceChange_Event) String() string {
 func (*ApplyResourceChange_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2305,7 @@ func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResourceChange_Event.ProtoReflect.Descriptor instead.
 func (*ApplyResourceChange_Event) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{13, 3}
+	return file_provider_proto_rawDescGZIP(), []int{13, 4}
 }
 
 func (x *ApplyResourceChange_Event) GetEvent() isApplyResourceChange_Event_Event {
@@ -2211,6 +2333,15 @@ func (x *ApplyResourceChange_Event) GetResult() *ApplyResourceChange_Result {
 	return nil
 }
 
+func (x *ApplyResourceChange_Event) GetStarted() *ApplyResourceChange_Started {
+	if x != nil {
+		if x, ok := x.Event.(*ApplyResourceChange_Event_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
 type isApplyResourceChange_Event_Event interface {
 	isApplyResourceChange_Event_Event()
 }
@@ -2223,9 +2354,15 @@ type ApplyResourceChange_Event_Result struct {
 	Result *ApplyResourceChange_Result `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type ApplyResourceChange_Event_Started struct {
+	Started *ApplyResourceChange_Started `protobuf:"bytes,3,opt,name=started,proto3,oneof"`
+}
+
 func (*ApplyResourceChange_Event_Progress) isApplyResourceChange_Event_Event() {}
 
 func (*ApplyResourceChange_Event_Result) isApplyResourceChange_Event_Event() {}
+
+func (*ApplyResourceChange_Event_Started) isApplyResourceChange_Event_Event() {}
 
 type PlanResourceChanges_Item struct {
 	state         protoimpl.MessageState      `protogen:"open.v1"`
@@ -2237,7 +2374,7 @@ type PlanResourceChanges_Item struct {
 
 func (x *PlanResourceChanges_Item) Reset() {
 	*x = PlanResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2386,7 @@ func (x *PlanResourceChanges_Item) String() string {
 func (*PlanResourceChanges_Item) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2428,7 @@ type PlanResourceChanges_Batch struct {
 
 func (x *PlanResourceChanges_Batch) Reset() {
 	*x = PlanResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2440,7 @@ func (x *PlanResourceChanges_Batch) String() string {
 func (*PlanResourceChanges_Batch) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2480,7 @@ type PlanResourceChanges_Result struct {
 
 func (x *PlanResourceChanges_Result) Reset() {
 	*x = PlanResourceChanges_Result{}
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2492,7 @@ func (x *PlanResourceChanges_Result) String() string {
 func (*PlanResourceChanges_Result) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2531,7 @@ type PlanResourceChanges_Results struct {
 
 func (x *PlanResourceChanges_Results) Reset() {
 	*x = PlanResourceChanges_Results{}
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2406,7 +2543,7 @@ func (x *PlanResourceChanges_Results) String() string {
 func (*PlanResourceChanges_Results) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Results) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2576,7 @@ type ApplyResourceChanges_Item struct {
 
 func (x *ApplyResourceChanges_Item) Reset() {
 	*x = ApplyResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2588,7 @@ func (x *ApplyResourceChanges_Item) String() string {
 func (*ApplyResourceChanges_Item) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2628,7 @@ type ApplyResourceChanges_Batch struct {
 
 func (x *ApplyResourceChanges_Batch) Reset() {
 	*x = ApplyResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2640,7 @@ func (x *ApplyResourceChanges_Batch) String() string {
 func (*ApplyResourceChanges_Batch) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2680,7 @@ type ApplyResourceChanges_Event struct {
 
 func (x *ApplyResourceChanges_Event) Reset() {
 	*x = ApplyResourceChanges_Event{}
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2692,7 @@ func (x *ApplyResourceChanges_Event) String() string {
 func (*ApplyResourceChanges_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2731,7 @@ type ApplyResourceChanges_Events struct {
 
 func (x *ApplyResourceChanges_Events) Reset() {
 	*x = ApplyResourceChanges_Events{}
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2743,7 @@ func (x *ApplyResourceChanges_Events) String() string {
 func (*ApplyResourceChanges_Events) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Events) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2777,7 @@ type ImportResource_Request struct {
 
 func (x *ImportResource_Request) Reset() {
 	*x = ImportResource_Request{}
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2789,7 @@ func (x *ImportResource_Request) String() string {
 func (*ImportResource_Request) ProtoMessage() {}
 
 func (x *ImportResource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2837,7 @@ type ImportResource_Response struct {
 
 func (x *ImportResource_Response) Reset() {
 	*x = ImportResource_Response{}
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2849,7 @@ func (x *ImportResource_Response) String() string {
 func (*ImportResource_Response) ProtoMessage() {}
 
 func (x *ImportResource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2894,7 @@ type Stop_Request struct {
 
 func (x *Stop_Request) Reset() {
 	*x = Stop_Request{}
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2906,7 @@ func (x *Stop_Request) String() string {
 func (*Stop_Request) ProtoMessage() {}
 
 func (x *Stop_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2932,7 @@ type Stop_Response struct {
 
 func (x *Stop_Response) Reset() {
 	*x = Stop_Response{}
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2944,7 @@ func (x *Stop_Response) String() string {
 func (*Stop_Response) ProtoMessage() {}
 
 func (x *Stop_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,8 +3104,8 @@ const file_provider_proto_rawDesc = "" +
 	"\x10requires_replace\x18\x02 \x03(\v2$.sparkform.provider.v1.AttributePathR\x0frequiresReplace\x12'\n" +
 	"\x0fplanned_private\x18\x03 \x01(\fR\x0eplannedPrivate\x12C\n" +
 	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12+\n" +
-	"\x11planned_unchanged\x18\x05 \x01(\bR\x10plannedUnchanged\"\xaf\x05\n" +
-	"\x13ApplyResourceChange\x1a\xd3\x01\n" +
+	"\x11planned_unchanged\x18\x05 \x01(\bR\x10plannedUnchanged\"\x9c\b\n" +
+	"\x13ApplyResourceChange\x1a\xa3\x02\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12/\n" +
@@ -2976,21 +3113,35 @@ const file_provider_proto_rawDesc = "" +
 	"\x05prior\x18\x04 \x01(\fR\x05prior\x12\x18\n" +
 	"\aplanned\x18\x05 \x01(\fR\aplanned\x12\x16\n" +
 	"\x06config\x18\x06 \x01(\fR\x06config\x12\x18\n" +
-	"\aprivate\x18\a \x01(\fR\aprivate\x1a\x87\x01\n" +
+	"\aprivate\x18\a \x01(\fR\aprivate\x12\x16\n" +
+	"\x06replan\x18\b \x01(\bR\x06replan\x12\x1a\n" +
+	"\breviewed\x18\t \x01(\fR\breviewed\x12\x1a\n" +
+	"\breplaces\x18\n" +
+	" \x01(\fR\breplaces\x1a(\n" +
+	"\aStarted\x12\x1d\n" +
+	"\n" +
+	"elapsed_ns\x18\x01 \x01(\x03R\telapsedNs\x1a\x87\x01\n" +
 	"\bProgress\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x18\n" +
 	"\acurrent\x18\x02 \x01(\x03R\acurrent\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1d\n" +
 	"\n" +
 	"elapsed_ns\x18\x04 \x01(\x03R\telapsedNs\x12\x12\n" +
-	"\x04unit\x18\x05 \x01(\tR\x04unit\x1a\x84\x01\n" +
+	"\x04unit\x18\x05 \x01(\tR\x04unit\x1a\xa7\x02\n" +
 	"\x06Result\x12\x1b\n" +
 	"\tnew_state\x18\x01 \x01(\fR\bnewState\x12\x18\n" +
 	"\aprivate\x18\x02 \x01(\fR\aprivate\x12C\n" +
-	"\vdiagnostics\x18\x03 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x1a\xb0\x01\n" +
+	"\vdiagnostics\x18\x03 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12\x1f\n" +
+	"\vnot_applied\x18\x04 \x01(\bR\n" +
+	"notApplied\x12!\n" +
+	"\fplan_changed\x18\x05 \x01(\bR\vplanChanged\x12>\n" +
+	"\achanged\x18\x06 \x01(\v2$.sparkform.provider.v1.AttributePathR\achanged\x12\x1d\n" +
+	"\n" +
+	"elapsed_ns\x18\a \x01(\x03R\telapsedNs\x1a\x80\x02\n" +
 	"\x05Event\x12Q\n" +
 	"\bprogress\x18\x01 \x01(\v23.sparkform.provider.v1.ApplyResourceChange.ProgressH\x00R\bprogress\x12K\n" +
-	"\x06result\x18\x02 \x01(\v21.sparkform.provider.v1.ApplyResourceChange.ResultH\x00R\x06resultB\a\n" +
+	"\x06result\x18\x02 \x01(\v21.sparkform.provider.v1.ApplyResourceChange.ResultH\x00R\x06result\x12N\n" +
+	"\astarted\x18\x03 \x01(\v22.sparkform.provider.v1.ApplyResourceChange.StartedH\x00R\astartedB\a\n" +
 	"\x05event\"\xa4\x03\n" +
 	"\x13PlanResourceChanges\x1ac\n" +
 	"\x04Item\x12\x0e\n" +
@@ -3051,7 +3202,7 @@ func file_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_provider_proto_goTypes = []any{
 	(Diagnostic_Severity)(0),                 // 0: sparkform.provider.v1.Diagnostic.Severity
 	(NestedBlock_NestingMode)(0),             // 1: sparkform.provider.v1.NestedBlock.NestingMode
@@ -3090,21 +3241,22 @@ var file_provider_proto_goTypes = []any{
 	(*PlanResourceChange_Request)(nil),       // 34: sparkform.provider.v1.PlanResourceChange.Request
 	(*PlanResourceChange_Response)(nil),      // 35: sparkform.provider.v1.PlanResourceChange.Response
 	(*ApplyResourceChange_Request)(nil),      // 36: sparkform.provider.v1.ApplyResourceChange.Request
-	(*ApplyResourceChange_Progress)(nil),     // 37: sparkform.provider.v1.ApplyResourceChange.Progress
-	(*ApplyResourceChange_Result)(nil),       // 38: sparkform.provider.v1.ApplyResourceChange.Result
-	(*ApplyResourceChange_Event)(nil),        // 39: sparkform.provider.v1.ApplyResourceChange.Event
-	(*PlanResourceChanges_Item)(nil),         // 40: sparkform.provider.v1.PlanResourceChanges.Item
-	(*PlanResourceChanges_Batch)(nil),        // 41: sparkform.provider.v1.PlanResourceChanges.Batch
-	(*PlanResourceChanges_Result)(nil),       // 42: sparkform.provider.v1.PlanResourceChanges.Result
-	(*PlanResourceChanges_Results)(nil),      // 43: sparkform.provider.v1.PlanResourceChanges.Results
-	(*ApplyResourceChanges_Item)(nil),        // 44: sparkform.provider.v1.ApplyResourceChanges.Item
-	(*ApplyResourceChanges_Batch)(nil),       // 45: sparkform.provider.v1.ApplyResourceChanges.Batch
-	(*ApplyResourceChanges_Event)(nil),       // 46: sparkform.provider.v1.ApplyResourceChanges.Event
-	(*ApplyResourceChanges_Events)(nil),      // 47: sparkform.provider.v1.ApplyResourceChanges.Events
-	(*ImportResource_Request)(nil),           // 48: sparkform.provider.v1.ImportResource.Request
-	(*ImportResource_Response)(nil),          // 49: sparkform.provider.v1.ImportResource.Response
-	(*Stop_Request)(nil),                     // 50: sparkform.provider.v1.Stop.Request
-	(*Stop_Response)(nil),                    // 51: sparkform.provider.v1.Stop.Response
+	(*ApplyResourceChange_Started)(nil),      // 37: sparkform.provider.v1.ApplyResourceChange.Started
+	(*ApplyResourceChange_Progress)(nil),     // 38: sparkform.provider.v1.ApplyResourceChange.Progress
+	(*ApplyResourceChange_Result)(nil),       // 39: sparkform.provider.v1.ApplyResourceChange.Result
+	(*ApplyResourceChange_Event)(nil),        // 40: sparkform.provider.v1.ApplyResourceChange.Event
+	(*PlanResourceChanges_Item)(nil),         // 41: sparkform.provider.v1.PlanResourceChanges.Item
+	(*PlanResourceChanges_Batch)(nil),        // 42: sparkform.provider.v1.PlanResourceChanges.Batch
+	(*PlanResourceChanges_Result)(nil),       // 43: sparkform.provider.v1.PlanResourceChanges.Result
+	(*PlanResourceChanges_Results)(nil),      // 44: sparkform.provider.v1.PlanResourceChanges.Results
+	(*ApplyResourceChanges_Item)(nil),        // 45: sparkform.provider.v1.ApplyResourceChanges.Item
+	(*ApplyResourceChanges_Batch)(nil),       // 46: sparkform.provider.v1.ApplyResourceChanges.Batch
+	(*ApplyResourceChanges_Event)(nil),       // 47: sparkform.provider.v1.ApplyResourceChanges.Event
+	(*ApplyResourceChanges_Events)(nil),      // 48: sparkform.provider.v1.ApplyResourceChanges.Events
+	(*ImportResource_Request)(nil),           // 49: sparkform.provider.v1.ImportResource.Request
+	(*ImportResource_Response)(nil),          // 50: sparkform.provider.v1.ImportResource.Response
+	(*Stop_Request)(nil),                     // 51: sparkform.provider.v1.Stop.Request
+	(*Stop_Response)(nil),                    // 52: sparkform.provider.v1.Stop.Response
 }
 var file_provider_proto_depIdxs = []int32{
 	2,  // 0: sparkform.provider.v1.Node.proxy_jump:type_name -> sparkform.provider.v1.Node
@@ -3135,37 +3287,39 @@ var file_provider_proto_depIdxs = []int32{
 	4,  // 25: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	2,  // 26: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
 	4,  // 27: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	37, // 28: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
-	38, // 29: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
-	34, // 30: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
-	40, // 31: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
-	35, // 32: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
-	42, // 33: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
-	36, // 34: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
-	44, // 35: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
-	39, // 36: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
-	46, // 37: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
-	2,  // 38: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 39: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	24, // 40: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
-	28, // 41: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
-	32, // 42: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
-	41, // 43: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
-	45, // 44: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
-	48, // 45: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
-	50, // 46: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
-	25, // 47: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
-	29, // 48: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
-	33, // 49: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
-	43, // 50: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
-	47, // 51: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
-	49, // 52: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
-	51, // 53: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
-	47, // [47:54] is the sub-list for method output_type
-	40, // [40:47] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	3,  // 28: sparkform.provider.v1.ApplyResourceChange.Result.changed:type_name -> sparkform.provider.v1.AttributePath
+	38, // 29: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
+	39, // 30: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
+	37, // 31: sparkform.provider.v1.ApplyResourceChange.Event.started:type_name -> sparkform.provider.v1.ApplyResourceChange.Started
+	34, // 32: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
+	41, // 33: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
+	35, // 34: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
+	43, // 35: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
+	36, // 36: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
+	45, // 37: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
+	40, // 38: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
+	47, // 39: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
+	2,  // 40: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 41: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	24, // 42: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
+	28, // 43: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
+	32, // 44: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
+	42, // 45: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
+	46, // 46: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
+	49, // 47: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
+	51, // 48: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
+	25, // 49: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
+	29, // 50: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
+	33, // 51: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
+	44, // 52: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
+	48, // 53: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
+	50, // 54: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
+	52, // 55: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
+	49, // [49:56] is the sub-list for method output_type
+	42, // [42:49] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -3179,9 +3333,10 @@ func file_provider_proto_init() {
 		(*AttributePath_Step_ElementKeyInt)(nil),
 		(*AttributePath_Step_ElementKeyJson)(nil),
 	}
-	file_provider_proto_msgTypes[37].OneofWrappers = []any{
+	file_provider_proto_msgTypes[38].OneofWrappers = []any{
 		(*ApplyResourceChange_Event_Progress)(nil),
 		(*ApplyResourceChange_Event_Result)(nil),
+		(*ApplyResourceChange_Event_Started)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3189,7 +3344,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,7 +48,12 @@ type ProviderClient interface {
 	PlanResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PlanResourceChanges_Batch, PlanResourceChanges_Results], error)
 	// ApplyResourceChanges is the same kind of session for applies: each
 	// item streams its progress events, then exactly one result, each event
-	// sent the moment it is known (never held for the rest of a batch).
+	// sent the moment it is known (never held for the rest of a batch). An
+	// item with replan set is a whole apply of a create or update: the
+	// provider plans it again, applies only a plan consistent with the
+	// reviewed one (sdk.ConsistentWithPlan), and says when the apply starts
+	// (Started), so an apply costs one item, not a plan item and an apply
+	// item.
 	ApplyResourceChanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ApplyResourceChanges_Batch, ApplyResourceChanges_Events], error)
 	// ImportResource reads an existing object by its provider-specific id.
 	ImportResource(ctx context.Context, in *ImportResource_Request, opts ...grpc.CallOption) (*ImportResource_Response, error)
@@ -160,7 +165,12 @@ type ProviderServer interface {
 	PlanResourceChanges(grpc.BidiStreamingServer[PlanResourceChanges_Batch, PlanResourceChanges_Results]) error
 	// ApplyResourceChanges is the same kind of session for applies: each
 	// item streams its progress events, then exactly one result, each event
-	// sent the moment it is known (never held for the rest of a batch).
+	// sent the moment it is known (never held for the rest of a batch). An
+	// item with replan set is a whole apply of a create or update: the
+	// provider plans it again, applies only a plan consistent with the
+	// reviewed one (sdk.ConsistentWithPlan), and says when the apply starts
+	// (Started), so an apply costs one item, not a plan item and an apply
+	// item.
 	ApplyResourceChanges(grpc.BidiStreamingServer[ApplyResourceChanges_Batch, ApplyResourceChanges_Events]) error
 	// ImportResource reads an existing object by its provider-specific id.
 	ImportResource(context.Context, *ImportResource_Request) (*ImportResource_Response, error)

@@ -1,4 +1,4 @@
-package engine
+package sdk
 
 import (
 	"testing"
@@ -47,12 +47,12 @@ func TestConsistentWithPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path, ok := consistentWithPlan(reviewed, tt.planned)
+			path, ok := ConsistentWithPlan(reviewed, tt.planned)
 			if ok != (tt.want == "") {
-				t.Fatalf("consistent = %v at %q; want difference at %q", ok, describePath(path), tt.want)
+				t.Fatalf("consistent = %v at %q; want difference at %q", ok, DescribePath(path), tt.want)
 			}
-			if !ok && describePath(path) != tt.want {
-				t.Errorf("difference at %q; want %q", describePath(path), tt.want)
+			if !ok && DescribePath(path) != tt.want {
+				t.Errorf("difference at %q; want %q", DescribePath(path), tt.want)
 			}
 		})
 	}
