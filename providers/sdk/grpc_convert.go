@@ -22,8 +22,8 @@ import (
 // null. Marks (e.g. sensitive) do not cross the wire: sensitivity is a
 // schema property the engine applies itself, as Terraform does.
 func encodeValue(v cty.Value, ty cty.Type) ([]byte, error) {
-	if v == cty.NilVal {
-		return nil, nil
+	if v == cty.NilVal || v.IsNull() {
+		return nil, nil // empty means null (decodeValue): a create's prior costs nothing
 	}
 	enc := marshal
 	if ty.HasDynamicTypes() {

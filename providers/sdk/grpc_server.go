@@ -23,6 +23,61 @@ type GRPCServer struct {
 
 	mu     sync.Mutex // serialises the first GetSchema
 	schema atomic.Pointer[serverSchema]
+
+	priors readPriors
+}
+
+// readPriors keeps the priors that ReadResources decoded and found
+// unchanged, by type and encoding, for the plan items that follow: the
+// engine sends the same bytes again as each plan's prior, and the plugin
+// then need not decode them a second time (a third of a no-op plan's
+// decoding). A prior is taken once; an apply session drops what is left.
+type readPriors struct {
+	mu sync.Mutex
+	m  map[string]cty.Value
+}
+
+// readPriorsMax bounds what is kept (past it, priors are decoded again).
+const readPriorsMax = 1 << 16
+
+func priorKey(typeName string, b []byte) string { return typeName + "\x00" + string(b) }
+
+func (r *readPriors) put(typeName string, b []byte, v cty.Value) {
+	if len(b) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = map[string]cty.Value{}
+	}
+	if len(r.m) < readPriorsMax {
+		r.m[priorKey(typeName, b)] = v
+	}
+	r.mu.Unlock()
+}
+
+// take returns and forgets the prior kept for typeName and b.
+func (r *readPriors) take(typeName string, b []byte) (cty.Value, bool) {
+	if len(b) == 0 {
+		return cty.NilVal, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.m) == 0 {
+		return cty.NilVal, false
+	}
+	k := priorKey(typeName, b)
+	v, ok := r.m[k]
+	if ok {
+		delete(r.m, k)
+	}
+	return v, ok
+}
+
+func (r *readPriors) clear() {
+	r.mu.Lock()
+	r.m = nil
+	r.mu.Unlock()
 }
 
 // serverSchema is what the server keeps of the provider's schema.
@@ -151,6 +206,7 @@ func (s *GRPCServer) ReadResources(ctx context.Context, req *proto.ReadResources
 			if r.NewState != cty.NilVal && r.NewState.RawEquals(items[i].Prior) {
 				// Cheaper than encoding it here and decoding it there.
 				out.Results[i] = &proto.ReadResources_Result{Unchanged: true, Private: r.Private, Diagnostics: diagsToProto(rd)}
+				s.priors.put(items[i].TypeName, req.Items[i].Prior, items[i].Prior)
 				continue
 			}
 			// A zero ReadResult (left unset after a batch error) has no
@@ -208,6 +264,12 @@ func (s *GRPCServer) planOne(ctx context.Context, req *proto.PlanResourceChange_
 	}
 	var vals [3]cty.Value
 	for i, b := range [3][]byte{req.Prior, req.Config, req.Proposed} {
+		if i == 0 {
+			if v, ok := s.priors.take(req.TypeName, b); ok {
+				vals[0] = v
+				continue
+			}
+		}
 		if i == 2 && req.ProposedDefault {
 			vals[2] = ProposedNew(s.schema.Load().blocks[req.TypeName], vals[0], vals[1])
 			break
@@ -251,6 +313,7 @@ func (s *GRPCServer) planOne(ctx context.Context, req *proto.PlanResourceChange_
 // are sent as the provider reports them and its result the moment its
 // apply returns, whatever the other items are doing.
 func (s *GRPCServer) ApplyResourceChanges(stream grpc.BidiStreamingServer[proto.ApplyResourceChanges_Batch, proto.ApplyResourceChanges_Events]) error {
+	s.priors.clear() // the plans are made
 	m := &serverMux[*proto.ApplyResourceChange_Request, *proto.ApplyResourceChange_Event]{
 		recv: func() ([]muxItem[*proto.ApplyResourceChange_Request], []uint64, error) {
 			b, err := stream.Recv()
