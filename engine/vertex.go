@@ -78,7 +78,12 @@ type vgraph struct {
 	byName map[string]vertex
 }
 
-func newVGraph() *vgraph { return &vgraph{g: graph.New(), byName: map[string]vertex{}} }
+func newVGraph() *vgraph { return newVGraphSized(0) }
+
+// newVGraphSized is a vgraph with room for n vertices.
+func newVGraphSized(n int) *vgraph {
+	return &vgraph{g: graph.NewSized(n), byName: make(map[string]vertex, n)}
+}
 
 func (g *vgraph) add(v vertex) { g.addNamed(v) }
 

@@ -168,21 +168,24 @@ func (e *Engine) expandStaticResource(cg *configGraph, ev *evaluator, v vertex, 
 // to what keep and keepInstance accept, with each statically expanded
 // resource block split into instance vertices.
 func (cg *configGraph) walkGraph(m *config.Module, keep func(vertex) bool, keepInstance func(string) bool) *walkGraph {
-	wg := &walkGraph{vgraph: newVGraph(), instances: map[string]*instanceVertex{}}
-	kept := map[string]map[addrs.InstanceKey]bool{}
+	// kept holds each kept instance's address, by block and key.
+	kept := map[string]map[addrs.InstanceKey]string{}
+	n := cg.g.g.Len()
 	for block, exp := range cg.expansions {
 		if !keep(resourceV(block)) {
 			continue
 		}
-		ks := make(map[addrs.InstanceKey]bool, len(exp.Keys))
+		ks := make(map[addrs.InstanceKey]string, len(exp.Keys))
 		r := m.Resources[block]
 		for _, k := range exp.Keys {
-			if keepInstance(r.Addr.Instance(k).String()) {
-				ks[k] = true
+			if addr := r.Addr.Instance(k).String(); keepInstance(addr) {
+				ks[k] = addr
 			}
 		}
 		kept[block] = ks
+		n += len(ks)
 	}
+	wg := &walkGraph{vgraph: newVGraphSized(n), instances: make(map[string]*instanceVertex, n-cg.g.g.Len())}
 	for _, v := range cg.g.vertices() {
 		if !keep(v) {
 			continue
@@ -209,7 +212,7 @@ func (cg *configGraph) walkGraph(m *config.Module, keep func(vertex) bool, keepI
 			}
 			continue
 		}
-		cg.addInstanceVertices(wg, m, v, keep, kept)
+		cg.addInstanceVertices(wg, v, keep, kept)
 	}
 	return wg
 }
@@ -217,7 +220,7 @@ func (cg *configGraph) walkGraph(m *config.Module, keep func(vertex) bool, keepI
 // literalKeys returns the instance keys local v takes of resource block d
 // when every reference of v to d names one instance by a literal key that
 // the walk has as a vertex; nil otherwise (v takes d whole).
-func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.InstanceKey]bool) []addrs.InstanceKey {
+func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.InstanceKey]string) []addrs.InstanceKey {
 	if v.kind != localVertex || d.kind != resourceVertex || kept[d.addr] == nil {
 		return nil
 	}
@@ -228,7 +231,7 @@ func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.Instan
 		if !ok || r.String() != d.addr {
 			continue
 		}
-		if ref.Key == nil || !kept[d.addr][ref.Key] {
+		if _, ok := kept[d.addr][ref.Key]; ref.Key == nil || !ok {
 			return nil
 		}
 		if !seen[ref.Key] {
@@ -242,14 +245,14 @@ func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.Instan
 // addInstanceVertices adds the kept instances of static block v: each
 // depends on the same-key instance of a block it takes by key, and on the
 // other blocks whole; v depends on all of them.
-func (cg *configGraph) addInstanceVertices(wg *walkGraph, m *config.Module, v vertex, keep func(vertex) bool, kept map[string]map[addrs.InstanceKey]bool) {
-	r := m.Resources[v.addr]
+func (cg *configGraph) addInstanceVertices(wg *walkGraph, v vertex, keep func(vertex) bool, kept map[string]map[addrs.InstanceKey]string) {
 	deps := cg.g.dependsOn(v)
 	for _, k := range cg.expansions[v.addr].Keys {
-		if !kept[v.addr][k] {
+		addr, ok := kept[v.addr][k]
+		if !ok {
 			continue
 		}
-		iv := &instanceVertex{block: v.addr, key: k, addr: r.Addr.Instance(k).String()}
+		iv := &instanceVertex{block: v.addr, key: k, addr: addr}
 		wg.instances[iv.addr] = iv
 		ivx := instanceV(iv.addr)
 		wg.connect(v, ivx)
@@ -257,8 +260,8 @@ func (cg *configGraph) addInstanceVertices(wg *walkGraph, m *config.Module, v ve
 			if !keep(d) {
 				continue
 			}
-			if d.kind == resourceVertex && cg.sameKeyDeps[v.addr][d.addr] && kept[d.addr][k] {
-				wg.connect(ivx, instanceV(m.Resources[d.addr].Addr.Instance(k).String()))
+			if dk, ok := kept[d.addr][k]; ok && d.kind == resourceVertex && cg.sameKeyDeps[v.addr][d.addr] {
+				wg.connect(ivx, instanceV(dk))
 				iv.sameKeyDeps = append(iv.sameKeyDeps, d.addr)
 				continue
 			}

@@ -24,8 +24,13 @@ type Graph struct {
 }
 
 // New returns an empty graph.
-func New() *Graph {
-	return &Graph{index: map[string]int{}, edges: map[[2]int]struct{}{}}
+func New() *Graph { return NewSized(0) }
+
+// NewSized returns an empty graph with room for n vertices (and as many
+// edges), so that building one of known size does not grow its tables.
+func NewSized(n int) *Graph {
+	return &Graph{index: make(map[string]int, n), names: make([]string, 0, n), deps: make([][]int, 0, n),
+		users: make([][]int, 0, n), edges: make(map[[2]int]struct{}, n)}
 }
 
 // Add adds v (no-op when present) and returns its index.
