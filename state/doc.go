@@ -65,8 +65,8 @@
 //
 // Why: an apply waited for two commits per instance (intent, then
 // result); now it waits for one, and the results ride in the next
-// intents' commits (a 10,000-instance apply: about a third fewer
-// fdatasyncs, docs/state.md).
+// intents' commits (a 10,000-instance apply: 1,197 commits instead of
+// 2,065, docs/state.md).
 //
 // Serial counts committed changes to resources (put, delete, move): it is
 // what a saved plan is checked against. Journal writes do not bump it: they
