@@ -33,6 +33,11 @@ type ResourceDecoder struct {
 	// takes from the body (nil: not set, or computed-only); nil when the
 	// body takes the general path.
 	set []*hcl.Attribute
+	// consts holds, for the direct path, the decoded value of each set
+	// attribute whose expression is a constant (literals, templates
+	// without interpolation, tuples and objects of them: no reference,
+	// no function); cty.NilVal for the others.
+	consts []cty.Value
 }
 
 // NewResourceDecoder prepares the decoding of body against schema b.
@@ -51,11 +56,50 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 	}
 	d.set = make([]*hcl.Attribute, len(d.sp.attrs))
 	for i, a := range d.sp.attrs {
-		if a.spec != nil {
-			d.set[i] = content.Attributes[a.name]
+		if a.spec == nil {
+			continue
 		}
+		attr := content.Attributes[a.name]
+		d.set[i] = attr
+		if attr == nil || !isConstant(attr.Expr) {
+			continue
+		}
+		v, diags := decodeAttr(a.name, a.decode, attr, nil)
+		if len(diags) > 0 || HasMarks(v) {
+			continue
+		}
+		if cv, err := convert.Convert(v, a.ty); err == nil {
+			v = cv
+		}
+		if d.consts == nil {
+			d.consts = make([]cty.Value, len(d.sp.attrs))
+		}
+		d.consts[i] = v
 	}
 	return d
+}
+
+// isConstant says whether e's value depends on nothing: it refers to
+// nothing and calls no function (whose result may depend on the walk).
+func isConstant(e hcl.Expression) bool {
+	se, ok := e.(hclsyntax.Expression)
+	if !ok || len(e.Variables()) > 0 {
+		return false
+	}
+	constant := true
+	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch n.(type) {
+		case *hclsyntax.LiteralValueExpr, *hclsyntax.TemplateExpr, *hclsyntax.TemplateWrapExpr,
+			*hclsyntax.TupleConsExpr, *hclsyntax.ObjectConsExpr, *hclsyntax.ObjectConsKeyExpr:
+		case *hclsyntax.ScopeTraversalExpr:
+			// Only as an object key's bare name ({a = 1}): a real
+			// reference is in Variables.
+		default:
+			constant = false
+		}
+		return nil
+	})
+	return constant
 }
 
 // Decoders holds the ResourceDecoder of each body and schema block, made
@@ -119,6 +163,9 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 			v = cty.NullVal(a.ty)
 		case attr == nil:
 			v = a.null
+		case d.consts != nil && d.consts[i] != cty.NilVal:
+			vals[a.name] = d.consts[i]
+			continue
 		default:
 			var ds hcl.Diagnostics
 			v, ds = decodeAttr(a.spec.Name, a.decode, attr, ctx)

@@ -77,45 +77,46 @@ func TestResourceDecoderMatches(t *testing.T) {
 		src    string
 		block  *sdk.Block
 		direct bool // takes the direct path
+		consts int  // attributes decoded once (constants)
 	}{
-		{"literals", "name = \"a\"\ninput = \"b\"\nsize = 3\non = true", flatBlock, true},
-		{"only required", `name = "a"`, flatBlock, true},
-		{"template count", `name = "seed-${count.index}"`, flatBlock, true},
-		{"count arithmetic", "name = \"x\"\nsize = count.index * 2 + 1\nlist = [count.index, count.index + 1]", flatBlock, true},
-		{"count in keys and values", "name = \"x\"\ntags = { \"k${count.index}\" = \"${count.index}\" }", flatBlock, true},
-		{"count converted", "name = count.index\ninput = count.index", flatBlock, true},
-		{"each key", "name = each.key\ninput = \"${each.key}-${each.value.v}\"", flatBlock, true},
-		{"each value", "name = \"a\"\nany = each.value\nobj = { a = each.value.v }", flatBlock, true},
-		{"each in map key", "name = \"a\"\ntags = { (each.key) = each.value.v }", flatBlock, true},
-		{"same-key by count", "name = \"a\"\ninput = sparkform_data.up[count.index].id", flatBlock, true},
-		{"same-key by each", "name = \"a\"\ninput = sparkform_data.kn[each.key].id", flatBlock, true},
-		{"unknown", "name = var.later\nany = var.dyn\ntags = { a = var.later }", flatBlock, true},
-		{"unknown template", `name = "x-${var.later}"`, flatBlock, true},
-		{"null", "name = \"a\"\ninput = var.none\nsize = null\nany = null", flatBlock, true},
-		{"sensitive attr", "name = \"a\"\ninput = var.secret", flatBlock, true},
-		{"sensitive function", "name = sensitive(\"x\")\ntags = { a = sensitive(\"y\"), b = \"z\" }", flatBlock, true},
-		{"sensitive inside", "name = \"a\"\ntags = var.secrets\nany = [var.secret]", flatBlock, true},
-		{"sensitive template", `name = "p-${var.secret}"`, flatBlock, true},
-		{"nonsensitive", `name = nonsensitive(var.secret)`, flatBlock, true},
-		{"nfc literal", "name = \"e\u0301\"\ninput = \"A\u030a\u212b\"", flatBlock, true},
-		{"nfc template", "name = \"${var.nfd}e\u0301${var.s}\"\ntags = { \"e\u0301\" = var.nfd }", flatBlock, true},
-		{"set", "name = \"a\"\nset = [\"b\", \"a\", \"b\", var.later]", flatBlock, true},
-		{"optional object attr", "name = \"a\"\nobj = { a = \"x\" }", flatBlock, true},
-		{"optional-writable computed", "name = \"a\"\nmemory = \"1g\"", flatBlock, true},
-		{"conversions", "name = 5\nsize = \"7\"\non = \"true\"\nlist = [\"1\", 2]", flatBlock, true},
-		{"functions", "name = upper(\"a\")\nlist = [for i in range(3) : i + count.index]\ntags = { for k in [\"a\", \"b\"] : k => \"${k}${each.key}\" }", flatBlock, true},
-		{"conditional", "name = count.index > 1 ? \"big\" : \"small\"\ninput = var.later == \"\" ? \"a\" : \"b\"", flatBlock, true},
-		{"type error", "name = \"a\"\nsize = \"six\"", flatBlock, true},
-		{"type errors and unknown", "name = \"a\"\nsize = [1]\non = {}\ninput = var.later", flatBlock, true},
-		{"eval error", "name = var.nope\ninput = each.value.missing", flatBlock, true},
-		{"missing required", `input = "a"`, flatBlock, false},
-		{"unsupported argument", "name = \"a\"\nimput = \"b\"", flatBlock, false},
-		{"unsupported block", "name = \"a\"\nblk {\n}", flatBlock, false},
-		{"computed-only set", "name = \"a\"\nid = \"forced\"", flatBlock, false},
-		{"dynamic block", "name = \"a\"\ndynamic \"x\" {\n  for_each = [1]\n  content {\n  }\n}", flatBlock, false},
-		{"nested blocks", containerSrc, dockerBlock, false},
-		{"empty schema", ``, &sdk.Block{}, true},
-		{"empty schema set", `a = 1`, &sdk.Block{}, false},
+		{"literals", "name = \"a\"\ninput = \"b\"\nsize = 3\non = true", flatBlock, true, 4},
+		{"only required", `name = "a"`, flatBlock, true, 1},
+		{"template count", `name = "seed-${count.index}"`, flatBlock, true, 0},
+		{"count arithmetic", "name = \"x\"\nsize = count.index * 2 + 1\nlist = [count.index, count.index + 1]", flatBlock, true, 1},
+		{"count in keys and values", "name = \"x\"\ntags = { \"k${count.index}\" = \"${count.index}\" }", flatBlock, true, 1},
+		{"count converted", "name = count.index\ninput = count.index", flatBlock, true, 0},
+		{"each key", "name = each.key\ninput = \"${each.key}-${each.value.v}\"", flatBlock, true, 0},
+		{"each value", "name = \"a\"\nany = each.value\nobj = { a = each.value.v }", flatBlock, true, 1},
+		{"each in map key", "name = \"a\"\ntags = { (each.key) = each.value.v }", flatBlock, true, 1},
+		{"same-key by count", "name = \"a\"\ninput = sparkform_data.up[count.index].id", flatBlock, true, 1},
+		{"same-key by each", "name = \"a\"\ninput = sparkform_data.kn[each.key].id", flatBlock, true, 1},
+		{"unknown", "name = var.later\nany = var.dyn\ntags = { a = var.later }", flatBlock, true, 0},
+		{"unknown template", `name = "x-${var.later}"`, flatBlock, true, 0},
+		{"null", "name = \"a\"\ninput = var.none\nsize = null\nany = null", flatBlock, true, 3},
+		{"sensitive attr", "name = \"a\"\ninput = var.secret", flatBlock, true, 1},
+		{"sensitive function", "name = sensitive(\"x\")\ntags = { a = sensitive(\"y\"), b = \"z\" }", flatBlock, true, 0},
+		{"sensitive inside", "name = \"a\"\ntags = var.secrets\nany = [var.secret]", flatBlock, true, 1},
+		{"sensitive template", `name = "p-${var.secret}"`, flatBlock, true, 0},
+		{"nonsensitive", `name = nonsensitive(var.secret)`, flatBlock, true, 0},
+		{"nfc literal", "name = \"e\u0301\"\ninput = \"A\u030a\u212b\"", flatBlock, true, 2},
+		{"nfc template", "name = \"${var.nfd}e\u0301${var.s}\"\ntags = { \"e\u0301\" = var.nfd }", flatBlock, true, 0},
+		{"set", "name = \"a\"\nset = [\"b\", \"a\", \"b\", var.later]", flatBlock, true, 1},
+		{"optional object attr", "name = \"a\"\nobj = { a = \"x\" }", flatBlock, true, 2},
+		{"optional-writable computed", "name = \"a\"\nmemory = \"1g\"", flatBlock, true, 2},
+		{"conversions", "name = 5\nsize = \"7\"\non = \"true\"\nlist = [\"1\", 2]", flatBlock, true, 4},
+		{"functions", "name = upper(\"a\")\nlist = [for i in range(3) : i + count.index]\ntags = { for k in [\"a\", \"b\"] : k => \"${k}${each.key}\" }", flatBlock, true, 0},
+		{"conditional", "name = count.index > 1 ? \"big\" : \"small\"\ninput = var.later == \"\" ? \"a\" : \"b\"", flatBlock, true, 0},
+		{"type error", "name = \"a\"\nsize = \"six\"", flatBlock, true, 1},
+		{"type errors and unknown", "name = \"a\"\nsize = [1]\non = {}\ninput = var.later", flatBlock, true, 1},
+		{"eval error", "name = var.nope\ninput = each.value.missing", flatBlock, true, 0},
+		{"missing required", `input = "a"`, flatBlock, false, 0},
+		{"unsupported argument", "name = \"a\"\nimput = \"b\"", flatBlock, false, 0},
+		{"unsupported block", "name = \"a\"\nblk {\n}", flatBlock, false, 0},
+		{"computed-only set", "name = \"a\"\nid = \"forced\"", flatBlock, false, 0},
+		{"dynamic block", "name = \"a\"\ndynamic \"x\" {\n  for_each = [1]\n  content {\n  }\n}", flatBlock, false, 0},
+		{"nested blocks", containerSrc, dockerBlock, false, 0},
+		{"empty schema", ``, &sdk.Block{}, true, 0},
+		{"empty schema set", `a = 1`, &sdk.Block{}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +131,15 @@ func TestResourceDecoderMatches(t *testing.T) {
 				d := NewResourceDecoder(body, tt.block)
 				if (d.set != nil) != tt.direct {
 					t.Fatalf("direct path %v, want %v", d.set != nil, tt.direct)
+				}
+				consts := 0
+				for _, c := range d.consts {
+					if c != cty.NilVal {
+						consts++
+					}
+				}
+				if consts != tt.consts {
+					t.Errorf("%d constant attributes, want %d", consts, tt.consts)
 				}
 				if got, want := travSet(d.References()), travSet(BodyReferences(body, tt.block)); got != want {
 					t.Errorf("references\n got %s\nwant %s", got, want)
