@@ -34,6 +34,9 @@ func (ap *applier) addDestroySteps(g *walkGraph) {
 		return
 	}
 	for res, addrs := range byRes {
+		if len(addrs) == 1 {
+			continue // its one destroy step stands for it (destroyAll)
+		}
 		agg := destroyAllV(res)
 		g.add(agg)
 		for _, a := range addrs {
@@ -76,6 +79,19 @@ func (ap *applier) dependents() map[string]map[string]bool {
 	return out
 }
 
+// destroyAll is the vertex that stands for every destroy step of
+// resource res: its destroyAllVertex, or the step itself when there is
+// one (a block of one instance: one vertex where there were two).
+func destroyAll(res string, byRes map[string][]string) (vertex, bool) {
+	switch addrs := byRes[res]; len(addrs) {
+	case 0:
+		return vertex{}, false
+	case 1:
+		return destroyV(addrs[0]), true
+	}
+	return destroyAllV(res), true
+}
+
 // orderDestroy adds c's destroy step and its edges; users are the
 // resources that depend on c's, byRes the deletes per resource.
 func orderDestroy(g *walkGraph, c *plans.ResourceChange, users map[string]bool, byRes map[string][]string) {
@@ -89,8 +105,8 @@ func orderDestroy(g *walkGraph, c *plans.ResourceChange, users map[string]bool, 
 	}
 	sort.Strings(sorted)
 	for _, u := range sorted {
-		if _, ok := byRes[u]; ok {
-			g.connect(v, destroyAllV(u))
+		if all, ok := destroyAll(u, byRes); ok {
+			g.connect(v, all)
 		}
 	}
 	// What used the object is created or updated first, so it has moved off

@@ -88,7 +88,9 @@ func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnost
 	}
 	for key, r := range e.Module.Resources {
 		cg.resourceDeps[key] = cg.resourceClosure(resourceV(key))
-		cg.sameKeyDeps[key] = sameKeyReferences(r)
+		if same := sameKeyReferences(r); len(same) > 0 {
+			cg.sameKeyDeps[key] = same // most blocks have none: no entry
+		}
 	}
 	return cg, diags
 }

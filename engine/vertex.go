@@ -28,7 +28,8 @@ const (
 	// replacement); addr is the instance address.
 	destroyVertex
 	// destroyAllVertex: every destroyVertex of one resource, so others can
-	// wait for them together; addr is "type.name". It does no work.
+	// wait for them together; addr is "type.name". It does no work. A
+	// resource with one destroy step has none (see destroyAll).
 	destroyAllVertex
 )
 

@@ -86,9 +86,13 @@ func (g *walkGraph) visit(ctx context.Context, v vertex, ev *evaluator, f walkFu
 			return f.instance(ctx, g.instances[v.addr])
 		}
 	case resourceVertex:
-		// A static block's vertex only gathers its instances.
+		// A static block's vertex only gathers its instances, or is its
+		// one unkeyed instance's.
 		if _, static := ev.cg.expansions[v.addr]; !static && f.resource != nil {
 			return f.resource(ctx, v.addr)
+		}
+		if iv := g.instances[v.addr]; iv != nil && f.instance != nil {
+			return f.instance(ctx, iv)
 		}
 	}
 	return nil // destroyAllVertex: ordering only

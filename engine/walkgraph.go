@@ -21,6 +21,8 @@ import (
 type walkGraph struct {
 	*vgraph
 	// instances holds every instance vertex's block and key, by address.
+	// The one instance of a static block without for_each or count has
+	// no vertex of its own: the block's vertex (same address) walks it.
 	instances map[string]*instanceVertex
 }
 
@@ -247,6 +249,19 @@ func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.Instan
 // other blocks whole; v depends on all of them.
 func (cg *configGraph) addInstanceVertices(wg *walkGraph, v vertex, keep func(vertex) bool, kept map[string]map[addrs.InstanceKey]string) {
 	deps := cg.g.dependsOn(v)
+	if keys := cg.expansions[v.addr].Keys; len(keys) == 1 && keys[0] == addrs.NoKey {
+		// A block of one unkeyed instance: its own vertex is the
+		// instance's (same address), one vertex instead of two.
+		if addr, ok := kept[v.addr][addrs.NoKey]; ok { // addr == v.addr
+			wg.instances[addr] = &instanceVertex{block: v.addr, key: addrs.NoKey, addr: addr}
+		}
+		for _, d := range deps {
+			if keep(d) {
+				wg.connect(v, d)
+			}
+		}
+		return
+	}
 	for _, k := range cg.expansions[v.addr].Keys {
 		addr, ok := kept[v.addr][k]
 		if !ok {

@@ -20,17 +20,16 @@ type Graph struct {
 	names []string
 	deps  [][]int // deps[i]: vertices i depends on
 	users [][]int // users[i]: vertices that depend on i
-	edges map[[2]int]struct{}
 }
 
 // New returns an empty graph.
 func New() *Graph { return NewSized(0) }
 
-// NewSized returns an empty graph with room for n vertices (and as many
-// edges), so that building one of known size does not grow its tables.
+// NewSized returns an empty graph with room for n vertices, so that
+// building one of known size does not grow its tables.
 func NewSized(n int) *Graph {
 	return &Graph{index: make(map[string]int, n), names: make([]string, 0, n), deps: make([][]int, 0, n),
-		users: make([][]int, 0, n), edges: make(map[[2]int]struct{}, n)}
+		users: make([][]int, 0, n)}
 }
 
 // Add adds v (no-op when present) and returns its index.
@@ -59,13 +58,33 @@ func (g *Graph) Vertices() []string { return append([]string(nil), g.names...) }
 // Duplicate edges are ignored.
 func (g *Graph) Connect(v, dep string) {
 	a, b := g.Add(v), g.Add(dep)
-	k := [2]int{a, b}
-	if _, ok := g.edges[k]; ok {
+	if g.hasEdge(a, b) {
 		return
 	}
-	g.edges[k] = struct{}{}
 	g.deps[a] = append(g.deps[a], b)
 	g.users[b] = append(g.users[b], a)
+}
+
+// hasEdge reports whether a depends on b. It scans the shorter of a's
+// dependencies and b's users: most vertices have a few of one of them
+// (a block vertex gathering thousands of instances is each instance's
+// only user), and a map of every edge kept two words per edge for the
+// whole walk.
+func (g *Graph) hasEdge(a, b int) bool {
+	if len(g.deps[a]) <= len(g.users[b]) {
+		for _, d := range g.deps[a] {
+			if d == b {
+				return true
+			}
+		}
+		return false
+	}
+	for _, u := range g.users[b] {
+		if u == a {
+			return true
+		}
+	}
+	return false
 }
 
 // DependsOn returns what v depends on directly, sorted.
@@ -159,7 +178,7 @@ func (g *Graph) Cycles() [][]string {
 			}
 			self := false
 			if len(comp) == 1 {
-				_, self = g.edges[[2]int{v, v}]
+				self = g.hasEdge(v, v)
 			}
 			if len(comp) > 1 || self {
 				out = append(out, g.cyclePath(comp))

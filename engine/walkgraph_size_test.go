@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/sparkform/sparkform/engine/plans"
+)
+
+// TestWalkGraphVertices: a static block of one unkeyed instance is one
+// vertex of the walk graph (it was two: the block's, gathering an
+// instance vertex of the same address), and a keyed block is its vertex
+// plus one per instance.
+func TestWalkGraphVertices(t *testing.T) {
+	for _, tc := range []struct {
+		shape                  string
+		n, vertices, instances int
+	}{
+		{"blocks", 100, 100 + 1, 100},     // 100 blocks, node.local
+		{"count", 100, 10 + 100 + 1, 100}, // 10 blocks of 10, node.local
+	} {
+		t.Run(tc.shape, func(t *testing.T) {
+			sr := newShapeRun(t, tc.shape, tc.n)
+			e := &Engine{Module: sr.mod, Providers: sr.provs}
+			cg, diags := e.buildConfigGraph(context.Background())
+			if diags.HasErrors() {
+				t.Fatal(diagString(diags))
+			}
+			if diags := e.expandStatic(cg, newEvaluator(e.Module, cg, nil)); diags.HasErrors() {
+				t.Fatal(diagString(diags))
+			}
+			all := func(vertex) bool { return true }
+			wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
+			if got := wg.g.Len(); got != tc.vertices {
+				t.Errorf("%d vertices, want %d", got, tc.vertices)
+			}
+			if got := len(wg.instances); got != tc.instances {
+				t.Errorf("%d instances walked, want %d", got, tc.instances)
+			}
+		})
+	}
+}
+
+// TestDestroyStepsOneVertexPerSingleResource: a resource with one destroy
+// step has no destroyall vertex; what waits for its deletes waits for the
+// step itself. A resource with more keeps one.
+func TestDestroyStepsOneVertexPerSingleResource(t *testing.T) {
+	del := func(addr, res string, deps ...string) *plans.ResourceChange {
+		return &plans.ResourceChange{Addr: addr, Resource: res, Type: "sparkform_data", Action: plans.Delete, Dependencies: deps}
+	}
+	ap := &applier{plan: &plans.Plan{Changes: []*plans.ResourceChange{
+		del("sparkform_data.a", "sparkform_data.a"),
+		del("sparkform_data.b[0]", "sparkform_data.b", "sparkform_data.a"),
+		del("sparkform_data.b[1]", "sparkform_data.b", "sparkform_data.a"),
+		del("sparkform_data.c", "sparkform_data.c", "sparkform_data.a"),
+	}}}
+	g := &walkGraph{vgraph: newVGraph(), instances: map[string]*instanceVertex{}}
+	ap.addDestroySteps(g)
+	if g.has(destroyAllV("sparkform_data.a")) || g.has(destroyAllV("sparkform_data.c")) {
+		t.Errorf("a single-instance resource got a destroyall vertex: %v", g.g.Vertices())
+	}
+	if !g.has(destroyAllV("sparkform_data.b")) {
+		t.Errorf("sparkform_data.b (2 deletes) has no destroyall vertex: %v", g.g.Vertices())
+	}
+	// a goes after what used it: c's step and b's destroyall.
+	got := map[string]bool{}
+	for _, d := range g.dependsOn(destroyV("sparkform_data.a")) {
+		got[d.String()] = true
+	}
+	if len(got) != 2 || !got["destroy sparkform_data.c"] || !got["destroyall sparkform_data.b"] {
+		t.Errorf("destroy of a waits for %v, want destroy sparkform_data.c and destroyall sparkform_data.b", got)
+	}
+	if got := g.g.Len(); got != 5 {
+		t.Errorf("%d vertices, want 5 (4 destroys, 1 destroyall): %v", got, g.g.Vertices())
+	}
+}
+
+// BenchmarkShapeLiveHeap reports the heap a plan of N creates keeps live
+// while its result is held (the configuration, graphs, evaluator values
+// and plan), per instance: the part of peak RSS that grows with N. Read it
+// with -benchtime=1x.
+func BenchmarkShapeLiveHeap(b *testing.B) {
+	eachShape(b, func(b *testing.B, shape string, n int) {
+		sr := newShapeRun(b, shape, n)
+		var live uint64
+		i := 0
+		for b.Loop() {
+			e, done := sr.engine(b, fmt.Sprint("live", i))
+			i++
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			p := shapePlan(b, e)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(p)
+			live = after.HeapAlloc - before.HeapAlloc
+			done()
+		}
+		b.ReportMetric(float64(live)/float64(n), "live-B/instance")
+	})
+}
