@@ -29,6 +29,10 @@ const (
 type blockValues struct {
 	mu   sync.Mutex
 	mode expansionMode
+	// one is the value of a block without for_each or count (NilVal until
+	// set): most blocks of a generated configuration are such, and a map
+	// of one entry per block cost ~400 B. vals holds keyed instances.
+	one  cty.Value
 	vals map[addrs.InstanceKey]cty.Value
 	agg  cty.Value // cached aggregate, NilVal when stale
 	// alone is {name: value()}, the object a context holds for a
@@ -48,7 +52,14 @@ type blockValues struct {
 
 func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 	b.mu.Lock()
-	b.vals[k] = v
+	if b.mode == singleMode && k == addrs.NoKey {
+		b.one = v
+	} else {
+		if b.vals == nil {
+			b.vals = map[addrs.InstanceKey]cty.Value{}
+		}
+		b.vals[k] = v
+	}
 	b.agg, b.alone, b.nodeRead = cty.NilVal, cty.NilVal, false
 	b.mu.Unlock()
 }
@@ -62,6 +73,25 @@ func (b *blockValues) asNode() (sdk.Node, error) {
 		b.nodeRead = true
 	}
 	return b.node, b.nodeErr
+}
+
+// getLocked is instance k's value; b.mu is held.
+func (b *blockValues) getLocked(k addrs.InstanceKey) (cty.Value, bool) {
+	if b.mode == singleMode && k == addrs.NoKey {
+		return b.one, b.one != cty.NilVal
+	}
+	v, ok := b.vals[k]
+	return v, ok
+}
+
+// eachLocked calls fn with every instance's value; b.mu is held.
+func (b *blockValues) eachLocked(fn func(cty.Value)) {
+	if b.one != cty.NilVal {
+		fn(b.one)
+	}
+	for _, v := range b.vals {
+		fn(v)
+	}
 }
 
 // valueAlone is {name: value()}, built once per change of the block.
@@ -88,7 +118,7 @@ func (b *blockValues) valueLocked() cty.Value {
 	}
 	switch b.mode {
 	case singleMode:
-		if v, ok := b.vals[addrs.NoKey]; ok {
+		if v, ok := b.getLocked(addrs.NoKey); ok {
 			b.agg = v
 		} else {
 			b.agg = cty.DynamicVal
@@ -165,7 +195,7 @@ func (ev *evaluator) block(m map[string]*blockValues, key string, mode expansion
 	defer ev.mu.Unlock()
 	b := m[key]
 	if b == nil || b.mode != mode {
-		b = &blockValues{mode: mode, vals: map[addrs.InstanceKey]cty.Value{}}
+		b = &blockValues{mode: mode}
 		m[key] = b
 	}
 	return b
@@ -435,7 +465,7 @@ func sameKeyResources(iv *instanceVertex, refs []resourceRef) map[string]map[str
 			continue
 		}
 		r.b.mu.Lock()
-		v, ok := r.b.vals[iv.key]
+		v, ok := r.b.getLocked(iv.key)
 		r.b.mu.Unlock()
 		if !ok {
 			v = cty.DynamicVal
@@ -500,11 +530,11 @@ func (ev *evaluator) nodeInstances() map[string]sdk.Node {
 	defer ev.mu.RUnlock()
 	for _, b := range ev.nodes {
 		b.mu.Lock()
-		for _, v := range b.vals {
+		b.eachLocked(func(v cty.Value) {
 			if n, err := nodeFromValue(v); err == nil && n.Name != "" {
 				out[n.Name] = n
 			}
-		}
+		})
 		b.mu.Unlock()
 	}
 	return out
