@@ -33,7 +33,8 @@ func (m *meta) newUIHooks(debug bool) *uiHooks {
 	case m.jsonOut != nil:
 		h.d = newJSONDisplay(m.jsonOut)
 	case m.stdoutIsTerminal() && !m.plainProgress():
-		h.d = newBarDisplay(m.stdout)
+		f, _ := outputFile(m.stdout)
+		h.d = newBarDisplay(m.stdout, int(f.Fd()))
 	default:
 		h.d = newPlainDisplay(m.stdout)
 	}

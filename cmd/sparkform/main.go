@@ -14,7 +14,21 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 func main() {
 	tuneGC()
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess is run with the process's stdin, stdout and stderr: the
+// command's output is buffered (see console) and written out however run
+// ends, a panic included.
+func runProcess(args []string) int {
+	if len(args) >= 1 && args[0] == "internal-plugin" {
+		// A plugin's stdout is go-plugin's handshake: never buffered.
+		return run(args, os.Stdin, os.Stdout, os.Stderr)
+	}
+	con := newConsole(os.Stdout, os.Stderr)
+	defer con.Flush()
+	defer con.flushOnSignal()()
+	return run(args, os.Stdin, con.stdout, con.stderr)
 }
 
 // run is main without the process: script tests call it in-process.

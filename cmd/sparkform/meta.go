@@ -84,7 +84,7 @@ func (m *meta) color() bool {
 	if m.noColor || os.Getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := m.stdout.(*os.File)
+	f, ok := outputFile(m.stdout)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -325,6 +325,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	interruptsHandled.Add(1)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -333,6 +334,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 			return
 		}
 		fmt.Fprintln(m.stderr, "\nInterrupt received. Stopping: no new operations start, providers are asked to stop, and everything finished is saved. Press Ctrl-C again to exit at once (state may then miss in-flight results).")
+		m.flush()
 		if m.host != nil {
 			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 			m.host.Stop(sctx)
@@ -342,6 +344,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 		select {
 		case <-sigs:
 			fmt.Fprintln(m.stderr, "Two interrupts received. Exiting immediately.")
+			m.flush()
 			m.flushWriter(2 * time.Second)
 			os.Exit(130)
 		case <-done:
@@ -349,6 +352,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 	}()
 	return ctx, func() {
 		signal.Stop(sigs)
+		interruptsHandled.Add(-1)
 		close(done)
 		cancel()
 	}
@@ -369,6 +373,7 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 // confirm asks the Terraform question; only "yes" approves.
 func (m *meta) confirm(question, detail string) bool {
 	fmt.Fprintf(m.stdout, "\n%s\n  %s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question, detail)
+	m.flush() // the plan and the question are on the screen before we wait
 	var line strings.Builder
 	buf := make([]byte, 1)
 	for {
@@ -406,6 +411,9 @@ func addVarFlags(cmd *cobra.Command, vf *varFlags) {
 	cmd.Flags().Var(varFlag{vf, "var"}, "var", "set a variable: -var 'NAME=VALUE' (repeatable; later wins)")
 	cmd.Flags().Var(varFlag{vf, "file"}, "var-file", "set variables from a file of NAME = VALUE lines (repeatable)")
 }
+
+// flush writes out what stdout and stderr have buffered (see console).
+func (m *meta) flush() { flushOutput(m.stdout) }
 
 // onClose registers cleanup run when the command ends (after providers stop).
 func (m *meta) onClose(fn func()) { m.closers = append(m.closers, fn) }

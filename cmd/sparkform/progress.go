@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/mattn/go-runewidth"
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
@@ -248,8 +249,9 @@ func (d *plainDisplay) close() {
 // the rate; an overall "N/M" line below when the apply has more than one
 // operation. Finished operations leave one plain line above.
 type barDisplay struct {
-	w io.Writer
-	p *mpb.Progress // made at the first operation: refresh lines and the plan print plainly before it
+	w  io.Writer
+	fd int           // the terminal w writes to, for mpb's size queries
+	p  *mpb.Progress // made at the first operation: refresh lines and the plan print plainly before it
 
 	mu      sync.Mutex
 	ops     map[string]*op
@@ -261,8 +263,8 @@ type barDisplay struct {
 	closed  bool
 }
 
-func newBarDisplay(w io.Writer) *barDisplay {
-	return &barDisplay{w: w, ops: map[string]*op{}, bars: map[string]*mpb.Bar{}, began: time.Now()}
+func newBarDisplay(w io.Writer, fd int) *barDisplay {
+	return &barDisplay{w: w, fd: fd, ops: map[string]*op{}, bars: map[string]*mpb.Bar{}, began: time.Now()}
 }
 
 // container returns the mpb container, made on first use; nil once closed.
@@ -273,7 +275,10 @@ func (d *barDisplay) container() *mpb.Progress {
 		return nil
 	}
 	if d.p == nil {
-		d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithRefreshRate(150*time.Millisecond))
+		// w buffers (see console): mpb is told it draws on the terminal.
+		cw := cupwriter.New(d.w, false)
+		cw.SetTermFd(d.fd)
+		d.p = mpb.New(mpb.WithConsoleWriter(cw), mpb.WithRefreshRate(150*time.Millisecond))
 	}
 	return d.p
 }

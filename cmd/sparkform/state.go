@@ -69,7 +69,7 @@ func newShowCommand(m *meta) *cobra.Command {
 				if asJSON {
 					return writePlanJSON(m.stdout, p, nil)
 				}
-				(&renderer{w: m.stdout, color: m.color()}).plan(p)
+				m.renderPlan(p)
 				return nil
 			}
 			st, err := m.openStateReadOnly()

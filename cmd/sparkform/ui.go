@@ -9,7 +9,7 @@ import (
 
 // stdoutIsTerminal reports whether progress may be redrawn in place.
 func (m *meta) stdoutIsTerminal() bool {
-	f, ok := m.stdout.(*os.File)
+	f, ok := outputFile(m.stdout)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
