@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"sort"
@@ -23,6 +24,13 @@ const bigListThreshold = 200
 type renderer struct {
 	w     io.Writer
 	color bool
+
+	// tw is w while plan runs: a buffer the hot paths write strings and
+	// values into without fmt; scratch is its quoting buffer, names the
+	// attribute names of the last object type seen (see attrNames).
+	tw      textWriter
+	scratch []byte
+	names   []string
 
 	// cur is the address whose attributes are being printed, and
 	// shownEdits where each changed list element was printed first (see
@@ -71,8 +79,30 @@ func verb(a plans.Action) string {
 	return "has no changes"
 }
 
+// textWriter is what values are rendered into: a bufio.Writer or a
+// strings.Builder.
+type textWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+var (
+	_ textWriter = (*bufio.Writer)(nil)
+	_ textWriter = (*strings.Builder)(nil)
+)
+
 // plan renders a plan like Terraform does.
 func (r *renderer) plan(p *plans.Plan) {
+	w := r.w
+	tw, ok := w.(textWriter)
+	if !ok {
+		bw := bufio.NewWriter(w)
+		defer bw.Flush()
+		tw = bw
+	}
+	r.w, r.tw = tw, tw
+	defer func() { r.w, r.tw = w, nil }()
 	for _, n := range p.Notes {
 		fmt.Fprintf(r.w, "%s %s\n", r.c(boldYellow, "Note:"), n)
 	}
@@ -137,21 +167,29 @@ func (r *renderer) plan(p *plans.Plan) {
 	defer func() { r.shownEdits, r.cur = nil, "" }()
 	for _, c := range changes {
 		r.cur = c.Addr
-		fmt.Fprintln(r.w)
-		fmt.Fprintf(r.w, "  # %s %s", r.c(bold, c.Addr), verb(c.Action))
+		tw.WriteString("\n  # ")
+		tw.WriteString(r.c(bold, c.Addr))
+		tw.WriteByte(' ')
+		tw.WriteString(verb(c.Action))
 		if c.Node.Name != "" {
-			fmt.Fprintf(r.w, " on %s", c.Node.Name)
+			tw.WriteString(" on ")
+			tw.WriteString(c.Node.Name)
 		}
-		fmt.Fprintln(r.w)
+		tw.WriteByte('\n')
 		if c.Reason != "" {
-			fmt.Fprintf(r.w, "  # (because %s)\n", c.Reason)
+			fmt.Fprintf(tw, "  # (because %s)\n", c.Reason)
 		}
 		for _, n := range c.Notes {
-			fmt.Fprintf(r.w, "  %s %s\n", r.c(boldYellow, "# Note:"), n)
+			fmt.Fprintf(tw, "  %s %s\n", r.c(boldYellow, "# Note:"), n)
 		}
-		fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(c.Action), c.Type, nameOf(c.Addr))
+		tw.WriteString(r.symbol(c.Action))
+		tw.WriteString(" resource ")
+		r.quoted(c.Type)
+		tw.WriteByte(' ')
+		r.quoted(nameOf(c.Addr))
+		tw.WriteString(" {\n")
 		r.attrs(c.Before, c.After, c.RequiresReplace, c.SensitiveAttrs, c.SummaryAttrs, "      ", c.Action)
-		fmt.Fprintln(r.w, "    }")
+		tw.WriteString("    }\n")
 	}
 	add, change, destroy := p.Counts()
 	fmt.Fprintf(r.w, "\n%s %d to add, %d to change, %d to destroy.\n", r.c(bold, "Plan:"), add, change, destroy)
@@ -224,9 +262,17 @@ func outputsChange(p *plans.Plan) bool {
 	return false
 }
 
+// nameOf is the resource name in an instance address. A module address
+// is read by scanning when it is in the canonical form the engine writes
+// (parsing it as a traversal, per instance, was most of rendering a
+// module's plan), by the address parser otherwise.
 func nameOf(addr string) string {
 	if strings.HasPrefix(addr, "module.") {
-		if ri, d := addrs.ParseResourceInstance(strings.SplitN(addr, "#", 2)[0]); !d.HasErrors() {
+		a, _, _ := strings.Cut(addr, "#")
+		if name, ok := scanModuleResourceName(a); ok {
+			return name
+		}
+		if ri, d := addrs.ParseResourceInstance(a); !d.HasErrors() {
 			return ri.Resource.Name
 		}
 	}
@@ -238,6 +284,77 @@ func nameOf(addr string) string {
 		return res[i+1:]
 	}
 	return res
+}
+
+// scanModuleResourceName reads (module.NAME[KEY]?.)+TYPE.NAME[KEY]? with
+// ASCII names, keys of at most 9 digits or quoted printable ASCII with no
+// escapes or template characters, and a TYPE that is no reserved word:
+// the addresses that addrs.ParseResourceInstance certainly reads the same
+// way. ok is false for anything else.
+func scanModuleResourceName(s string) (name string, ok bool) {
+	i := 0
+	ident := func() string {
+		start := i
+		if i >= len(s) || !isLetter(s[i]) {
+			return ""
+		}
+		for i < len(s) && (isLetter(s[i]) || s[i] >= '0' && s[i] <= '9' || s[i] == '_' || s[i] == '-') {
+			i++
+		}
+		return s[start:i]
+	}
+	key := func() bool { // an optional [KEY]; false when malformed
+		if i >= len(s) || s[i] != '[' {
+			return true
+		}
+		i++
+		switch {
+		case i < len(s) && s[i] == '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if c := s[i]; c < 0x20 || c > 0x7e || c == '\\' || c == '$' || c == '%' {
+					return false
+				}
+			}
+			i++ // the closing quote
+		default:
+			start := i
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+			if i == start || i-start > 9 {
+				return false
+			}
+		}
+		if i >= len(s) || s[i] != ']' {
+			return false
+		}
+		i++
+		return true
+	}
+	dot := func() bool {
+		if i < len(s) && s[i] == '.' {
+			i++
+			return true
+		}
+		return false
+	}
+	modules := 0
+	for strings.HasPrefix(s[i:], "module.") {
+		i += len("module.")
+		if ident() == "" || !key() || !dot() {
+			return "", false
+		}
+		modules++
+	}
+	typ := ident()
+	if modules == 0 || typ == "" || addrs.ReservedRoot(typ) || !dot() {
+		return "", false
+	}
+	name = ident()
+	if name == "" || !key() || i != len(s) {
+		return "", false
+	}
+	return name, true
 }
 
 func attrNames(vals ...cty.Value) []string {
@@ -265,21 +382,28 @@ func attrOf(v cty.Value, name string) cty.Value {
 	return v.GetAttr(name)
 }
 
-// attrs renders the attribute lines of one resource block.
+// attrs renders the attribute lines of one resource block (inside plan:
+// it writes to r.tw).
 func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive, summary []string, indent string, action plans.Action) {
-	forces := map[string]bool{}
+	var forces map[string]bool
 	for _, p := range replace {
 		if len(p) > 0 {
 			if s, ok := p[0].(cty.GetAttrStep); ok {
+				if forces == nil {
+					forces = map[string]bool{}
+				}
 				forces[s.Name] = true
 			}
 		}
 	}
-	sens := map[string]bool{}
+	var sens map[string]bool
 	for _, s := range sensitive {
+		if sens == nil {
+			sens = map[string]bool{}
+		}
 		sens[s] = true
 	}
-	names := attrNames(before, after)
+	names := r.attrNames(before, after)
 	width := 0
 	for _, n := range names {
 		b, a := attrOf(before, n), attrOf(after, n)
@@ -301,33 +425,51 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			width = len(n)
 		}
 	}
+	tw := r.tw
+	// line starts an attribute line: indent, the sign, the padded name, " = ".
+	line := func(sign string, n string) {
+		tw.WriteString(indent)
+		tw.WriteString(sign)
+		tw.WriteByte(' ')
+		tw.WriteString(n)
+		for range width - len(n) {
+			tw.WriteByte(' ')
+		}
+		tw.WriteString(" = ")
+	}
+	show := func(n string, v cty.Value) {
+		if sens[n] && v.IsKnown() && !v.IsNull() {
+			tw.WriteString("(sensitive value)")
+			return
+		}
+		r.writeValue(tw, v, indent)
+	}
 	hidden := 0
 	for _, n := range names {
 		b, a := attrOf(before, n), attrOf(after, n)
-		pad := n + strings.Repeat(" ", max(0, width-len(n)))
-		show := func(v cty.Value) string {
-			if sens[n] && v.IsKnown() && !v.IsNull() {
-				return "(sensitive value)"
-			}
-			return r.value(v, indent)
-		}
 		switch action {
 		case plans.Create:
 			if a.IsKnown() && a.IsNull() {
 				continue
 			}
-			if !sens[n] {
+			if !sens[n] && isSeq(a) {
 				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
-					fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c(green, "+"), pad, r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
+					line(r.c(green, "+"), n)
+					tw.WriteString(r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
+					tw.WriteByte('\n')
 					continue
 				}
 			}
-			fmt.Fprintf(r.w, "%s%s %s = %s\n", indent, r.c(green, "+"), pad, show(a))
+			line(r.c(green, "+"), n)
+			show(n, a)
+			tw.WriteByte('\n')
 		case plans.Delete:
 			if b.IsNull() {
 				continue
 			}
-			fmt.Fprintf(r.w, "%s%s %s = %s -> null\n", indent, r.c(red, "-"), pad, show(b))
+			line(r.c(red, "-"), n)
+			show(n, b)
+			tw.WriteString(" -> null\n")
 		default:
 			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
 				hidden++
@@ -339,25 +481,68 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			}
 			switch {
 			case b.IsNull():
-				fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(green, "+"), pad, show(a), suffix)
+				line(r.c(green, "+"), n)
+				show(n, a)
 			case a.IsKnown() && a.IsNull():
-				fmt.Fprintf(r.w, "%s%s %s = %s -> null%s\n", indent, r.c(red, "-"), pad, show(b), suffix)
+				line(r.c(red, "-"), n)
+				show(n, b)
+				tw.WriteString(" -> null")
 			default:
 				if !sens[n] && isSeq(b) && isSeq(a) {
+					line(r.c(yellow, "~"), n)
 					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
-						fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(yellow, "~"), pad, r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)), suffix)
-						continue
+						tw.WriteString(r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)))
+					} else {
+						tw.WriteString(r.listDiff(b, a, indent))
 					}
-					fmt.Fprintf(r.w, "%s%s %s = %s%s\n", indent, r.c(yellow, "~"), pad, r.listDiff(b, a, indent), suffix)
+					tw.WriteString(suffix)
+					tw.WriteByte('\n')
 					continue
 				}
-				fmt.Fprintf(r.w, "%s%s %s = %s -> %s%s\n", indent, r.c(yellow, "~"), pad, show(b), show(a), suffix)
+				line(r.c(yellow, "~"), n)
+				show(n, b)
+				tw.WriteString(" -> ")
+				show(n, a)
 			}
+			tw.WriteString(suffix)
+			tw.WriteByte('\n')
 		}
 	}
 	if hidden > 0 && action != plans.Create && action != plans.Delete {
-		fmt.Fprintf(r.w, "%s  # (%d unchanged %s hidden)\n", indent, hidden, plural(hidden, "attribute", "attributes"))
+		fmt.Fprintf(tw, "%s  # (%d unchanged %s hidden)\n", indent, hidden, plural(hidden, "attribute", "attributes"))
 	}
+}
+
+// attrNames is attrNames(before, after) without its map, slice and sort
+// when each object among them has exactly the attributes of the last
+// call's (every instance of a resource has one type): r.names again.
+func (r *renderer) attrNames(before, after cty.Value) []string {
+	same, objects := r.names != nil, 0
+	for _, v := range [2]cty.Value{before, after} {
+		if !same {
+			break
+		}
+		if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
+			continue
+		}
+		objects++
+		ty := v.Type()
+		if len(ty.AttributeTypes()) != len(r.names) {
+			same = false
+			break
+		}
+		for _, n := range r.names {
+			if !ty.HasAttribute(n) {
+				same = false
+				break
+			}
+		}
+	}
+	if same && objects > 0 {
+		return r.names
+	}
+	r.names = attrNames(before, after)
+	return r.names
 }
 
 // value renders a value as HCL-ish text.
@@ -367,10 +552,18 @@ func (r *renderer) value(v cty.Value, indent string) string {
 	return b.String()
 }
 
+// quoted writes s as a Go-quoted string to r.tw.
+func (r *renderer) quoted(s string) { r.writeQuoted(r.tw, s) }
+
+func (r *renderer) writeQuoted(b textWriter, s string) {
+	r.scratch = strconv.AppendQuote(r.scratch[:0], s)
+	b.Write(r.scratch)
+}
+
 // writeValue renders v into b. Every level writes into the one builder:
 // a level that returned its own string, copied by its parent, made a
 // value nested d deep cost O(d³) for its O(d²) bytes of text.
-func (r *renderer) writeValue(b *strings.Builder, v cty.Value, indent string) {
+func (r *renderer) writeValue(b textWriter, v cty.Value, indent string) {
 	if v == cty.NilVal {
 		b.WriteString("null")
 		return
@@ -391,12 +584,16 @@ func (r *renderer) writeValue(b *strings.Builder, v cty.Value, indent string) {
 			lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 			b.WriteString("<<-EOT\n")
 			for _, l := range lines {
-				b.WriteString(indent + "    " + l + "\n")
+				b.WriteString(indent)
+				b.WriteString("    ")
+				b.WriteString(l)
+				b.WriteByte('\n')
 			}
-			b.WriteString(indent + "EOT")
+			b.WriteString(indent)
+			b.WriteString("EOT")
 			return
 		}
-		b.WriteString(strconv.Quote(s))
+		r.writeQuoted(b, s)
 	case ty == cty.Number:
 		b.WriteString(v.AsBigFloat().Text('f', -1)) // as jsonValue writes numbers
 	case ty == cty.Bool:
@@ -450,7 +647,12 @@ func (r *renderer) writeValue(b *strings.Builder, v cty.Value, indent string) {
 			if !isIdent(k) {
 				key = strconv.Quote(k)
 			}
-			b.WriteString(inner + key + strings.Repeat(" ", max(0, width-len(key))) + " = ")
+			b.WriteString(inner)
+			b.WriteString(key)
+			for range width - len(key) {
+				b.WriteByte(' ')
+			}
+			b.WriteString(" = ")
 			r.writeValue(b, m[k], inner)
 			b.WriteString("\n")
 		}
