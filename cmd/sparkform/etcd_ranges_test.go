@@ -16,7 +16,8 @@ import (
 // requests, whatever the number of instances: counted by the cluster
 // itself (etcd_debugging_mvcc_range_total, summed over the members, which
 // also counts the reads behind transaction conditions) around a real
-// `sparkform plan` process, for 20 and for 400 instances.
+// `sparkform plan` process, for 20 and for 400 instances (the fewest of
+// three plans each).
 func TestEtcdNoopPlanRangeRequests(t *testing.T) {
 	_, err := etcdtest.Binary()
 	realpart.Need(t, "etcd (apt-get install etcd-server)", err)
@@ -58,19 +59,27 @@ resource "sparkform_data" "r" {
 			return string(out)
 		}
 		run("apply", "-auto-approve")
-		before, err := c.RangeTotal()
-		if err != nil {
-			t.Fatal(err)
+		// The counter is the cluster's: a range of its own (a lease or
+		// compaction check) can land inside a slow plan's window. The
+		// fewest of three plans is what the plan itself asked for; a
+		// count that grows with N grows in every one of them.
+		for i := 0; i < 3; i++ {
+			before, err := c.RangeTotal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := run("plan", "-detailed-exitcode"); !strings.Contains(out, "No changes") {
+				t.Fatalf("plan after apply is not a no-op:\n%s", out)
+			}
+			after, err := c.RangeTotal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("N=%d, plan %d: %v range requests", n, i+1, after-before)
+			if got, ok := ranges[n]; !ok || after-before < got {
+				ranges[n] = after - before
+			}
 		}
-		if out := run("plan", "-detailed-exitcode"); !strings.Contains(out, "No changes") {
-			t.Fatalf("plan after apply is not a no-op:\n%s", out)
-		}
-		after, err := c.RangeTotal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranges[n] = after - before
-		t.Logf("N=%d: no-op plan made %v range requests", n, ranges[n])
 	}
 	if ranges[20] != ranges[400] {
 		t.Errorf("range requests of a no-op plan grow with N: %v for 20 instances, %v for 400", ranges[20], ranges[400])
