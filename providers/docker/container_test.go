@@ -473,8 +473,7 @@ func TestContainerMissingMountSourceAtApply(t *testing.T) {
 func TestReadOverDialStdioOneStream(t *testing.T) {
 	api := engine(t)
 	ensureGuardImage(t, api)
-	realpart.Need(t, "the sshd test bed", testbed.Available())
-	bed := testbed.StartT(t, 1)
+	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
 	n := bed.Nodes[0].SDK()
 	n.Become = true
 

@@ -13,7 +13,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -178,8 +177,7 @@ func TestContainerWaitTCP(t *testing.T) {
 func TestContainerWaitLinkLost(t *testing.T) {
 	api := engine(t)
 	ensureGuardImage(t, api)
-	realpart.Need(t, "the sshd test bed", testbed.Available())
-	bed := testbed.StartT(t, 1)
+	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
 	n := bed.Nodes[0].SDK()
 	n.Become = true
 	p := sdktest.GRPC(t, New())

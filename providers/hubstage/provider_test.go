@@ -11,7 +11,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -409,8 +408,7 @@ func TestPlanEdges(t *testing.T) {
 // part of the hub, it walks again through sudo and finds the same files,
 // without a complaint: two round trips.
 func TestBecomeReadsAsUserFirst(t *testing.T) {
-	realpart.Need(t, "the sshd test bed", testbed.Available())
-	bed := testbed.StartT(t, 1)
+	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
 	pool := node.NewPool()
 	t.Cleanup(func() { pool.Close() })
 	h := newHub(t, t.TempDir())
