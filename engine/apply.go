@@ -299,6 +299,9 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, err.Error())}
 	}
 	diags := sdkDiags(resp.Diagnostics, ci.Addr, r.Config, &rng)
+	if resp.OutcomeUnknown {
+		return cty.NilVal, append(diags, keptIntent(ci.Addr))
+	}
 	if !pr.Applied {
 		// The apply never started: state stays as it was, the intent goes.
 		if pr.PlanChanged {

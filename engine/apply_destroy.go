@@ -170,6 +170,9 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}
 	}
 	diags = sdkDiags(resp.Diagnostics, addr, nil, nil)
+	if resp.OutcomeUnknown {
+		return append(diags, keptIntent(addr))
+	}
 	if resp.NewState != cty.NilVal && !resp.NewState.IsNull() {
 		// Not gone: keep the object and its restore data in state.
 		inst.Value, inst.Private = unknownAsNull(resp.NewState), resp.Private

@@ -126,3 +126,13 @@ func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map
 	}
 	return diags
 }
+
+// keptIntent says why addr's journal intent stays after a provider call
+// whose outcome is unknown (the plugin died or its link broke mid-call):
+// the node may have changed, so state is left as a crash at that moment
+// would leave it, and the next plan recovers the instance from the node.
+func keptIntent(addr string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Outcome unknown for " + addr,
+		Detail: "the provider call for " + addr + " failed after it may have reached the node, so what is there now is unknown. " +
+			"The journal keeps the operation: the next plan or apply reads the node and records what it finds."}
+}

@@ -232,6 +232,9 @@ func TestCrashMidApply(t *testing.T) {
 	if !resp.NewState.RawEquals(nullThing) {
 		t.Errorf("state after the crash = %#v; want the prior (null)", resp.NewState)
 	}
+	if !resp.OutcomeUnknown {
+		t.Errorf("a crash mid-apply is not flagged OutcomeUnknown: the engine would take the prior as the result")
+	}
 	if len(resp.Diagnostics) != 1 {
 		t.Fatalf("diagnostics %v; want one", resp.Diagnostics)
 	}

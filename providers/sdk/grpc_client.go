@@ -364,11 +364,14 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 // ApplyResourceChange implements Provider: an item of the client's apply
 // session, its progress events and result delivered as they arrive. If
 // the call fails in transport the outcome on the node is unknown:
-// NewState is then the prior value and the diagnostic says what happened.
+// NewState is then the prior value, OutcomeUnknown is set and the
+// diagnostic says what happened.
 func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, progress func(Progress)) ApplyResponse {
 	failed := func(diags Diagnostics) ApplyResponse {
 		return ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: diags}
 	}
+	// After the request is sent, a failure leaves the node's state unknown.
+	unknown := func(r ApplyResponse) ApplyResponse { r.OutcomeUnknown = true; return r }
 	ty, diags := c.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
 		return failed(diags)
@@ -396,15 +399,15 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 		}
 	})
 	if err != nil {
-		return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
+		return unknown(failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)}))
 	}
 	if result == nil {
-		return failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)})
+		return unknown(failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)}))
 	}
 	diags = diagsFromProto(result.Diagnostics)
 	v, err := decodeValue(result.NewState, ty)
 	if err != nil {
-		return failed(append(diags, badValue("new state", req.Address, err)))
+		return unknown(failed(append(diags, badValue("new state", req.Address, err))))
 	}
 	return ApplyResponse{NewState: v, Private: result.Private, Diagnostics: diags}
 }
@@ -413,11 +416,13 @@ func (c *GRPCClient) ApplyResourceChange(ctx context.Context, req ApplyRequest, 
 // client's apply session (replan set) that the plugin plans, checks
 // against req.Reviewed and applies. If the call fails in transport the
 // outcome on the node is unknown: it counts as applied, NewState is the
-// prior value and the diagnostic says what happened.
+// prior value, OutcomeUnknown is set and the diagnostic says what happened.
 func (c *GRPCClient) PlanAndApplyResourceChange(ctx context.Context, req PlanApplyRequest, started func(at time.Time), progress func(Progress)) PlanApplyResponse {
 	failed := func(diags Diagnostics) PlanApplyResponse {
 		return PlanApplyResponse{ApplyResponse: ApplyResponse{NewState: req.Prior, Private: req.PriorPrivate, Diagnostics: diags}, Applied: true}
 	}
+	// After the request is sent, a failure leaves the node's state unknown.
+	unknown := func(r PlanApplyResponse) PlanApplyResponse { r.OutcomeUnknown = true; return r }
 	ty, diags := c.typeOf(ctx, req.TypeName)
 	if diags.HasErrors() {
 		return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: diags}}
@@ -466,10 +471,10 @@ func (c *GRPCClient) PlanAndApplyResourceChange(ctx context.Context, req PlanApp
 		}
 	})
 	if err != nil {
-		return failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)})
+		return unknown(failed(Diagnostics{c.rpcError(ctx, "ApplyResourceChange", req.Address, err)}))
 	}
 	if result == nil {
-		return failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)})
+		return unknown(failed(Diagnostics{Errorf(nil, "Provider bug", "ApplyResourceChange of %s ended without a result", req.Address)}))
 	}
 	diags = diagsFromProto(result.Diagnostics)
 	if result.NotApplied {
@@ -481,7 +486,7 @@ func (c *GRPCClient) PlanAndApplyResourceChange(ctx context.Context, req PlanApp
 	}
 	v, err := decodeValue(result.NewState, ty)
 	if err != nil {
-		return failed(append(diags, badValue("new state", req.Address, err)))
+		return unknown(failed(append(diags, badValue("new state", req.Address, err))))
 	}
 	return PlanApplyResponse{ApplyResponse: ApplyResponse{NewState: v, Private: result.Private, Diagnostics: diags}, Applied: true}
 }

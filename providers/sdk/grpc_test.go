@@ -686,17 +686,19 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.PlanRequest]():     {"TypeName", "Address", "Node", "Prior", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
 		reflect.TypeFor[sdk.PlanResponse]():    {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
 		reflect.TypeFor[sdk.ApplyRequest]():    {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
-		reflect.TypeFor[sdk.ApplyResponse]():   {"NewState", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.Progress]():        {"Message", "Current", "Total", "Unit", "Elapsed"},
-		reflect.TypeFor[sdk.ImportRequest]():   {"TypeName", "Node", "ID"},
-		reflect.TypeFor[sdk.ImportResponse]():  {"State", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.Node]():            {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
-		reflect.TypeFor[sdk.Diagnostic]():      {"Severity", "Summary", "Detail", "Path"},
-		reflect.TypeFor[sdk.Schema]():          {"ResourceTypes"},
-		reflect.TypeFor[sdk.ResourceSchema]():  {"Version", "Description", "Block", "Identity"},
-		reflect.TypeFor[sdk.Block]():           {"Attributes", "BlockTypes"},
-		reflect.TypeFor[sdk.Attribute]():       {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive"},
-		reflect.TypeFor[sdk.NestedBlock]():     {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},
+		// OutcomeUnknown is the client's own finding (the call failed in
+		// transport), never sent by a plugin.
+		reflect.TypeFor[sdk.ApplyResponse]():  {"NewState", "Private", "Diagnostics", "OutcomeUnknown"},
+		reflect.TypeFor[sdk.Progress]():       {"Message", "Current", "Total", "Unit", "Elapsed"},
+		reflect.TypeFor[sdk.ImportRequest]():  {"TypeName", "Node", "ID"},
+		reflect.TypeFor[sdk.ImportResponse](): {"State", "Private", "Diagnostics"},
+		reflect.TypeFor[sdk.Node]():           {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
+		reflect.TypeFor[sdk.Diagnostic]():     {"Severity", "Summary", "Detail", "Path"},
+		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
+		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity"},
+		reflect.TypeFor[sdk.Block]():          {"Attributes", "BlockTypes"},
+		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive"},
+		reflect.TypeFor[sdk.NestedBlock]():    {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},
 	}
 	for rt, fields := range carried {
 		var got []string

@@ -145,6 +145,13 @@ type ApplyResponse struct {
 	NewState    cty.Value
 	Private     []byte
 	Diagnostics Diagnostics
+	// OutcomeUnknown is set by the client when the call failed after the
+	// request may have reached the provider (the plugin died, the link to
+	// it broke, the result was unreadable): what happened on the node is
+	// unknown. NewState is then the prior value and must not be taken as
+	// the result; the caller keeps its journal intent, as a crash at that
+	// moment would, so the next run finds out what is on the node.
+	OutcomeUnknown bool
 }
 
 // Progress is one event of a long apply ("cloning", "3/10 layers", ...).

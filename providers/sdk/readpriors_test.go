@@ -26,7 +26,9 @@ func (echo) Read(_ context.Context, _ Node, items []ReadItem) ([]ReadResult, int
 	}
 	return out, 0, nil
 }
-func (echo) Plan(_ context.Context, req PlanRequest) PlanResponse { return DefaultPlan(echoSchema, req) }
+func (echo) Plan(_ context.Context, req PlanRequest) PlanResponse {
+	return DefaultPlan(echoSchema, req)
+}
 func (echo) Apply(context.Context, ApplyRequest, func(Progress)) ApplyResponse {
 	return ApplyResponse{}
 }
