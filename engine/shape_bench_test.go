@@ -11,7 +11,6 @@ import (
 
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
-	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -222,10 +221,6 @@ func allocated(f func()) uint64 {
 // for the blocks shape); an O(N^2) pass would be far above. Sizes are small
 // enough for the race detector; SPARKFORM_GROWTH_N sets the smaller one.
 func TestAllocationGrowthLinear(t *testing.T) {
-	// -short may leave it out on a laptop; under CI it always runs.
-	if testing.Short() && !realpart.Strict() {
-		t.Skip("plans and applies thousands of instances")
-	}
 	lo := 200
 	if s := os.Getenv("SPARKFORM_GROWTH_N"); s != "" {
 		fmt.Sscan(s, &lo)

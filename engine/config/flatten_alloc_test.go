@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 // TestFlattenAllocationGrowthLinear: bringing in the instances of a module
@@ -19,10 +17,6 @@ import (
 // constructor in more than linear time and memory (about 16x the bytes
 // for 10x the keys).
 func TestFlattenAllocationGrowthLinear(t *testing.T) {
-	// -short may leave it out on a laptop; under CI it always runs.
-	if testing.Short() && !realpart.Strict() {
-		t.Skip("flattens thousands of module instances")
-	}
 	dir := writeTree(t, map[string]string{
 		"main.sf.hcl":     "variable \"items\" {}\n\nmodule \"m\" {\n  source   = \"./mod\"\n  for_each = var.items\n}\n",
 		"mod/main.sf.hcl": "output \"o\" {\n  value = 1\n}\n",
