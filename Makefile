@@ -31,10 +31,11 @@ test:
 
 # Each fuzz target for a few seconds from its checked-in corpus
 # (testdata/fuzz/NAME; `go test` alone replays the corpus): the config
-# loader, plan files, state files and records, and plugin replies. A failing input is
+# loader, plan files, state files and records, plugin replies, the resource
+# decoder against hcldec, and the msgpack appender against cty's encoder. A failing input is
 # written to that folder; fix the bug and commit the input with the fix.
 FUZZTIME ?= 5s
-FUZZ_TARGETS := ./engine/config:FuzzLoadConfig ./engine/config:FuzzParseChunked ./engine/plans:FuzzReadPlan ./state:FuzzStateFile ./state:FuzzRecord ./providers/sdk:FuzzPluginReply
+FUZZ_TARGETS := ./engine/config:FuzzLoadConfig ./engine/config:FuzzParseChunked ./engine/plans:FuzzReadPlan ./state:FuzzStateFile ./state:FuzzRecord ./providers/sdk:FuzzPluginReply ./engine/config:FuzzResourceDecoder ./providers/sdk:FuzzAppendValue
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \

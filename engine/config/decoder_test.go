@@ -263,3 +263,27 @@ func TestHasMarks(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownArgumentSuggestionStable: an unknown argument close to two
+// names ("a0e": "any" and "name") gets the same "Did you mean", the first
+// in name order, on every decode. hcldec builds its schema from a map, so
+// before orderedBody the suggestion changed from call to call.
+func TestUnknownArgumentSuggestionStable(t *testing.T) {
+	file, diags := hclsyntax.ParseConfig([]byte("a0e = 0\n"), "f.sf.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	seen := map[string]int{}
+	for range 64 {
+		_, _, diags := NewResourceDecoder(file.Body, flatBlock).Decode(decoderCtx())
+		for _, d := range diags {
+			if d.Summary == "Unsupported argument" {
+				seen[d.Detail]++
+			}
+		}
+	}
+	want := `An argument named "a0e" is not expected here. Did you mean "any"?`
+	if len(seen) != 1 || seen[want] != 64 {
+		t.Errorf("details over 64 decodes: %v, want only %q", seen, want)
+	}
+}

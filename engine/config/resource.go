@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -87,9 +89,60 @@ func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Valu
 	if hasDynamic(body) {
 		body = dynblock.Expand(body, ctx)
 	}
-	val, d := hcldec.Decode(body, sp.spec, ctx)
+	val, d := hcldec.Decode(orderedBody{body}, sp.spec, ctx)
 	diags = append(diags, d...)
 	return val, diags
+}
+
+// orderedBody hands a body the schemas hcldec asks for sorted by name.
+// hcldec builds them from a map, so their order changes from call to call,
+// and hcl suggests the first close name in schema order: without this an
+// unknown argument near two names ("a0e": "any" or "name") would get a
+// different "Did you mean" from one run to the next. Nested blocks' bodies
+// are wrapped too, for their own schemas.
+type orderedBody struct{ hcl.Body }
+
+var _ hcl.Body = orderedBody{}
+
+func (b orderedBody) Content(schema *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
+	content, diags := b.Body.Content(sortedSchema(schema))
+	orderBlocks(content)
+	return content, diags
+}
+
+func (b orderedBody) PartialContent(schema *hcl.BodySchema) (*hcl.BodyContent, hcl.Body, hcl.Diagnostics) {
+	content, remain, diags := b.Body.PartialContent(sortedSchema(schema))
+	orderBlocks(content)
+	if remain != nil {
+		remain = orderedBody{remain}
+	}
+	return content, remain, diags
+}
+
+func orderBlocks(content *hcl.BodyContent) {
+	if content == nil {
+		return
+	}
+	for _, blk := range content.Blocks {
+		if blk.Body != nil {
+			blk.Body = orderedBody{blk.Body}
+		}
+	}
+}
+
+// sortedSchema is schema with its attributes and block types sorted by
+// name; schema itself is left as it is.
+func sortedSchema(schema *hcl.BodySchema) *hcl.BodySchema {
+	if schema == nil {
+		return nil
+	}
+	out := &hcl.BodySchema{
+		Attributes: slices.Clone(schema.Attributes),
+		Blocks:     slices.Clone(schema.Blocks),
+	}
+	slices.SortStableFunc(out.Attributes, func(a, b hcl.AttributeSchema) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out.Blocks, func(a, b hcl.BlockHeaderSchema) int { return strings.Compare(a.Type, b.Type) })
+	return out
 }
 
 // blockSpecs is what decoding needs of one schema block.
