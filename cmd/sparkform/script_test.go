@@ -3,11 +3,13 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,17 +176,34 @@ func cmdSSHKill(ts *testscript.TestScript, neg bool, args []string) {
 
 // sshrevive I DURATION: start node I's sshd again after DURATION, in the
 // background (the next command meets a refusing node meanwhile).
+// sshrevive I FILE REGEXP: start it again once FILE (written by a command
+// that runs meanwhile) matches REGEXP, so a test of a retry does not
+// depend on how fast a loaded machine gets to the first attempt.
 func cmdSSHRevive(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: sshrevive I DURATION")
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: sshrevive I DURATION | sshrevive I FILE REGEXP")
 	}
 	n := bedNode(ts, args[:1])
-	d, err := time.ParseDuration(args[1])
-	ts.Check(err)
+	wait := func() error { return nil }
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		wait = func() error { time.Sleep(d); return nil }
+	} else {
+		file, re := ts.MkAbs(args[1]), regexp.MustCompile(args[2])
+		wait = func() error {
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if b, err := os.ReadFile(file); err == nil && re.Match(b) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s did not match %q in 2m; reviving anyway", args[1], args[2])
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
-		time.Sleep(d)
-		done <- n.Revive()
+		werr := wait()
+		done <- errors.Join(werr, n.Revive())
 	}()
 	ts.Defer(func() {
 		if err := <-done; err != nil {
