@@ -30,7 +30,10 @@ func newIntent(in *stateObject, action string) (*state.Intent, error) {
 // records: the reviewed value, with what it left unknown taken from the
 // configuration evaluated now where that is known. Recovery refreshes an
 // interrupted create from it, and a provider finds the object by its
-// identity attributes, which come from configuration.
+// identity attributes, which come from configuration. An unknown
+// attribute that configuration does not know either is null here, as the
+// journal stores it anyway: the object is rebuilt once, not again by
+// encodeStateValue.
 func intentValue(reviewed, cfg cty.Value) cty.Value {
 	if reviewed == cty.NilVal || cfg == cty.NilVal || reviewed.IsWhollyKnown() {
 		return reviewed
@@ -39,7 +42,8 @@ func intentValue(reviewed, cfg cty.Value) cty.Value {
 }
 
 // fillUnknowns replaces the unknowns of v with from's value at the same
-// place when that is wholly known and not null, walking objects.
+// place when that is wholly known and not null, else with null, walking
+// objects (unknowns inside other values stay).
 func fillUnknowns(v, from cty.Value) cty.Value {
 	if from.IsMarked() {
 		from, _ = from.Unmark()
@@ -49,7 +53,7 @@ func fillUnknowns(v, from cty.Value) cty.Value {
 		if !from.IsNull() && from.IsWhollyKnown() && from.Type().Equals(v.Type()) {
 			return from
 		}
-		return v
+		return cty.NullVal(v.Type())
 	case v.IsMarked() || v.IsNull() || !v.Type().IsObjectType() || v.IsWhollyKnown() ||
 		from.IsNull() || !from.IsKnown() || !from.Type().IsObjectType():
 		return v

@@ -88,11 +88,16 @@ func DecodeValue(b json.RawMessage) (cty.Value, error) {
 // value costs its data alone, and decoding it knows its type up front
 // instead of reading it from every value (cty/json's dynamic form).
 func encodeStateValue(resourceType string, v cty.Value) (typ, data []byte, err error) {
-	if v.ContainsMarked() { // a walk; UnmarkDeep rebuilds the value
-		v, _ = v.UnmarkDeep()
-	}
-	if !v.IsWhollyKnown() {
-		v = unknownAsNull(v)
+	// One walk finds both; each fix-up rebuilds the value, so only a
+	// value that needs it pays (a result rarely does; an intent's planned
+	// value has its computed attributes unknown).
+	if marked, unknown := scanValue(v); marked || unknown {
+		if marked {
+			v, _ = v.UnmarkDeep()
+		}
+		if unknown {
+			v = cty.UnknownAsNull(v)
+		}
 	}
 	ty := v.Type()
 	if typ, err = typeJSON(resourceType, ty); err != nil {
@@ -188,15 +193,43 @@ func stateType(js []byte) (cty.Type, error) {
 }
 
 // unknownAsNull replaces every unknown in v with a null of its type: what
-// a journal intent records of a planned value.
+// a journal intent records of a planned value. cty.UnknownAsNull builds
+// no paths, where cty.Transform built one per element (0.15 CPU s of a
+// 10,000-instance apply, which encodes each planned value once).
 func unknownAsNull(v cty.Value) cty.Value {
-	v, _ = cty.Transform(v, func(_ cty.Path, v cty.Value) (cty.Value, error) {
-		if !v.IsKnown() {
-			return cty.NullVal(v.Type()), nil
+	if v.IsWhollyKnown() {
+		return v
+	}
+	return cty.UnknownAsNull(v)
+}
+
+// scanValue reports whether v holds marks and unknowns anywhere, in one
+// walk that builds no paths (cty's ContainsMarked builds one per element,
+// and IsWhollyKnown walks again).
+func scanValue(v cty.Value) (marked, unknown bool) {
+	if v.IsMarked() {
+		marked = true
+		v, _ = v.Unmark()
+	}
+	if !v.IsKnown() {
+		return marked, true
+	}
+	if v.IsNull() {
+		return marked, false
+	}
+	ty := v.Type()
+	if !ty.IsCollectionType() && !ty.IsObjectType() && !ty.IsTupleType() {
+		return marked, false
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		m, u := scanValue(ev)
+		marked, unknown = marked || m, unknown || u
+		if marked && unknown {
+			break
 		}
-		return v, nil
-	})
-	return v
+	}
+	return marked, unknown
 }
 
 // putObject writes obj's record to state.
