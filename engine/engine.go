@@ -44,6 +44,13 @@ type Engine struct {
 	// was ~45 MB of garbage). See buildConfigGraph.
 	graphMu sync.Mutex
 	graph   *builtGraph
+
+	// values are the instance values the last loadState decoded, by
+	// address, with the bytes they came from: apply reads the records
+	// its plan read a moment before, and a record whose bytes did not
+	// change decodes to the same (immutable) value. See loadState.
+	valuesMu sync.Mutex
+	values   map[string]decodedValue
 }
 
 // builtGraph is a configuration graph and the module it was built from.

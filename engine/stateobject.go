@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,6 +259,11 @@ func decodeStateObject(r *state.Resource, nodes nodeCache) (*stateObject, error)
 	if err != nil {
 		return nil, fmt.Errorf("state record %s: %w", r.Address, err)
 	}
+	return stateObjectOf(r, v, nodes)
+}
+
+// stateObjectOf is the object of record r whose value, decoded, is v.
+func stateObjectOf(r *state.Resource, v cty.Value, nodes nodeCache) (*stateObject, error) {
 	var n sdk.Node
 	if len(r.Node) > 0 {
 		var ok bool
@@ -318,21 +324,46 @@ func resourceOfInstance(addr string) string {
 
 func nullOf(v cty.Value) cty.Value { return cty.NullVal(v.Type()) }
 
-// loadState reads every instance in state.
+// decodedValue is an instance value and the record bytes it was decoded
+// from (Resource.ValueType and Value, the compact form).
+type decodedValue struct {
+	typ, data []byte
+	v         cty.Value
+}
+
+// loadState reads every instance in state. A value whose record bytes are
+// those the previous loadState decoded is taken from it: the apply of a
+// plan (and of a destroy) reads the state the plan read, and decoding
+// every value again was 0.09 CPU s of a 10,000-instance destroy.
 func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 	recs, err := e.Store.Resources()
 	if err != nil {
 		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
 	}
+	e.valuesMu.Lock()
+	defer e.valuesMu.Unlock()
+	prev := e.values
+	e.values = nil // a failed load leaves none
+	values := make(map[string]decodedValue, len(recs))
 	out := make(map[string]*stateObject, len(recs))
 	nodes := nodeCache{}
 	for _, r := range recs {
-		in, err := decodeStateObject(r, nodes)
+		var v cty.Value
+		if d, ok := prev[r.Address]; ok && r.ValueType != nil && bytes.Equal(d.data, r.Value) && bytes.Equal(d.typ, r.ValueType) {
+			v = d.v
+		} else if v, err = ResourceValue(r); err != nil {
+			return nil, hcl.Diagnostics{errDiag("Corrupt state record", fmt.Sprintf("state record %s: %v", r.Address, err))}
+		}
+		if r.ValueType != nil {
+			values[r.Address] = decodedValue{typ: r.ValueType, data: r.Value, v: v}
+		}
+		in, err := stateObjectOf(r, v, nodes)
 		if err != nil {
 			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
 		}
 		out[in.Addr] = in
 	}
+	e.values = values
 	return out, nil
 }
 

@@ -311,3 +311,47 @@ func BenchmarkEncodeIntent(b *testing.B) {
 		}
 	}
 }
+
+// loadState takes from the previous load only the values whose record
+// bytes did not change: a record written in between (here a new value of
+// the same type, and one removed) reads as it is now.
+func TestLoadStateReusesOnlyUnchangedValues(t *testing.T) {
+	s, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := &Engine{Store: s}
+	put := func(addr, id string) {
+		t.Helper()
+		v := stateValues()["data"]
+		m := v.AsValueMap()
+		m["id"] = cty.StringVal(id)
+		obj := &stateObject{Addr: addr, Type: "sparkform_data", Provider: "sparkform", Value: cty.ObjectVal(m), Node: sdk.Node{Name: "n"}}
+		if err := e.putObject(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("sparkform_data.a", "a1")
+	put("sparkform_data.b", "b1")
+	put("sparkform_data.c", "c1")
+	if _, diags := e.loadState(); diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	put("sparkform_data.a", "a2")
+	if err := s.DeleteResource("sparkform_data.c"); err != nil {
+		t.Fatal(err)
+	}
+	objs, diags := e.loadState()
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for addr, want := range map[string]string{"sparkform_data.a": "a2", "sparkform_data.b": "b1"} {
+		if got := objs[addr].Value.GetAttr("id"); !got.RawEquals(cty.StringVal(want)) {
+			t.Errorf("%s id = %#v, want %q", addr, got, want)
+		}
+	}
+	if len(objs) != 2 {
+		t.Errorf("loaded %d objects, want 2", len(objs))
+	}
+}
