@@ -276,6 +276,11 @@ type WalkFunc func(ctx context.Context, v string) error
 // it depends on succeeded. A failed vertex's dependents are not run and get
 // ErrUpstreamFailed; once ctx is done no new vertex starts (they get
 // ctx.Err()). It returns the error of every vertex that did not succeed.
+//
+// At most parallelism long-lived workers take ready vertices in the order
+// they became ready. A goroutine per vertex started with a small stack and
+// grew it again through expression evaluation for every vertex (10 % of an
+// apply's CPU at 10,000 instances); a worker keeps its grown stack.
 func (g *Graph) Walk(ctx context.Context, parallelism int, fn WalkFunc) map[string]error {
 	if err := g.Validate(); err != nil {
 		errs := map[string]error{}
@@ -288,71 +293,96 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn WalkFunc) map[stri
 		parallelism = 1
 	}
 	n := len(g.names)
-	pending := make([]int, n)
-	failed := make([]bool, n)
-	errs := map[string]error{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, parallelism)
-
-	var schedule func(i int)
-	// finish marks i done and schedules its users; called with mu held.
-	var finish func(i int, err error)
-	finish = func(i int, err error) {
-		if err != nil {
-			errs[g.names[i]] = err
-			failed[i] = true
-		}
-		for _, u := range g.users[i] {
-			if failed[i] {
-				failed[u] = true
-			}
-			pending[u]--
-			if pending[u] == 0 {
-				if failed[u] {
-					if _, ok := errs[g.names[u]]; !ok {
-						errs[g.names[u]] = ErrUpstreamFailed
-					}
-					finish(u, nil)
-					continue
-				}
-				schedule(u)
-			}
+	if n == 0 {
+		return map[string]error{}
+	}
+	w := &walker{g: g, pending: make([]int, n), failed: make([]bool, n), errs: map[string]error{},
+		ready: make([]int, 0, n), left: n}
+	w.cond.L = &w.mu
+	for i := 0; i < n; i++ {
+		w.pending[i] = len(g.deps[i])
+		if w.pending[i] == 0 {
+			w.ready = append(w.ready, i)
 		}
 	}
-	schedule = func(i int) {
-		wg.Add(1)
+	workers := min(parallelism, n)
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for range workers {
 		go func() {
 			defer wg.Done()
-			var err error
-			select {
-			case sem <- struct{}{}:
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				} else {
-					err = safeCall(ctx, fn, g.names[i])
-				}
-				<-sem
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
-			mu.Lock()
-			finish(i, err)
-			mu.Unlock()
+			w.work(ctx, fn)
 		}()
 	}
-	mu.Lock()
-	for i := 0; i < n; i++ {
-		pending[i] = len(g.deps[i])
+	wg.Wait()
+	return w.errs
+}
+
+// walker is the state of one Walk, guarded by mu.
+type walker struct {
+	g       *Graph
+	mu      sync.Mutex
+	cond    sync.Cond // signalled when ready grows or left reaches 0
+	pending []int     // pending[i]: dependencies of i not yet finished
+	failed  []bool
+	errs    map[string]error
+	ready   []int // every vertex made ready, in order; next is the head
+	next    int
+	left    int // vertices not finished
+}
+
+// work runs ready vertices until every vertex has finished.
+func (w *walker) work(ctx context.Context, fn WalkFunc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for w.next == len(w.ready) && w.left > 0 {
+			w.cond.Wait()
+		}
+		if w.left == 0 {
+			return
+		}
+		i := w.ready[w.next]
+		w.next++
+		w.mu.Unlock()
+		// Checked before each vertex: nothing new starts once ctx is done.
+		err := ctx.Err()
+		if err == nil {
+			err = safeCall(ctx, fn, w.g.names[i])
+		}
+		w.mu.Lock()
+		w.finish(i, err)
 	}
-	for i := 0; i < n; i++ {
-		if pending[i] == 0 {
-			schedule(i)
+}
+
+// finish marks i done and readies its users; called with mu held.
+func (w *walker) finish(i int, err error) {
+	g := w.g
+	w.left--
+	if err != nil {
+		w.errs[g.names[i]] = err
+		w.failed[i] = true
+	}
+	for _, u := range g.users[i] {
+		if w.failed[i] {
+			w.failed[u] = true
+		}
+		w.pending[u]--
+		if w.pending[u] == 0 {
+			if w.failed[u] {
+				if _, ok := w.errs[g.names[u]]; !ok {
+					w.errs[g.names[u]] = ErrUpstreamFailed
+				}
+				w.finish(u, nil)
+				continue
+			}
+			w.ready = append(w.ready, u)
+			w.cond.Signal()
 		}
 	}
-	mu.Unlock()
-	wg.Wait()
-	return errs
+	if w.left == 0 {
+		w.cond.Broadcast()
+	}
 }
 
 func safeCall(ctx context.Context, fn WalkFunc, v string) (err error) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -185,5 +187,134 @@ func BenchmarkBuild10k(b *testing.B) {
 		if err := g.Validate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestWalkBoundedGoroutines: the walk runs its vertices on at most
+// parallelism workers, not a goroutine per ready vertex (each of which grew
+// its stack anew through evaluation).
+func TestWalkBoundedGoroutines(t *testing.T) {
+	g := New()
+	for i := 0; i < 2000; i++ {
+		g.Add(fmt.Sprint(i))
+	}
+	base := runtime.NumGoroutine()
+	var peak atomic.Int64
+	g.Walk(context.Background(), 4, func(context.Context, string) error {
+		n := int64(runtime.NumGoroutine())
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		return nil
+	})
+	if got := peak.Load() - int64(base); got > 4 {
+		t.Fatalf("walk used %d goroutines beyond the caller's, want at most 4 (parallelism)", got)
+	}
+}
+
+// TestWalkPanicIsVertexError: a panicking vertex fails alone (its
+// dependents are skipped) and the walk's workers go on with the rest.
+func TestWalkPanicIsVertexError(t *testing.T) {
+	g := build([][2]string{{"b", "a"}, {"c", "b"}}, "d", "e", "f")
+	var mu sync.Mutex
+	var ran []string
+	errs := g.Walk(context.Background(), 1, func(_ context.Context, v string) error {
+		mu.Lock()
+		ran = append(ran, v)
+		mu.Unlock()
+		if v == "b" {
+			panic("kaput")
+		}
+		return nil
+	})
+	sort.Strings(ran)
+	if !reflect.DeepEqual(ran, []string{"a", "b", "d", "e", "f"}) {
+		t.Errorf("ran %v, want [a b d e f]", ran)
+	}
+	if errs["b"] == nil || errs["b"].Error() != "panic in b: kaput" {
+		t.Errorf("b: %v", errs["b"])
+	}
+	if !errors.Is(errs["c"], ErrUpstreamFailed) || len(errs) != 2 {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+// TestWalkCancelWithQueuedVertices: after cancel nothing new starts, even
+// with vertices already queued for the busy workers; each vertex not run
+// gets ctx.Err() or, below one that did, ErrUpstreamFailed.
+func TestWalkCancelWithQueuedVertices(t *testing.T) {
+	g := New()
+	for i := 0; i < 100; i++ {
+		g.Connect(fmt.Sprintf("child%d", i), fmt.Sprintf("v%d", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var started atomic.Int64
+	errs := g.Walk(ctx, 3, func(ctx context.Context, v string) error {
+		if started.Add(1) == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if n := started.Load(); n != 3 {
+		t.Fatalf("%d vertices started, want 3 (those before the cancel)", n)
+	}
+	canceled := 0
+	for v, err := range errs {
+		switch {
+		case errors.Is(err, context.Canceled):
+			canceled++
+		case errors.Is(err, ErrUpstreamFailed):
+			if !strings.HasPrefix(v, "child") {
+				t.Errorf("%s: %v", v, err)
+			}
+		default:
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	if len(errs) != 197 || canceled < 97 {
+		t.Fatalf("%d errors (%d canceled), want 197 (at least 97 canceled)", len(errs), canceled)
+	}
+}
+
+// TestWalkDAGRunsEachOnceInOrder walks a random DAG at several
+// parallelisms: every vertex runs exactly once, after its dependencies.
+func TestWalkDAGRunsEachOnceInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := New()
+	const n = 3000
+	for i := 0; i < n; i++ {
+		v := fmt.Sprint(i)
+		g.Add(v)
+		for k := 0; k < 3 && i > 0; k++ {
+			g.Connect(v, fmt.Sprint(rng.IntN(i)))
+		}
+	}
+	for _, par := range []int{1, 2, 7, 64} {
+		var mu sync.Mutex
+		runs := map[string]int{}
+		errs := g.Walk(context.Background(), par, func(_ context.Context, v string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, d := range g.DependsOn(v) {
+				if runs[d] != 1 {
+					return fmt.Errorf("%s ran before %s", v, d)
+				}
+			}
+			runs[v]++
+			return nil
+		})
+		if len(errs) != 0 || len(runs) != n {
+			t.Fatalf("parallelism %d: %d ran, errors %v", par, len(runs), errs)
+		}
+		for v, c := range runs {
+			if c != 1 {
+				t.Fatalf("parallelism %d: %s ran %d times", par, v, c)
+			}
+		}
+	}
+}
+
+func TestWalkEmpty(t *testing.T) {
+	if errs := New().Walk(context.Background(), 4, nil); len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
 	}
 }
