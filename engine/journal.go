@@ -17,13 +17,17 @@ import (
 	"github.com/sparkform/sparkform/state"
 )
 
+// journalPID is this process's id, recorded in each intent: taken once, not a
+// getpid call per instance.
+var journalPID = os.Getpid()
+
 // newIntent is the journal intent apply writes before a provider call on in.
 func newIntent(in *stateObject, action string) (*state.Intent, error) {
 	rec, err := in.record()
 	if err != nil {
 		return nil, err
 	}
-	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: os.Getpid()}, nil
+	return &state.Intent{Address: in.Addr, Action: action, Resource: rec, Started: time.Now().UTC(), PID: journalPID}, nil
 }
 
 // intentValue is the value the journal intent of a create or update
