@@ -28,6 +28,10 @@ type planner struct {
 	filter  *targetFilter
 
 	lim limiter
+	// localLim bounds the plans of types whose plans reach no node
+	// (sdk.ResourceSchema.LocalPlan): wider than lim, so that more plan
+	// items are in flight and share the plugin session's messages.
+	localLim limiter
 	// offline: -refresh=false, providers reach no node.
 	offline bool
 
@@ -42,8 +46,15 @@ func newPlanner(e *Engine, in *planInputs, opts PlanOptions) *planner {
 		replace[r] = true
 	}
 	return &planner{e: e, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
-		lim: make(limiter, e.parallelism()), offline: opts.SkipRefresh, seen: map[string]bool{}}
+		lim: make(limiter, e.parallelism()), localLim: make(limiter, max(e.parallelism(), localPlanParallelism)),
+		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
+
+// localPlanParallelism bounds the plans in flight of types whose plans
+// reach no node: the instances a plugin session's message carries at most
+// (sdk's muxMaxItems). A 10,000-instance no-op plan of sparkform_data
+// sent ~3 plan items a message at parallelism 10.
+const localPlanParallelism = 256
 
 // planBlock plans a resource block walked whole: its instance keys are
 // known only now.
@@ -71,8 +82,12 @@ func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues
 	if diags.HasErrors() {
 		return diags
 	}
+	lim := pl.lim
+	if s := pl.cg.schemas[pl.e.Module.Resources[key].Addr.Type]; s != nil && s.LocalPlan {
+		lim = pl.localLim
+	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, pl.lim, len(cis), func(i int) {
+	if err := forEachParallel(ctx, lim, len(cis), func(i int) {
 		d := pl.planInstance(ctx, prov, key, b, cis[i])
 		mu.Lock()
 		diags = append(diags, d...)

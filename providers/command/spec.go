@@ -67,6 +67,7 @@ var schema = func() *sdk.ResourceSchema {
 	return &sdk.ResourceSchema{
 		Description: "A command run on a node: create, optional update, destroy and check (exit 0 = present and current, run at refresh so drift is seen). The escape hatch for a step no other resource models; each step is an argv or a script passed as one argument, never a shell string built from values. Without check, plan warns that drift cannot be seen.",
 		Block:       &sdk.Block{Attributes: attrs},
+		LocalPlan:   true, // Plan runs nothing: check runs at refresh
 	}
 }()
 

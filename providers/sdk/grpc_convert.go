@@ -412,7 +412,7 @@ func schemaToProto(s *Schema) (*proto.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity}
+		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity, LocalPlan: rs.LocalPlan}
 	}
 	return out, nil
 }
@@ -466,7 +466,7 @@ func schemaFromProto(p *proto.Schema) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity()}
+		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity(), LocalPlan: rs.GetLocalPlan()}
 	}
 	return out, nil
 }

@@ -25,10 +25,12 @@ const MaxMessageSize = 256 << 20
 // (proto/provider.proto) this package speaks. 2: validation in one call
 // per provider, plans and applies as items of sessions (mux.go). 3: an
 // apply's re-plan, its check against the reviewed plan and the apply are
-// one apply item (ApplyResourceChange_Request.replan, PlanAndApply). An
+// one apply item (ApplyResourceChange_Request.replan, PlanAndApply). 4: a
+// resource schema says whether its plans reach no node (local_plan), and
+// the engine plans such types wider than its parallelism. An
 // engine and a plugin of different versions refuse each other at the
 // handshake, before any call.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // Handshake is the go-plugin handshake between the engine and a provider
 // plugin. The magic cookie is not a secret: it only tells a user who runs a

@@ -25,6 +25,13 @@ type ResourceSchema struct {
 	// values of all of them would manage the same object, and the engine
 	// refuses that at plan. Empty: instances never collide.
 	Identity []string
+	// LocalPlan says PlanResourceChange of this type never reaches a node:
+	// it plans from the values it is given alone, whether or not the plan
+	// is Offline. The engine then plans more of its instances at once
+	// than its parallelism (which bounds work on nodes), so that many plan
+	// items share one message each way. Set it only when no plan of the
+	// type, now or later, runs anything on a node or opens a connection.
+	LocalPlan bool
 }
 
 // Block is a set of attributes and nested blocks, as in a resource body.

@@ -420,7 +420,12 @@ type ResourceSchema struct {
 	// Identity names the attributes whose values, on one node, identify the
 	// object an instance manages (a module name, a path, a container name):
 	// the engine refuses two instances with equal identities on one node.
-	Identity      []string `protobuf:"bytes,4,rep,name=identity,proto3" json:"identity,omitempty"`
+	Identity []string `protobuf:"bytes,4,rep,name=identity,proto3" json:"identity,omitempty"`
+	// The type's PlanResourceChange never reaches a node: it plans from the
+	// values it is given alone (protocol 4). The engine then plans more of
+	// its instances at once than its parallelism, which bounds work on
+	// nodes, so that many plan items share one message each way.
+	LocalPlan     bool `protobuf:"varint,5,opt,name=local_plan,json=localPlan,proto3" json:"local_plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -481,6 +486,13 @@ func (x *ResourceSchema) GetIdentity() []string {
 		return x.Identity
 	}
 	return nil
+}
+
+func (x *ResourceSchema) GetLocalPlan() bool {
+	if x != nil {
+		return x.LocalPlan
+	}
+	return false
 }
 
 type Block struct {
@@ -3012,12 +3024,14 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\x9c\x01\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xbb\x01\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
 	"\x05block\x18\x03 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\x12\x1a\n" +
-	"\bidentity\x18\x04 \x03(\tR\bidentity\"\xe8\x02\n" +
+	"\bidentity\x18\x04 \x03(\tR\bidentity\x12\x1d\n" +
+	"\n" +
+	"local_plan\x18\x05 \x01(\bR\tlocalPlan\"\xe8\x02\n" +
 	"\x05Block\x12L\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2,.sparkform.provider.v1.Block.AttributesEntryR\n" +
