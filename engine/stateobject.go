@@ -219,7 +219,18 @@ func scanValue(v cty.Value) (marked, unknown bool) {
 		return marked, false
 	}
 	ty := v.Type()
-	if !ty.IsCollectionType() && !ty.IsObjectType() && !ty.IsTupleType() {
+	if ty.IsObjectType() {
+		// By attribute: ElementIterator sorts the names first.
+		for name := range ty.AttributeTypes() {
+			m, u := scanValue(v.GetAttr(name))
+			marked, unknown = marked || m, unknown || u
+			if marked && unknown {
+				break
+			}
+		}
+		return marked, unknown
+	}
+	if !ty.IsCollectionType() && !ty.IsTupleType() {
 		return marked, false
 	}
 	for it := v.ElementIterator(); it.Next(); {

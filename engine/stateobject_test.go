@@ -355,3 +355,15 @@ func TestLoadStateReusesOnlyUnchangedValues(t *testing.T) {
 		t.Errorf("loaded %d objects, want 2", len(objs))
 	}
 }
+
+// BenchmarkScanValue: looking for marks and unknowns in a sparkform_data
+// value, what encoding every record starts with.
+func BenchmarkScanValue(b *testing.B) {
+	v := stateValues()["data"]
+	b.ReportAllocs()
+	for b.Loop() {
+		if m, u := scanValue(v); m || u {
+			b.Fatal("found marks or unknowns")
+		}
+	}
+}
