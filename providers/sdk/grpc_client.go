@@ -270,16 +270,17 @@ func batchAddress(req ReadRequest) string {
 func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadResponse {
 	items := make([]*proto.ReadResources_Item, len(req.Resources))
 	types := make([]cty.Type, len(req.Resources))
+	sent := make([]cty.Value, len(req.Resources)) // each prior as the plugin saw it
 	for i, it := range req.Resources {
 		ty, diags := c.typeOf(ctx, it.TypeName)
 		if diags.HasErrors() {
 			return ReadResponse{Diagnostics: diags}
 		}
-		prior, err := encodeValue(it.Prior, ty)
+		prior, v, err := encodeSent(it.Prior, ty)
 		if err != nil {
 			return ReadResponse{Diagnostics: Diagnostics{badValue("prior state", it.Address, err)}}
 		}
-		types[i] = ty
+		types[i], sent[i] = ty, v
 		items[i] = &proto.ReadResources_Item{TypeName: it.TypeName, Address: it.Address, Prior: prior, Private: it.Private}
 	}
 	resp, err := c.client.ReadResources(ctx, &proto.ReadResources_Request{Node: nodeToProto(req.Node), Items: items}, callOpts...)
@@ -298,7 +299,7 @@ func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadRes
 	for i, r := range resp.Results {
 		diags := diagsFromProto(r.Diagnostics)
 		if r.Unchanged {
-			v := req.Resources[i].Prior
+			v := sent[i]
 			if v == cty.NilVal {
 				v = cty.NullVal(types[i])
 			}
@@ -324,10 +325,14 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 		return PlanResponse{Diagnostics: diags}
 	}
 	var enc [3][]byte
+	var sentPrior cty.Value // the prior as the plugin saw it
 	for i, v := range [3]cty.Value{req.Prior, req.Config, req.Proposed} {
-		b, err := encodeValue(v, ty)
+		b, sent, err := encodeSent(v, ty)
 		if err != nil {
 			return PlanResponse{Diagnostics: Diagnostics{badValue([3]string{"prior", "config", "proposed"}[i], req.Address, err)}}
+		}
+		if i == 0 {
+			sentPrior = sent
 		}
 		enc[i] = b
 	}
@@ -353,8 +358,8 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 	}
 	diags = diagsFromProto(resp.Diagnostics)
 	var planned cty.Value
-	if resp.PlannedUnchanged && req.Prior != cty.NilVal {
-		planned = req.Prior
+	if resp.PlannedUnchanged && sentPrior != cty.NilVal {
+		planned = sentPrior
 	} else if planned, err = decodeValue(resp.Planned, ty); err != nil {
 		diags = append(diags, badValue("planned value", req.Address, err))
 	}

@@ -22,8 +22,18 @@ import (
 // null. Marks (e.g. sensitive) do not cross the wire: sensitivity is a
 // schema property the engine applies itself, as Terraform does.
 func encodeValue(v cty.Value, ty cty.Type) ([]byte, error) {
+	b, _, err := encodeSent(v, ty)
+	return b, err
+}
+
+// encodeSent is encodeValue that also returns the value as the other side
+// will see it: v, or v without its marks. An "unchanged" answer about a
+// value the client sent (ReadResources_Result.unchanged,
+// planned_unchanged) stands for that value, never for marks the plugin
+// did not see.
+func encodeSent(v cty.Value, ty cty.Type) ([]byte, cty.Value, error) {
 	if v == cty.NilVal || v.IsNull() {
-		return nil, nil // empty means null (decodeValue): a create's prior costs nothing
+		return nil, v, nil // empty means null (decodeValue): a create's prior costs nothing
 	}
 	enc := marshal
 	if ty.HasDynamicTypes() {
@@ -34,7 +44,7 @@ func encodeValue(v cty.Value, ty cty.Type) ([]byte, error) {
 		v, _ = v.UnmarkDeep()
 		b, err = enc(v, ty)
 	}
-	return b, err
+	return b, v, err
 }
 
 // Values whose schema type has dynamic parts (an attribute of type any)

@@ -818,3 +818,62 @@ func TestPlanAndApplyOverTheWire(t *testing.T) {
 		}
 	}
 }
+
+// An "unchanged" answer (a read that found the prior, a plan that keeps
+// it) stands for the value the plugin saw: the prior without its marks,
+// which do not cross the wire, as a value sent back would have been. A
+// plan that differs from the prior only in an unknown's refinement is a
+// change and comes back as planned.
+func TestUnchangedAnswersStandForTheValueSent(t *testing.T) {
+	r, p := newThing(t)
+	ctx := context.Background()
+	prior := cty.ObjectVal(func() map[string]cty.Value {
+		m := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), fullConfig(t))).AsValueMap()
+		m["id"] = cty.StringVal("i-1")
+		m["tags"] = cty.MapValEmpty(cty.String)
+		m["dyn"] = cty.StringVal("known")
+		m["secret"] = cty.StringVal("s3cret").Mark("sensitive")
+		return m
+	}())
+	want := unmarked(prior)
+
+	rr := p.ReadResources(ctx, sdk.ReadRequest{Node: node, Resources: []sdk.ReadItem{{TypeName: "test_thing", Address: "test_thing.u", Prior: prior}}})
+	if rr.Diagnostics.HasErrors() || len(rr.Results) != 1 {
+		t.Fatalf("read: %v", rr.Diagnostics.Err())
+	}
+	if got := rr.Results[0].NewState; !got.RawEquals(want) {
+		t.Errorf("unchanged read came back as\n%#v\nwant the prior as sent (unmarked)\n%#v", got, want)
+	}
+
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: req.Prior} }
+	resp := p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: prior, Config: unmarked(fullConfig(t))})
+	if resp.Diagnostics.HasErrors() {
+		t.Fatal(resp.Diagnostics.Err())
+	}
+	if !resp.Planned.RawEquals(want) {
+		t.Errorf("unchanged plan came back as\n%#v\nwant the prior as sent (unmarked)\n%#v", resp.Planned, want)
+	}
+
+	// A prior with an unknown id; the plan refines it (not null): that is
+	// not the prior, and must not be answered as if it were.
+	withUnknown := cty.ObjectVal(func() map[string]cty.Value { m := want.AsValueMap(); m["id"] = cty.UnknownVal(cty.String); return m }())
+	refined := cty.ObjectVal(func() map[string]cty.Value {
+		m := want.AsValueMap()
+		m["id"] = cty.UnknownVal(cty.String).RefineNotNull()
+		return m
+	}())
+	r.plan = func(sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: refined} }
+	resp = p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: withUnknown, Config: unmarked(fullConfig(t))})
+	if resp.Diagnostics.HasErrors() {
+		t.Fatal(resp.Diagnostics.Err())
+	}
+	if !resp.Planned.RawEquals(refined) {
+		t.Errorf("refined plan came back as\n%#v\nwant\n%#v", resp.Planned, refined)
+	}
+	// The same unknown kept as it is: unchanged, and exactly the prior.
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: req.Prior} }
+	resp = p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: withUnknown, Config: unmarked(fullConfig(t))})
+	if !resp.Planned.RawEquals(withUnknown) {
+		t.Errorf("plan keeping an unknown came back as\n%#v\nwant\n%#v", resp.Planned, withUnknown)
+	}
+}
