@@ -2,7 +2,8 @@
 // engine logic: it loads config, opens state, starts the plugin host and
 // hands them to the engine, then renders what comes back.
 //
-// Run as `sparkform internal-plugin NAME` it serves one built-in provider
-// over the plugin protocol instead: the engine starts built-in providers
-// out of process by re-executing this binary.
+// Run as `sparkform internal-plugin NAME...` it serves built-in providers
+// over the plugin protocol instead: the engine starts them out of process
+// by re-executing this binary, all of them in one process (several names:
+// sdk.ServeShared; one name: sdk.Serve, that provider alone).
 package main

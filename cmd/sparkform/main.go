@@ -34,9 +34,13 @@ func runProcess(args []string) int {
 // run is main without the process: script tests call it in-process.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) >= 2 && args[0] == "internal-plugin" {
-		stop := startProfiles("plugin-" + args[1])
+		prof := "plugin-" + args[1]
+		if len(args) > 2 {
+			prof = "plugin-builtin" // the process of every built-in provider
+		}
+		stop := startProfiles(prof)
 		defer stop()
-		if err := servePlugin(args[1]); err != nil {
+		if err := servePlugin(args[1:]); err != nil {
 			fmt.Fprintln(stderr, "sparkform internal-plugin:", err)
 			return 1
 		}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/command"
@@ -22,12 +25,38 @@ var builtins = map[string]func() sdk.Provider{
 	command.Name: command.New,
 }
 
-// servePlugin serves one built-in provider over the plugin protocol.
-func servePlugin(name string) error {
-	mk, ok := builtins[name]
-	if !ok {
-		return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
+// servePlugin serves the named built-in providers over the plugin
+// protocol: one as a plugin of its own (sdk.Serve), several from this one
+// process (sdk.ServeShared), as the plugin host starts them.
+func servePlugin(names []string) error {
+	ps := make(map[string]sdk.Provider, len(names))
+	for _, name := range names {
+		mk, ok := builtins[name]
+		if !ok {
+			return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
+		}
+		ps[name] = mk()
 	}
-	sdk.Serve(mk())
+	if len(names) == 1 {
+		sdk.Serve(ps[names[0]])
+		return nil
+	}
+	sdk.ServeShared(ps)
 	return nil
+}
+
+// builtinFrames are the prefixes of each built-in provider's functions in
+// a Go stack trace (plugin.Options.BuiltinFrames): its constructor's
+// package.
+func builtinFrames() map[string]string {
+	out := make(map[string]string, len(builtins))
+	for name, mk := range builtins {
+		fn := runtime.FuncForPC(reflect.ValueOf(mk).Pointer()).Name() // "path/to/pkg.New"
+		if i := strings.LastIndexByte(fn, '/'); i >= 0 {
+			if j := strings.IndexByte(fn[i:], '.'); j >= 0 {
+				out[name] = fn[:i+j+1]
+			}
+		}
+	}
+	return out
 }

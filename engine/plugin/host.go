@@ -31,8 +31,15 @@ type Options struct {
 	// SelfExe is the sparkform binary; built-in providers run as
 	// `SelfExe internal-plugin NAME` (go-plugin handshake over that process).
 	SelfExe string
-	// Builtins are the provider names served by SelfExe.
+	// Builtins are the provider names served by SelfExe. With two or more,
+	// one process serves them all (`SelfExe internal-plugin NAME...`,
+	// sdk.ServeShared): it starts when the first is asked for.
 	Builtins []string
+	// BuiltinFrames name, per built-in provider, the prefix of its
+	// functions in a Go stack trace (its package path and "."): when the
+	// shared process panics, the diagnostic names the provider whose code
+	// panicked. Optional.
+	BuiltinFrames map[string]string
 	// PluginDirs are searched, in order, for `sparkform-provider-NAME`.
 	PluginDirs []string
 	// Logger receives the host's and the plugins' log lines; may be nil.
@@ -69,7 +76,9 @@ const (
 	itemSuffix  = " items"
 )
 
-const servicePrefix = "/sparkform.provider.v1.Provider/"
+// serviceName is the provider protocol's gRPC service; a provider in the
+// built-ins' shared process is served under sdk.SharedService(name).
+const serviceName = "sparkform.provider.v1.Provider"
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
@@ -82,20 +91,33 @@ type Host struct {
 	mu      sync.Mutex
 	closed  bool
 	plugins map[string]*instance
+	procs   []*process // every process started, for Close
+
+	sharedMu sync.Mutex // serialises the start of the built-ins' process
+	shared   *process
 }
 
-// instance is one provider plugin, started or not.
+// instance is one provider, started or not.
 type instance struct {
-	name   string
-	log    hclog.Logger
-	stderr *ring
-	calls  map[string]*atomic.Int64 // fixed keys: read without a lock
+	name  string
+	log   hclog.Logger
+	calls map[string]*atomic.Int64 // fixed keys: read without a lock
 
 	startMu sync.Mutex // serialises the start
+	proc    *process   // set before prov
+	prov    atomic.Pointer[sdk.GRPCClient]
+}
+
+// process is one plugin process: a provider's own, or the one serving
+// every built-in provider.
+type process struct {
 	client  *goplugin.Client
+	rpc     goplugin.ClientProtocol
 	cmd     *exec.Cmd // its ProcessState says how the plugin ended
 	sockDir string    // the folder of the plugin's socket (see start)
-	prov    atomic.Pointer[sdk.GRPCClient]
+	stderr  *ring
+	shared  []string          // the providers it serves when it serves several
+	frames  map[string]string // Options.BuiltinFrames, when shared
 }
 
 // NewHost returns a Host; nothing starts until a provider is asked for.
@@ -117,14 +139,7 @@ func (h *Host) Provider(ctx context.Context, name string) (sdk.Provider, error) 
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	inst := h.plugins[name]
-	if inst == nil {
-		inst = &instance{name: name, log: h.log.Named(name), stderr: newRing(StderrTailSize), calls: map[string]*atomic.Int64{}}
-		for _, m := range methods {
-			inst.calls[m] = new(atomic.Int64)
-		}
-		h.plugins[name] = inst
-	}
+	inst := h.instanceLocked(name)
 	h.mu.Unlock()
 
 	if p := inst.prov.Load(); p != nil {
@@ -135,23 +150,110 @@ func (h *Host) Provider(ctx context.Context, name string) (sdk.Provider, error) 
 	if p := inst.prov.Load(); p != nil {
 		return p, nil
 	}
-	cmd, err := h.command(name)
+	var proc *process
+	dispense := sdk.PluginName
+	if h.sharedBuiltin(name) {
+		p, err := h.sharedProcess()
+		if err != nil {
+			return nil, err
+		}
+		proc, dispense = p, name
+	} else {
+		cmd, err := h.command(name)
+		if err != nil {
+			return nil, err
+		}
+		plugins := goplugin.PluginSet{sdk.PluginName: &sdk.GRPCProviderPlugin{}}
+		route := func(service string) *instance {
+			if service != serviceName {
+				return nil
+			}
+			return inst
+		}
+		p, err := h.start(fmt.Sprintf("provider %q", name), inst.log, cmd, plugins, route)
+		if err != nil {
+			return nil, err
+		}
+		proc = p
+	}
+	raw, err := proc.rpc.Dispense(dispense)
+	prov, ok := raw.(*sdk.GRPCClient)
+	if err == nil && !ok {
+		err = fmt.Errorf("dispensed %T, not a provider", raw)
+	}
+	if err != nil {
+		if proc.shared != nil { // the others it serves carry on
+			return nil, fmt.Errorf("%w: provider %q (%s): %v", ErrPluginStart, name, strings.Join(proc.cmd.Args, " "), err)
+		}
+		return nil, proc.startError(fmt.Sprintf("provider %q", name), err)
+	}
+	inst.proc = proc
+	prov.OnRPCError = inst.rpcError
+	inst.prov.Store(prov)
+	inst.log.Debug("provider plugin started", "cmd", strings.Join(proc.cmd.Args, " "))
+	return prov, nil
+}
+
+// instanceLocked returns provider name's instance, made on first use.
+// h.mu is held.
+func (h *Host) instanceLocked(name string) *instance {
+	inst := h.plugins[name]
+	if inst == nil {
+		inst = &instance{name: name, log: h.log.Named(name), calls: map[string]*atomic.Int64{}}
+		for _, m := range methods {
+			inst.calls[m] = new(atomic.Int64)
+		}
+		h.plugins[name] = inst
+	}
+	return inst
+}
+
+// sharedBuiltin says whether provider name is served by the built-ins'
+// shared process: a built-in, when there are several.
+func (h *Host) sharedBuiltin(name string) bool {
+	return len(h.opts.Builtins) > 1 && nameRE.MatchString(name) && slices.Contains(h.opts.Builtins, name)
+}
+
+// sharedProcess returns the process serving every built-in provider,
+// starting it on first use: one process start (a Go runtime, the
+// handshake) per run instead of one per built-in provider.
+func (h *Host) sharedProcess() (*process, error) {
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	if h.shared != nil {
+		return h.shared, nil
+	}
+	if h.opts.SelfExe == "" {
+		return nil, fmt.Errorf("built-in providers cannot start: the plugin host was given no sparkform executable (Options.SelfExe)")
+	}
+	names := slices.Clone(h.opts.Builtins)
+	slices.Sort(names)
+	cmd := exec.Command(h.opts.SelfExe, append([]string{"internal-plugin"}, names...)...)
+	plugins := goplugin.PluginSet{}
+	for _, n := range names {
+		plugins[n] = &sdk.GRPCProviderPlugin{Name: n}
+	}
+	route := func(service string) *instance {
+		n, ok := strings.CutPrefix(service, sharedServicePrefix)
+		if !ok {
+			return nil
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.plugins[n]
+	}
+	p, err := h.start("built-in providers "+strings.Join(names, ", "), h.log.Named("builtin"), cmd, plugins, route)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.start(inst, cmd); err != nil {
-		return nil, err
-	}
-	// Close may have run while the plugin was starting: do not leak it.
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
-		inst.kill()
-		return nil, ErrClosed
-	}
-	return inst.prov.Load(), nil
+	p.shared, p.frames = names, h.opts.BuiltinFrames
+	h.shared = p
+	return p, nil
 }
+
+// sharedServicePrefix starts the gRPC service of a provider in the
+// shared process (sdk.SharedService).
+var sharedServicePrefix = sdk.SharedService("")
 
 // command finds how to run provider name.
 func (h *Host) command(name string) (*exec.Cmd, error) {
@@ -162,7 +264,7 @@ func (h *Host) command(name string) (*exec.Cmd, error) {
 		if h.opts.SelfExe == "" {
 			return nil, fmt.Errorf("built-in provider %q cannot start: the plugin host was given no sparkform executable (Options.SelfExe)", name)
 		}
-		return exec.Command(h.opts.SelfExe, "internal-plugin", name), nil
+		return exec.Command(h.opts.SelfExe, "internal-plugin", name), nil // the only built-in
 	}
 	file := ExecPrefix + name
 	var notExec []string
@@ -203,16 +305,20 @@ type wrapped struct {
 func (w wrapped) Error() string { return w.msg }
 func (w wrapped) Unwrap() error { return w.err }
 
-func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
+// start starts a plugin process serving plugins; what names the
+// provider(s) in messages; route finds the provider an RPC's service is
+// for (its calls are counted there). Close kills what it started.
+func (h *Host) start(what string, log hclog.Logger, cmd *exec.Cmd, plugins goplugin.PluginSet, route func(service string) *instance) (*process, error) {
+	p := &process{cmd: cmd, stderr: newRing(StderrTailSize)}
 	// The plugin makes its socket in a folder of its own, which goes when
 	// the plugin is killed or closed here, and which the plugin removes
 	// itself when it outlives this process (sdk.Serve): an orphan left
 	// behind no /tmp/plugin* socket.
 	sockDir, err := socketDir()
 	if err != nil {
-		return fmt.Errorf("%w: provider %q: %v", ErrPluginStart, inst.name, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrPluginStart, what, err)
 	}
-	inst.sockDir = sockDir
+	p.sockDir = sockDir
 	if sockDir != "" || len(h.opts.Env) > 0 {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
@@ -222,8 +328,16 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 	if sockDir != "" {
 		cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+sockDir)
 	}
+	// calls finds the counters of an RPC's provider and method.
+	calls := func(method string) (*instance, string) {
+		service, m, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+		if !ok {
+			return nil, ""
+		}
+		return route(service), m
+	}
 	count := func(method string) {
-		if m, ok := strings.CutPrefix(method, servicePrefix); ok {
+		if inst, m := calls(method); inst != nil {
 			if c := inst.calls[m]; c != nil {
 				c.Add(1)
 			}
@@ -234,19 +348,19 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 			h.notice(msg)
 			return
 		}
-		inst.log.Debug(line)
+		log.Debug(line)
 	}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		Plugins:          goplugin.PluginSet{sdk.PluginName: &sdk.GRPCProviderPlugin{}},
+		Plugins:          plugins,
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		Logger:           inst.log,
+		Logger:           log,
 		// Stderr is the process's fd 2 (panics, early failures); SyncStderr
 		// is what the plugin writes to os.Stderr once serving.
-		Stderr:     inst.stderr,
-		SyncStderr: io.MultiWriter(inst.stderr, syncLog),
-		SyncStdout: &lineLogger{log: func(line string) { inst.log.Debug(line) }},
+		Stderr:     p.stderr,
+		SyncStderr: io.MultiWriter(p.stderr, syncLog),
+		SyncStdout: &lineLogger{log: func(line string) { log.Debug(line) }},
 		GRPCDialOptions: []grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				count(method)
@@ -258,43 +372,46 @@ func (h *Host) start(inst *instance, cmd *exec.Cmd) error {
 				if err != nil || !desc.ClientStreams {
 					return cs, err
 				}
-				name := strings.TrimPrefix(method, servicePrefix)
+				inst, name := calls(method)
+				if inst == nil {
+					return cs, nil
+				}
 				return &countingStream{ClientStream: cs, sent: inst.calls[name+batchSuffix], items: inst.calls[name+itemSuffix]}, nil
 			}),
 		},
 	})
-	fail := func(err error) error {
-		client.Kill()
-		if sockDir != "" {
-			os.RemoveAll(sockDir)
-		}
-		tail := inst.stderr.Tail()
-		if tail != "" {
-			tail = "\n\nLast output of the plugin (stderr):\n" + tail
-		}
-		return fmt.Errorf("%w: provider %q (%s): %v%s", ErrPluginStart, inst.name, strings.Join(cmd.Args, " "), err, tail)
-	}
+	p.client = client
 	rpc, err := client.Client()
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
 			err = fmt.Errorf("it speaks another version of the provider protocol than this sparkform, which speaks version %d (%v). "+
 				"Use a build of the provider made against this sparkform's providers/sdk", sdk.ProtocolVersion, err)
 		}
-		return fail(err)
+		return nil, p.startError(what, err)
 	}
-	raw, err := rpc.Dispense(sdk.PluginName)
-	if err != nil {
-		return fail(err)
+	p.rpc = rpc
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.procs = append(h.procs, p)
 	}
-	prov, ok := raw.(*sdk.GRPCClient)
-	if !ok {
-		return fail(fmt.Errorf("dispensed %T, not a provider", raw))
+	h.mu.Unlock()
+	if closed { // Close ran while the plugin was starting: do not leak it
+		p.kill()
+		return nil, ErrClosed
 	}
-	inst.client, inst.cmd = client, cmd
-	prov.OnRPCError = inst.rpcError
-	inst.prov.Store(prov)
-	inst.log.Debug("provider plugin started", "cmd", strings.Join(cmd.Args, " "))
-	return nil
+	return p, nil
+}
+
+// startError kills a process that did not start serving and says why,
+// quoting its stderr.
+func (p *process) startError(what string, err error) error {
+	p.kill()
+	tail := p.stderr.Tail()
+	if tail != "" {
+		tail = "\n\nLast output of the plugin (stderr):\n" + tail
+	}
+	return fmt.Errorf("%w: %s (%s): %v%s", ErrPluginStart, what, strings.Join(p.cmd.Args, " "), err, tail)
 }
 
 // countingStream counts the messages sent on a session stream, and the
@@ -322,9 +439,10 @@ func (s *countingStream) SendMsg(m any) error {
 // rpcError is the diagnostic for an RPC that failed in transport. A plugin
 // that died is the usual cause: say so, and quote its stderr.
 func (inst *instance) rpcError(op, address string, err error) sdk.Diagnostic {
+	p := inst.proc
 	if status.Code(err) == codes.Unavailable {
 		deadline := time.Now().Add(exitGrace)
-		for !inst.client.Exited() && time.Now().Before(deadline) {
+		for !p.client.Exited() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -332,36 +450,86 @@ func (inst *instance) rpcError(op, address string, err error) sdk.Diagnostic {
 	if address != "" {
 		what += " of " + address
 	}
-	if inst.client.Exited() {
-		tail := inst.stderr.Tail()
+	if p.client.Exited() {
+		tail := p.stderr.Tail()
 		if tail == "" {
 			tail = "(nothing)"
 		}
 		const after = "Work it finished is in state; the instance it was working on may be half-changed, and the next plan refreshes it.\n\n" +
 			"Last output of the plugin (stderr):\n%s"
+		// Which process: a provider's own, or the one every built-in
+		// provider shares (all of them ended with it).
+		proc := fmt.Sprintf("The plugin process of provider %q", inst.name)
+		if p.shared != nil {
+			proc = "The shared plugin process of the built-in providers " + strings.Join(p.shared, ", ")
+			what += fmt.Sprintf(" (provider %q)", inst.name)
+		}
 		// Exited() is set after the process was waited for, so
 		// ProcessState is there to read.
-		if ps := inst.cmd.ProcessState; ps != nil {
+		if ps := p.cmd.ProcessState; ps != nil {
 			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				sig := ws.Signal()
 				return sdk.Errorf(nil, fmt.Sprintf("Provider %q was killed", inst.name),
-					"The plugin process of provider %q (pid %d) was killed by signal %s (%s, %d) during %s. "+
+					"%s (pid %d) was killed by signal %s (%s, %d) during %s. "+
 						"Something outside sparkform stopped it: a kill, the kernel's out-of-memory killer, a service manager. "+
 						"Run the command again once whatever killed it is dealt with. "+after,
-					inst.name, ps.Pid(), signalName(sig), sig, int(sig), what, tail)
+					proc, ps.Pid(), signalName(sig), sig, int(sig), what, tail)
 			}
-			return sdk.Errorf(nil, fmt.Sprintf("Provider %q crashed", inst.name),
-				"The plugin process of provider %q (pid %d) exited with status %d during %s. This is a bug in the provider. "+after,
-				inst.name, ps.Pid(), ps.ExitCode(), what, tail)
+			culprit, bug := inst.name, "This is a bug in the provider."
+			if p.shared != nil {
+				culprit, bug = "", "This is a bug in one of the built-in providers."
+				if c := panicked(tail, p.frames); c != "" {
+					culprit, bug = c, fmt.Sprintf("Provider %q panicked (its stack is below): this is a bug in provider %q.", c, c)
+				}
+			}
+			title := fmt.Sprintf("Provider %q crashed", culprit)
+			if culprit == "" {
+				title = fmt.Sprintf("The built-in providers' plugin crashed during a call of provider %q", inst.name)
+			}
+			return sdk.Errorf(nil, title, "%s (pid %d) exited with status %d during %s. %s "+after,
+				proc, ps.Pid(), ps.ExitCode(), what, bug, tail)
 		}
 		return sdk.Errorf(nil, fmt.Sprintf("Provider %q crashed", inst.name),
-			"The plugin process of provider %q exited during %s. This is a bug in the provider. "+after, inst.name, what, tail)
+			"%s exited during %s. This is a bug in the provider. "+after, proc, what, tail)
 	}
 	msg := err.Error()
 	if st, ok := status.FromError(err); ok {
 		msg = st.Message()
 	}
 	return sdk.Errorf(nil, fmt.Sprintf("Provider %q call failed", inst.name), "%s: %s", what, msg)
+}
+
+// panicked names the built-in provider whose code panicked, from the Go
+// panic in a plugin's stderr: the first function of the panicking
+// goroutine's stack that is in one of frames (provider name -> function
+// name prefix). "" when there is no panic or no such function.
+func panicked(stderr string, frames map[string]string) string {
+	i := strings.LastIndex(stderr, "\npanic: ")
+	if i < 0 && strings.HasPrefix(stderr, "panic: ") {
+		i = 0
+	}
+	if i < 0 || len(frames) == 0 {
+		return ""
+	}
+	rest := stderr[i:]
+	g := strings.Index(rest, "\ngoroutine ")
+	if g < 0 {
+		return ""
+	}
+	for _, line := range strings.Split(rest[g+1:], "\n")[1:] {
+		if line == "" {
+			break // the end of the panicking goroutine's stack
+		}
+		if strings.HasPrefix(line, "\t") {
+			continue // a file:line
+		}
+		for name, prefix := range frames {
+			if strings.HasPrefix(line, prefix) {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // Schema returns the schema of the named provider (starting it if need
@@ -431,8 +599,11 @@ func (h *Host) Close() {
 	for name, calls := range h.Stats() {
 		h.log.Debug("provider calls", "provider", name, "calls", fmt.Sprint(calls))
 	}
-	for _, inst := range h.started() {
-		wg.Go(inst.kill)
+	h.mu.Lock()
+	procs := h.procs
+	h.mu.Unlock()
+	for _, p := range procs {
+		wg.Go(p.kill)
 	}
 	wg.Wait()
 }
@@ -466,10 +637,10 @@ func socketDir() (string, error) {
 
 // kill stops the plugin (gracefully first, as go-plugin does) and removes
 // its socket folder.
-func (inst *instance) kill() {
-	inst.client.Kill()
-	if inst.sockDir != "" {
-		os.RemoveAll(inst.sockDir)
+func (p *process) kill() {
+	p.client.Kill()
+	if p.sockDir != "" {
+		os.RemoveAll(p.sockDir)
 	}
 }
 

@@ -344,7 +344,7 @@ func TestCloseKillsPlugins(t *testing.T) {
 		if _, err := h.Provider(context.Background(), name); err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, h.plugins[name].client.ReattachConfig().Pid)
+		pids = append(pids, h.plugins[name].proc.client.ReattachConfig().Pid)
 	}
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, 0); err != nil {

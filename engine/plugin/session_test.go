@@ -331,7 +331,7 @@ func benchParallel(b *testing.B, call func(p sdk.Provider, blk *sdk.Block, i int
 	p, _ := h.Provider(context.Background(), "sparkform")
 	blk := s.ResourceTypes["sparkform_data"].Block
 	before := h.Stats()["sparkform"]
-	pid := h.plugins["sparkform"].client.ReattachConfig().Pid
+	pid := h.plugins["sparkform"].proc.client.ReattachConfig().Pid
 	cpu0 := cpuTime(b, 0) + cpuTime(b, pid)
 	b.ReportAllocs()
 	b.SetParallelism(10 / max(1, runtime.GOMAXPROCS(0)))

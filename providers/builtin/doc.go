@@ -7,6 +7,7 @@
 // the prior state as is, with zero remote round trips, so it also measures
 // the engine's own cost (the benchmarks run 10,000 of them).
 //
-// The sparkform binary serves it out of process like any provider:
-// `sparkform internal-plugin sparkform` calls sdk.Serve(builtin.New()).
+// The sparkform binary serves it out of process like any provider, in the
+// one process of all built-in providers (`sparkform internal-plugin NAME...`,
+// sdk.ServeShared).
 package builtin

@@ -47,20 +47,35 @@ var Handshake = plugin.HandshakeConfig{
 type GRPCProviderPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Provider
+	// Name, when set, is the provider's name in a process that serves
+	// several (ServeShared): it is served and called under the gRPC
+	// service SharedService(Name) instead of the protocol's own, so that
+	// several providers share one gRPC server. Empty for a plugin of one
+	// provider.
+	Name string
 }
 
 var _ plugin.GRPCPlugin = (*GRPCProviderPlugin)(nil)
 
 // GRPCServer implements plugin.GRPCPlugin: it registers the server adapter.
 func (p *GRPCProviderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	proto.RegisterProviderServer(s, NewGRPCServer(p.Impl))
+	if p.Name == "" {
+		proto.RegisterProviderServer(s, NewGRPCServer(p.Impl))
+		return nil
+	}
+	desc := proto.Provider_ServiceDesc
+	desc.ServiceName = SharedService(p.Name)
+	s.RegisterService(&desc, NewGRPCServer(p.Impl))
 	return nil
 }
 
 // GRPCClient implements plugin.GRPCPlugin: it returns a *GRPCClient, which
 // implements Provider.
 func (p *GRPCProviderPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
-	return NewGRPCClient(c), nil
+	if p.Name == "" {
+		return NewGRPCClient(c), nil
+	}
+	return NewGRPCClient(sharedConn{cc: c, prefix: "/" + SharedService(p.Name) + "/"}), nil
 }
 
 // NewGRPCServerWithLimits returns a gRPC server with sparkform's message
@@ -74,7 +89,7 @@ func NewGRPCServerWithLimits(opts []grpc.ServerOption) *grpc.Server {
 // returns when the engine closes the connection. A plugin's main calls it
 // and nothing else; the process must not write to stdout before it.
 func Serve(p Provider) {
-	go exitWithParent(p, os.Getppid())
+	go exitWithParent(p.Stop, os.Getppid())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{PluginName: &GRPCProviderPlugin{Impl: p}},
@@ -86,14 +101,14 @@ func Serve(p Provider) {
 // (killed with SIGKILL, it cannot tell its plugins): go-plugin would keep
 // an orphan serving nobody, holding its SSH connections. In-flight work is
 // asked to stop first; its results have no one to go to.
-func exitWithParent(p Provider, ppid int) {
+func exitWithParent(stop func(context.Context) error, ppid int) {
 	for {
 		time.Sleep(500 * time.Millisecond)
 		if os.Getppid() == ppid {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = p.Stop(ctx)
+		_ = stop(ctx)
 		cancel()
 		time.Sleep(500 * time.Millisecond) // let stopped calls unwind
 		removeSocketDir()

@@ -13,7 +13,12 @@
 //	oldproto   the built-in provider behind protocol version 1's handshake
 //	broken     exits at start with a message on stderr
 //
-// When TESTPLUGIN_LOG is set, each start appends the provider name to it,
+// Given several names (`testplugin internal-plugin NAME NAME...`) it serves
+// them all from one process (sdk.ServeShared), as sparkform serves its
+// built-ins.
+//
+// When TESTPLUGIN_LOG is set, each start appends the provider name to it
+// (the names joined by "+" for a shared process),
 // so tests can see which plugins were started, and slow_thing notes there
 // that its apply saw the cancellation.
 package main
@@ -35,19 +40,25 @@ import (
 
 func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "sparkform-provider-")
+	if len(os.Args) > 3 && os.Args[1] == "internal-plugin" {
+		// Several built-ins: one process serves them all.
+		names := os.Args[2:]
+		note(strings.Join(names, "+"))
+		ps := map[string]sdk.Provider{}
+		for _, n := range names {
+			if ps[n] = provider(n); ps[n] == nil {
+				fmt.Fprintf(os.Stderr, "testplugin: unknown provider %q\n", n)
+				os.Exit(2)
+			}
+		}
+		sdk.ServeShared(ps)
+		return
+	}
 	if len(os.Args) == 3 && os.Args[1] == "internal-plugin" {
 		name = os.Args[2]
 	}
 	note(name)
 	switch name {
-	case "sparkform":
-		sdk.Serve(builtin.New())
-	case "crashy":
-		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"crashy_thing": crashy{}}})
-	case "slow":
-		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"slow_thing": slow{}}})
-	case "batch":
-		sdk.Serve(&sdk.Router{Name: name, Resources: map[string]sdk.Resource{"batch_thing": batch{}}})
 	case "oldproto":
 		old := sdk.Handshake
 		old.ProtocolVersion = 1
@@ -60,9 +71,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "broken: cannot start: /etc/broken.conf is missing")
 		os.Exit(3)
 	default:
-		fmt.Fprintf(os.Stderr, "testplugin: unknown provider %q\n", name)
-		os.Exit(2)
+		p := provider(name)
+		if p == nil {
+			fmt.Fprintf(os.Stderr, "testplugin: unknown provider %q\n", name)
+			os.Exit(2)
+		}
+		sdk.Serve(p)
 	}
+}
+
+// provider is the provider called name, or nil.
+func provider(name string) sdk.Provider {
+	switch name {
+	case "sparkform":
+		return builtin.New()
+	case "crashy":
+		return &sdk.Router{Name: name, Resources: map[string]sdk.Resource{"crashy_thing": crashy{}}}
+	case "slow":
+		return &sdk.Router{Name: name, Resources: map[string]sdk.Resource{"slow_thing": slow{}}}
+	case "batch":
+		return &sdk.Router{Name: name, Resources: map[string]sdk.Resource{"batch_thing": batch{}}}
+	}
+	return nil
 }
 
 // note appends word to $TESTPLUGIN_LOG, if set.
