@@ -159,6 +159,10 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	if in, ok := ap.object(addr); ok {
 		inst.Tainted = in.Tainted
 	}
+	// The intent records the object as the plan saw it: when that is the
+	// value state holds, the intent takes its stored bytes (encoding every
+	// value again was 0.1 CPU s of a 10,000-instance destroy).
+	inst.stored = ap.e.storedValue(stateAddr, c.Before)
 	resp, err := ap.callApply(ctx, inst, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 		started(time.Now())
 		return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
@@ -166,6 +170,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 			Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
 		}, progress)
 	})
+	inst.stored = nil // Value changes below
 	if err != nil {
 		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}
 	}

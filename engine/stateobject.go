@@ -61,6 +61,11 @@ type stateObject struct {
 	Dependencies  []string
 	Tainted       bool
 	SchemaVersion int64
+
+	// stored, when set, holds the record bytes Value was decoded from:
+	// record uses them instead of encoding Value again. Whoever changes
+	// Value clears it.
+	stored *decodedValue
 }
 
 // EncodeValue is the JSON encoding of a value: cty JSON with its type, so
@@ -296,9 +301,14 @@ func stateObjectOf(r *state.Resource, v cty.Value, nodes nodeCache) (*stateObjec
 
 // record is the state record of the object.
 func (in *stateObject) record() (*state.Resource, error) {
-	typ, val, err := encodeStateValue(in.Type, in.Value)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
+	var typ, val []byte
+	if in.stored != nil {
+		typ, val = in.stored.typ, in.stored.data
+	} else {
+		var err error
+		if typ, val, err = encodeStateValue(in.Type, in.Value); err != nil {
+			return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
+		}
 	}
 	nodeJSON, err := json.Marshal(in.Node)
 	if err != nil {
@@ -340,6 +350,20 @@ func nullOf(v cty.Value) cty.Value { return cty.NullVal(v.Type()) }
 type decodedValue struct {
 	typ, data []byte
 	v         cty.Value
+}
+
+// storedValue is the record encoding loadState decoded addr's value
+// from, if v is that value (nil otherwise). encodeStateValue(v) gives
+// those bytes: the record was written by it (a null value, stored as no
+// bytes, is not taken).
+func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
+	e.valuesMu.Lock()
+	d, ok := e.values[addr]
+	e.valuesMu.Unlock()
+	if !ok || len(d.data) == 0 || !d.v.RawEquals(v) {
+		return nil
+	}
+	return &d
 }
 
 // loadState reads every instance in state. A value whose record bytes are

@@ -5,12 +5,14 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
+	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -364,6 +366,55 @@ func BenchmarkScanValue(b *testing.B) {
 	for b.Loop() {
 		if m, u := scanValue(v); m || u {
 			b.Fatal("found marks or unknowns")
+		}
+	}
+}
+
+// intentLog is a store that keeps every journal intent written to it.
+type intentLog struct {
+	*state.BoltStore
+	mu      sync.Mutex
+	intents []*state.Intent
+}
+
+func (l *intentLog) PutIntent(in *state.Intent) error {
+	l.mu.Lock()
+	l.intents = append(l.intents, in)
+	l.mu.Unlock()
+	return l.BoltStore.PutIntent(in)
+}
+
+// A destroy's intent takes the stored bytes of a value refresh left as
+// state holds it, and encodes the one refresh found changed (d, edited on
+// the node): every intent holds exactly the encoding of what the plan
+// deletes.
+func TestDestroyIntentRecordsPlannedValue(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("chain")
+	r.converge()
+	writeObj(t, b.tp, b.attr(thD, "id"), "edited")
+	log := &intentLog{BoltStore: b.st}
+	r.e.Store = log
+	p := r.plan(PlanOptions{Mode: plans.DestroyMode})
+	r.apply(p)
+	before := map[string]*plans.ResourceChange{}
+	for _, c := range p.Changes {
+		before[c.Addr] = c
+	}
+	if got := before[thD].Before.GetAttr("value").AsString(); got != "edited" {
+		t.Fatalf("plan's prior value of d = %q, want the edited one", got)
+	}
+	if len(log.intents) != len(p.Changes) {
+		t.Fatalf("%d intents for %d changes", len(log.intents), len(p.Changes))
+	}
+	for _, in := range log.intents {
+		c := before[in.Address]
+		typ, data, err := encodeStateValue(c.Type, c.Before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(in.Resource.ValueType) != string(typ) || string(in.Resource.Value) != string(data) {
+			t.Errorf("intent for %s holds %x, want %x (the encoding of %#v)", in.Address, in.Resource.Value, data, c.Before)
 		}
 	}
 }
