@@ -86,15 +86,45 @@ func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagn
 	return diags
 }
 
+// validateChunk is how many resource bodies validateResources decodes
+// and sends before the next ones: their decoded values are live only until
+// their batch is checked, not all at once (10 MB at 10,000 blocks).
+const validateChunk = 1024
+
 // validateResources decodes every resource body against its schema and
-// asks its provider to check it: one batched call per provider (the
-// providers in parallel), in which equal configurations travel once.
+// asks its provider to check it: one batched call per provider and chunk
+// of keys (the providers in parallel), in which equal configurations
+// travel once. Diagnostics come in the order of one pass: every decoding
+// one, then each provider's (in order of first use), key by key.
 func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []string, base *hcl.EvalContext) hcl.Diagnostics {
 	ictx := base.NewChild()
 	ictx.Variables = map[string]cty.Value{
 		"each":  cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal}),
 		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
 	}
+	var diags hcl.Diagnostics
+	v := &validation{results: map[string]hcl.Diagnostics{}, failed: map[string]bool{}}
+	for len(keys) > 0 {
+		n := min(len(keys), validateChunk)
+		diags = append(diags, e.validateChunk(ctx, cg, keys[:n], ictx, v)...)
+		keys = keys[n:]
+	}
+	for _, name := range v.names {
+		diags = append(diags, v.results[name]...)
+	}
+	return diags
+}
+
+// validation collects the providers' diagnostics across chunks.
+type validation struct {
+	names   []string // providers in order of first use
+	results map[string]hcl.Diagnostics
+	failed  map[string]bool // providers that did not start (reported once)
+}
+
+// validateChunk decodes keys' bodies and has their providers check them;
+// it returns the decoding diagnostics and adds the providers' to v.
+func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []string, ictx *hcl.EvalContext, v *validation) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	type batch struct {
 		keys []string
@@ -119,18 +149,26 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 			b = &batch{}
 			byProvider[name] = b
 			names = append(names, name)
+			if _, seen := v.results[name]; !seen {
+				v.results[name] = nil
+				v.names = append(v.names, name)
+			}
 		}
 		b.keys = append(b.keys, key)
 		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: cfg})
 	}
 	results := make([]hcl.Diagnostics, len(names))
+	failed := make([]bool, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
+		if v.failed[name] {
+			continue
+		}
 		wg.Go(func() {
 			b := byProvider[name]
 			prov, d := e.provider(ctx, name)
 			if d.HasErrors() {
-				results[i] = d
+				results[i], failed[i] = d, true
 				return
 			}
 			var got []sdk.Diagnostics
@@ -150,8 +188,11 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 		})
 	}
 	wg.Wait()
-	for _, d := range results {
-		diags = append(diags, d...)
+	for i, name := range names {
+		v.results[name] = append(v.results[name], results[i]...)
+		if failed[i] {
+			v.failed[name] = true
+		}
 	}
 	return diags
 }
