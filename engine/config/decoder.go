@@ -50,7 +50,7 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 	if !ok || setsAny(sb, d.sp.computed) || hasDynamic(sb) {
 		return d
 	}
-	content, diags := sb.Content(d.sp.schema)
+	content, diags := withoutMeta(sb).Content(d.sp.schema)
 	if len(diags) > 0 {
 		return d // the general path reports them, every time
 	}

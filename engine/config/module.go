@@ -100,8 +100,9 @@ type Resource struct {
 	NodeExpr  hcl.Expression
 	DependsOn []hcl.Traversal
 	Lifecycle Lifecycle
-	// Config is the body minus meta-arguments, decoded against the
-	// provider's schema. In a module instance it is the module's, shared
+	// Config is the block's body, decoded against the provider's schema
+	// (ResourceDecoder, DecodeResource), which skip the meta-arguments
+	// (node, for_each, count, depends_on, lifecycle) it also holds. In a module instance it is the module's, shared
 	// by every instance and written in the module's names: its references
 	// are Scope.Flat(...) of them, and it decodes in
 	// Scope.BodyContext(Config, ctx).
@@ -453,6 +454,32 @@ var resourceMetaSchema = &hcl.BodySchema{
 	Blocks:     []hcl.BlockHeaderSchema{{Type: "lifecycle"}},
 }
 
+// withoutMeta is a resource body as the provider's schema sees it: its
+// meta-arguments hidden. A body that sets none is returned as it is; the
+// copy is made per decoding setup, not kept.
+func withoutMeta(body hcl.Body) hcl.Body {
+	if sb, ok := body.(*hclsyntax.Body); ok && !setsMeta(sb) {
+		return body
+	}
+	_, remain, _ := body.PartialContent(resourceMetaSchema)
+	return remain
+}
+
+// setsMeta says whether sb sets a meta-argument or has a lifecycle block.
+func setsMeta(sb *hclsyntax.Body) bool {
+	for _, a := range resourceMetaSchema.Attributes {
+		if _, ok := sb.Attributes[a.Name]; ok {
+			return true
+		}
+	}
+	for _, blk := range sb.Blocks {
+		if blk.Type == "lifecycle" {
+			return true
+		}
+	}
+	return false
+}
+
 var lifecycleSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "prevent_destroy"}, {Name: "create_before_destroy"}, {Name: "ignore_changes"},
@@ -487,8 +514,11 @@ func decodeResourceBlock(b *hcl.Block) (*Resource, hcl.Diagnostics) {
 	if !hclsyntax.ValidIdentifier(name) {
 		return nil, hcl.Diagnostics{badName("resource", name, b.LabelRanges[1])}
 	}
-	content, remain, diags := b.Body.PartialContent(resourceMetaSchema)
-	r := &Resource{Addr: addrs.Resource{Type: typ, Name: name}, Config: remain, DeclRange: b.DefRange, TypeRange: b.LabelRanges[0]}
+	// Config is the block's own body: a copy with the meta-arguments
+	// hidden (PartialContent's remain) cost ~0.7 KB per block, kept for
+	// the whole run; decoding hides them instead (withoutMeta).
+	content, _, diags := b.Body.PartialContent(resourceMetaSchema)
+	r := &Resource{Addr: addrs.Resource{Type: typ, Name: name}, Config: b.Body, DeclRange: b.DefRange, TypeRange: b.LabelRanges[0]}
 	r.ForEach, r.Count = expansionExprs(content, &diags)
 	if a, ok := content.Attributes["node"]; ok {
 		r.NodeExpr = a.Expr

@@ -75,6 +75,7 @@ func computedOnly(b *sdk.Block) []hcl.AttributeSchema {
 func DecodeResource(body hcl.Body, b *sdk.Block, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	sp := specsOf(b)
+	body = withoutMeta(body)
 	if co := sp.computed; len(co) > 0 && setsAny(body, co) {
 		content, remain, _ := body.PartialContent(&hcl.BodySchema{Attributes: co})
 		for _, a := range sortedAttrs(content.Attributes) {
@@ -249,6 +250,7 @@ func BodyReferences(body hcl.Body, b *sdk.Block) []hcl.Traversal {
 	if b == nil {
 		return syntaxTraversals(body, nil)
 	}
+	body = withoutMeta(body)
 	spec := specsOf(b).spec
 	if !hasDynamic(body) {
 		return hcldec.Variables(body, spec)
