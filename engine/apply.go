@@ -149,8 +149,16 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 			return nil, append(diags, d...)
 		}
 		g = cg.walkGraph(ap.e.Module, filter.vertex, filter.instance)
+		// The walk needs the graph's references, schemas and decoders,
+		// not its vertices and edges (this copy's; the engine's own is
+		// let go below).
+		cg.g = nil
 		ap.filter, ap.ev, ap.cg = filter, ev, cg
 	}
+	// An apply is a run's last walk: the engine's configuration graph
+	// (~1 KB per block; a destroy walks without it) is not kept alive
+	// through it. A later phase on this engine builds it again.
+	ap.e.releaseGraph()
 	ap.addDestroySteps(g)
 	if err := g.g.Validate(); err != nil {
 		return nil, append(diags, errDiag("Cannot order the changes", err.Error()))

@@ -95,6 +95,14 @@ func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnost
 	return cg, diags
 }
 
+// releaseGraph lets go of the configuration graph buildConfigGraph keeps
+// for the next phase.
+func (e *Engine) releaseGraph() {
+	e.graphMu.Lock()
+	e.graph = nil
+	e.graphMu.Unlock()
+}
+
 // resourceSchemas fetches the schema of every resource type the module
 // uses, in parallel: providers start lazily and concurrently.
 func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceSchema, hcl.Diagnostics) {
