@@ -419,9 +419,7 @@ func (ev *evaluator) instanceContext(iv *instanceVertex) *hcl.EvalContext {
 	} else {
 		refs = ev.resourceRefs(iv.block)
 	}
-	for typ, names := range sameKeyResources(iv, refs) {
-		ctx.Variables[typ] = cty.ObjectVal(names)
-	}
+	sameKeyResources(iv, refs, ctx.Variables)
 	return ctx
 }
 
@@ -444,35 +442,54 @@ func (ev *evaluator) resourceRefs(block string) []resourceRef {
 	return out
 }
 
-// sameKeyResources is, per resource type that iv takes some block of by
-// its own key, every block of that type iv references (refs): a same-key
-// block holds only iv's key's instance, the others are whole. By type,
-// not by address prefix: a module's resource is MODULE.TYPE.NAME.
-func sameKeyResources(iv *instanceVertex, refs []resourceRef) map[string]map[string]cty.Value {
-	byType := map[string]map[string]cty.Value{}
-	for _, r := range refs {
-		if containsString(iv.sameKeyDeps, r.addr) && byType[r.typ] == nil {
-			byType[r.typ] = map[string]cty.Value{}
-		}
-	}
-	for _, r := range refs {
-		names := byType[r.typ]
-		if names == nil {
+// sameKeyResources sets vars[TYPE], for each resource type that iv takes
+// some block of by its own key, to the object of every block of that type
+// iv references (refs): a same-key block holds only iv's key's instance,
+// the others are whole. By type, not by address prefix: a module's
+// resource is MODULE.TYPE.NAME. Each object's names go straight into the
+// map cty.ObjectVal takes: a map of them per type first cost two more
+// allocations per instance.
+func sameKeyResources(iv *instanceVertex, refs []resourceRef, vars map[string]cty.Value) {
+	for i, r := range refs {
+		if !containsString(iv.sameKeyDeps, r.addr) || sameKeyTypeBefore(iv, refs[:i], r.typ) {
 			continue
 		}
-		if !containsString(iv.sameKeyDeps, r.addr) {
-			names[r.name] = r.b.value()
-			continue
+		n := 0
+		for _, o := range refs {
+			if o.typ == r.typ {
+				n++
+			}
 		}
-		r.b.mu.Lock()
-		v, ok := r.b.getLocked(iv.key)
-		r.b.mu.Unlock()
-		if !ok {
-			v = cty.DynamicVal
+		names := make(map[string]cty.Value, n)
+		for _, o := range refs {
+			if o.typ != r.typ {
+				continue
+			}
+			if !containsString(iv.sameKeyDeps, o.addr) {
+				names[o.name] = o.b.value()
+				continue
+			}
+			o.b.mu.Lock()
+			v, ok := o.b.getLocked(iv.key)
+			o.b.mu.Unlock()
+			if !ok {
+				v = cty.DynamicVal
+			}
+			names[o.name] = cty.ObjectVal(map[string]cty.Value{keyText(iv.key): v})
 		}
-		names[r.name] = cty.ObjectVal(map[string]cty.Value{keyText(iv.key): v})
+		vars[r.typ] = cty.ObjectVal(names)
 	}
-	return byType
+}
+
+// sameKeyTypeBefore reports whether refs hold a same-key block of typ: its
+// type's object is made already.
+func sameKeyTypeBefore(iv *instanceVertex, refs []resourceRef, typ string) bool {
+	for _, r := range refs {
+		if r.typ == typ && containsString(iv.sameKeyDeps, r.addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func keyText(k addrs.InstanceKey) string {

@@ -410,3 +410,36 @@ func TestSingleBlockValuesAllocations(t *testing.T) {
 		t.Errorf("a single block's values take %.0f allocations, want 1", allocs)
 	}
 }
+
+// TestSameKeyContextAllocations: the context of an instance that takes
+// the block before it by its own key (sparkform_data.r0[count.index])
+// holds that block as an object of the one instance, built straight into
+// the context: a map of names per type first took two more allocations.
+func TestSameKeyContextAllocations(t *testing.T) {
+	sr := newShapeRun(t, "count", 100)
+	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	ev := newEvaluator(e.Module, cg, nil)
+	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc")})
+	ev.resourceValues("sparkform_data.r3").set(addrs.IntKey(5), prev)
+	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	iv := g.instances[`sparkform_data.r4[5]`]
+	if iv == nil || len(iv.sameKeyDeps) != 1 {
+		t.Fatalf("instance vertex %+v, want one same-key block", iv)
+	}
+	want := cty.ObjectVal(map[string]cty.Value{"r3": cty.ObjectVal(map[string]cty.Value{"5": prev})})
+	if got := ev.instanceContext(iv).Variables["sparkform_data"]; !got.RawEquals(want) {
+		t.Fatalf("sparkform_data = %#v, want %#v", got, want)
+	}
+	n := testing.AllocsPerRun(100, func() { ev.instanceContext(iv) })
+	t.Logf("instanceContext: %.0f allocations", n)
+	if n > 14 {
+		t.Errorf("the context of a same-key instance allocates %.0f objects, want <= 14 (it was 18 with a map of names per type)", n)
+	}
+}
