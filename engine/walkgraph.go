@@ -269,18 +269,19 @@ func (cg *configGraph) addInstanceVertices(wg *walkGraph, v vertex, keep func(ve
 		}
 		iv := &instanceVertex{block: v.addr, key: k, addr: addr}
 		wg.instances[iv.addr] = iv
-		ivx := instanceV(iv.addr)
-		wg.connect(v, ivx)
+		// The instance's vertex name is built once for all its edges.
+		ivName := wg.addNamed(instanceV(iv.addr))
+		wg.g.Connect(wg.addNamed(v), ivName)
 		for _, d := range deps {
 			if !keep(d) {
 				continue
 			}
 			if dk, ok := kept[d.addr][k]; ok && d.kind == resourceVertex && cg.sameKeyDeps[v.addr][d.addr] {
-				wg.connect(ivx, instanceV(dk))
+				wg.g.Connect(ivName, wg.addNamed(instanceV(dk)))
 				iv.sameKeyDeps = append(iv.sameKeyDeps, d.addr)
 				continue
 			}
-			wg.connect(ivx, d)
+			wg.g.Connect(ivName, wg.addNamed(d))
 		}
 	}
 }
