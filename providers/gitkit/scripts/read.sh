@@ -3,8 +3,8 @@
 #   dir HEX           a directory; HEX is its tree_digest
 #   other KIND        something that is not a directory (file, symlink)
 #   error MESSAGE     the tree could not be read (e.g. permission denied)
-err=$(mktemp) || exit 1
-trap 'rm -f "$err"' EXIT
+nl='
+'
 for p in "$@"; do
 	if [ -L "$p" ]; then
 		echo "other symlink"
@@ -13,12 +13,13 @@ for p in "$@"; do
 	elif [ ! -d "$p" ]; then
 		echo "other file"
 	else
-		d=$(tree_digest "$p" 2>"$err")
-		if [ -s "$err" ]; then
-			printf 'error %s\n' "$(head -n 1 "$err")"
-			: >"$err"
-		else
-			echo "dir $d"
-		fi
+		# stderr comes first: the digest is printed only once sort has
+		# read all, after every find ended. Anything but the digest
+		# alone is an error, its first line the message.
+		d=$(tree_digest "$p" 2>&1)
+		case $d in
+		*[!0-9a-f]* | "") printf 'error %s\n' "${d%%"$nl"*}" ;;
+		*) echo "dir $d" ;;
+		esac
 	fi
 done
