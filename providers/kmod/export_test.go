@@ -4,4 +4,5 @@ package kmod
 var (
 	MemKernel  = memKernel
 	ParamEqual = paramEqual
+	ReadScript = readScript
 )

@@ -162,18 +162,25 @@ type observation struct {
 // readScript prints, for each module name argument, "M name" then, when
 // /sys/module/NAME exists, L, "S initstate", "R refcnt", "H holder" and
 // "P key=value" lines. Its only inputs are its arguments.
+//
+// Files are read with the shell's read, not a cat per file (a module has a
+// few parameters, each was a process on every plan): the first line, as the
+// parser takes it. A parameter whose read fails is left out, as before: a
+// sysfs attribute's size is never 0, so an empty read there is a failure,
+// while an empty regular file (a simulated kernel) still reads as "".
 const readScript = `d=$1; shift
 for n in "$@"; do
   m="$d/$n"
   echo "M $n"
   [ -d "$m" ] || continue
   echo L
-  if [ -r "$m/initstate" ]; then echo "S $(cat "$m/initstate")"; fi
-  if [ -r "$m/refcnt" ]; then echo "R $(cat "$m/refcnt")"; fi
+  if [ -r "$m/initstate" ]; then v=; IFS= read -r v <"$m/initstate"; echo "S $v"; fi
+  if [ -r "$m/refcnt" ]; then v=; IFS= read -r v <"$m/refcnt"; echo "R $v"; fi
   for h in "$m"/holders/*; do [ -e "$h" ] || [ -L "$h" ] || continue; echo "H ${h##*/}"; done
   for p in "$m"/parameters/*; do
     [ -f "$p" ] || continue
-    if v=$(cat "$p" 2>/dev/null); then printf 'P %s=%s\n' "${p##*/}" "$v"; fi
+    v=
+    if { IFS= read -r v || [ -n "$v" ] || [ ! -s "$p" ]; } 2>/dev/null <"$p"; then printf 'P %s=%s\n' "${p##*/}" "$v"; fi
   done
 done
 `
