@@ -12,7 +12,8 @@ import (
 
 // startProfiles writes pprof profiles when SPARKFORM_CPUPROFILE or
 // SPARKFORM_MEMPROFILE name a file: how bench/ and developers see where
-// time goes. A plugin process (role "plugin-NAME") writes next to it, to
+// time goes. A plugin process (role "plugin-NAME", or "plugin-builtin"
+// for the one process of all built-in providers) writes next to it, to
 // FILE.plugin-NAME.PID, so one run profiles every process it starts. The
 // returned function finishes the profiles; it is a no-op when none is on.
 func startProfiles(role string) func() {
