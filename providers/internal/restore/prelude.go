@@ -27,7 +27,14 @@ sf_rcreate() {
 	(umask 077 && mkdir -p "$_d") || return 1
 	# Temp files of a write killed outright (SIGKILL) before its cleanup.
 	find "$_d" -maxdepth 1 -name '.new.*' -mmin +10 -exec rm -f {} + 2>/dev/null
-	_t=$(umask 077 && mktemp "$_d/.new.XXXXXX") || return 1
+	# Another run's sf_rrm removes the folder once it is empty, which can
+	# fall between the mkdir and the mktemp: make it again and retry (the
+	# temp file then keeps it). The last try reports its error.
+	_n=1
+	until _t=$(umask 077 && mkdir -p "$_d" && mktemp "$_d/.new.XXXXXX" 2>/dev/null); do
+		[ $_n -lt 5 ] || { _t=$(umask 077 && mkdir -p "$_d" && mktemp "$_d/.new.XXXXXX") || return 1; break; }
+		_n=$((_n + 1))
+	done
 	# A cancelled command gets SIGTERM (sudo relays it), a dropped link
 	# SIGHUP: take the temp file along. (Resets those traps afterwards.)
 	trap 'rm -f "$_t"; exit 143' TERM

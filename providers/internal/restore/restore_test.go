@@ -162,3 +162,32 @@ func TestCreateKilledLeavesNoTemp(t *testing.T) {
 		t.Errorf("left in the record folder: %s", e.Name())
 	}
 }
+
+// TestCreateRetriesWhenFolderVanishes: another run on the node removing
+// the record folder (its sf_rrm, once the folder is empty) between this
+// write's mkdir and its mktemp does not fail the write. The mktemp below
+// removes the folder before its first call, as that run would.
+func TestCreateRetriesWhenFolderVanishes(t *testing.T) {
+	base := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "removed")
+	script := restore.Prelude + `
+mktemp() {
+	if [ ! -e "$MARK" ]; then : >"$MARK"; rmdir "${1%/*}"; fi
+	command mktemp "$@"
+}
+sf_rcreate "$1" kmod_module rec 'prior x
+'`
+	_, err := node.NewLocal("local").Run(context.Background(), node.Cmd{
+		Argv: []string{"sh", "-c", strings.ReplaceAll(script, "$MARK", mark), "sh", base},
+	})
+	if err != nil {
+		t.Fatalf("record write failed after the folder was removed: %v", err)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the folder was never removed under the write: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(base, "restore", "kmod_module", "rec"))
+	if err != nil || string(b) != "prior x\n" {
+		t.Fatalf("record %q, %v; want %q", b, err, "prior x\n")
+	}
+}
