@@ -78,7 +78,7 @@ const (
 
 // serviceName is the provider protocol's gRPC service; a provider in the
 // built-ins' shared process is served under sdk.SharedService(name).
-const serviceName = "sparkform.provider.v1.Provider"
+var serviceName = proto.Provider_ServiceDesc.ServiceName
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 

@@ -8,11 +8,13 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/sparkform/sparkform/providers/sdk/proto"
 )
 
-// serviceName is the provider protocol's gRPC service
-// (proto/provider.proto).
-const serviceName = "sparkform.provider.v1.Provider"
+// serviceName is the provider protocol's gRPC service, as generated from
+// proto/provider.proto.
+var serviceName = proto.Provider_ServiceDesc.ServiceName
 
 // SharedService is the gRPC service under which a process serving several
 // providers (ServeShared) serves the one named name: the protocol's
