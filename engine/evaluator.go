@@ -39,15 +39,25 @@ type blockValues struct {
 	// reference to this block alone among its kind (node.local, or the
 	// one sparkform_data a block references): most blocks reference one
 	// node and one resource of a type, and each such context took a new
-	// object (and object type) of its own. NilVal when stale.
-	alone     cty.Value
-	aloneName string
+	// object (and object type) of its own. It is kept from the second
+	// build on (aloneBuilt: built once since the last change): a block
+	// that one other references (each link of a generated chain) built it
+	// once and kept it to the walk's end, ~350 B per block for nothing.
+	// NilVal when stale or not kept.
+	alone      cty.Value
+	aloneName  string
+	aloneBuilt bool
 	// node is a single node block's value read as a node (nodeFromValue),
-	// for every resource whose node argument names the block; valid when
-	// nodeRead, which a change clears.
-	node     sdk.Node
-	nodeErr  error
-	nodeRead bool
+	// for every resource whose node argument names the block; nil until
+	// read and after a change. A pointer: only node blocks read it, and
+	// an sdk.Node in every resource block's holder was ~200 B each.
+	node *nodeRead
+}
+
+// nodeRead is a block's value read as a node, and the error of reading it.
+type nodeRead struct {
+	node sdk.Node
+	err  error
 }
 
 func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
@@ -60,7 +70,7 @@ func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 		}
 		b.vals[k] = v
 	}
-	b.agg, b.alone, b.nodeRead = cty.NilVal, cty.NilVal, false
+	b.agg, b.alone, b.aloneBuilt, b.node = cty.NilVal, cty.NilVal, false, nil
 	b.mu.Unlock()
 }
 
@@ -68,11 +78,11 @@ func (b *blockValues) set(k addrs.InstanceKey, v cty.Value) {
 func (b *blockValues) asNode() (sdk.Node, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.nodeRead {
-		b.node, b.nodeErr = nodeOf(b.valueLocked())
-		b.nodeRead = true
+	if b.node == nil {
+		n, err := nodeOf(b.valueLocked())
+		b.node = &nodeRead{node: n, err: err}
 	}
-	return b.node, b.nodeErr
+	return b.node.node, b.node.err
 }
 
 // getLocked is instance k's value; b.mu is held.
@@ -94,14 +104,20 @@ func (b *blockValues) eachLocked(fn func(cty.Value)) {
 	}
 }
 
-// valueAlone is {name: value()}, built once per change of the block.
+// valueAlone is {name: value()}, kept from its second build per change
+// of the block (see alone).
 func (b *blockValues) valueAlone(name string) cty.Value {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.alone == cty.NilVal || b.aloneName != name {
-		b.alone, b.aloneName = cty.ObjectVal(map[string]cty.Value{name: b.valueLocked()}), name
+	if b.alone != cty.NilVal && b.aloneName == name {
+		return b.alone
 	}
-	return b.alone
+	v := cty.ObjectVal(map[string]cty.Value{name: b.valueLocked()})
+	if b.aloneBuilt {
+		b.alone, b.aloneName = v, name
+	}
+	b.aloneBuilt = true
+	return v
 }
 
 // value is the block as references see it: the object itself, an object
