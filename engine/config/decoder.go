@@ -31,8 +31,10 @@ type ResourceDecoder struct {
 	sp    *blockSpecs
 	// set holds, for the direct path, the attribute each of sp.attrs
 	// takes from the body (nil: not set, or computed-only); nil when the
-	// body takes the general path.
-	set []*hcl.Attribute
+	// body takes the general path. The body's own syntax attributes, not
+	// the hcl.Attribute copies Content makes: a decoder lives as long as
+	// its body, and a copy was ~160 B per set attribute per block.
+	set []*hclsyntax.Attribute
 	// consts holds, for the direct path, the decoded value of each set
 	// attribute whose expression is a constant (literals, templates
 	// without interpolation, tuples and objects of them: no reference,
@@ -54,14 +56,14 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 	if len(diags) > 0 {
 		return d // the general path reports them, every time
 	}
-	d.set = make([]*hcl.Attribute, len(d.sp.attrs))
+	d.set = make([]*hclsyntax.Attribute, len(d.sp.attrs))
 	for i, a := range d.sp.attrs {
-		if a.spec == nil {
+		if a.spec == nil || content.Attributes[a.name] == nil {
 			continue
 		}
-		attr := content.Attributes[a.name]
+		attr := sb.Attributes[a.name]
 		d.set[i] = attr
-		if attr == nil || !isConstant(attr.Expr) {
+		if !isConstant(attr.Expr) {
 			continue
 		}
 		v, diags := decodeAttr(a.name, a.decode, attr, nil)
@@ -186,7 +188,7 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 }
 
 // decodeAttr is hcldec's AttrSpec decode of one attribute set in the body.
-func decodeAttr(name string, ty cty.Type, attr *hcl.Attribute, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+func decodeAttr(name string, ty cty.Type, attr *hclsyntax.Attribute, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	val, diags := attr.Expr.Value(ctx)
 	conv, err := convert.Convert(val, ty)
 	if err != nil {

@@ -5,6 +5,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // TestLoadKeepsNoBodyCopy: a loaded resource block keeps its syntax and
@@ -41,5 +45,56 @@ func TestLoadKeepsNoBodyCopy(t *testing.T) {
 		if attrs, _ := withoutMeta(r.Config).JustAttributes(); len(attrs) != 1 || attrs["input"] == nil {
 			t.Fatalf("%s: the schema sees %v, want input alone", r.Addr, attrs)
 		}
+	}
+}
+
+// TestResourceDecoderKeepsNoAttributeCopy: a body's decoder, which lives as
+// long as the body (validate, plan and apply share it), keeps the body's
+// own syntax attributes: it kept the hcl.Attribute copies Content makes
+// (~160 B per set attribute per block, 1.5 MB of a 10,000-block apply's
+// live heap).
+func TestResourceDecoderKeepsNoAttributeCopy(t *testing.T) {
+	const n = 2000
+	var src strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = sparkform_data.r%d.id\n}\n", i, i+1)
+	}
+	dir := writeTree(t, map[string]string{"main.sf.hcl": src.String()})
+	mod, diags := LoadDir(dir)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	schema := &sdk.Block{Attributes: map[string]*sdk.Attribute{
+		"input":  {Type: cty.DynamicPseudoType, Optional: true},
+		"id":     {Type: cty.String, Computed: true},
+		"output": {Type: cty.DynamicPseudoType, Computed: true},
+	}}
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	ds := make([]*ResourceDecoder, 0, n)
+	specsOf(schema) // the schema's specs are built once, not per body
+	before := heap()
+	for _, r := range mod.Resources {
+		ds = append(ds, NewResourceDecoder(r.Config, schema))
+	}
+	perBlock := (heap() - before) / n
+	runtime.KeepAlive(ds)
+	runtime.KeepAlive(mod)
+	t.Logf("%d B per decoder", perBlock)
+	for _, d := range ds {
+		if d.set == nil {
+			t.Fatal("a body without errors took the general path")
+		}
+		if refs := d.References(); len(refs) != 1 {
+			t.Fatalf("references %v, want the one of input", refs)
+		}
+	}
+	// go1.26, amd64: 264 B with the copies, 104 B without.
+	if perBlock > 200 {
+		t.Errorf("a resource body's decoder keeps %d B, want <= 200 (no copy of its attributes)", perBlock)
 	}
 }
