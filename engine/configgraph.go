@@ -24,8 +24,9 @@ import (
 // configGraph is the dependency graph of the configuration's blocks.
 type configGraph struct {
 	g *vgraph
-	// refs holds each vertex's references, parsed once.
-	refs map[vertex][]*addrs.Reference
+	// refs holds each vertex's references, parsed once, as the walk reads
+	// them (see walkRef).
+	refs map[vertex][]walkRef
 	// resourceDeps is, per resource, every resource it depends on
 	// (directly, through locals and nodes, or by depends_on).
 	resourceDeps map[string][]string
@@ -70,7 +71,7 @@ func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagno
 }
 
 func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
-	cg := &configGraph{g: newVGraph(), refs: map[vertex][]*addrs.Reference{}, resourceDeps: map[string][]string{},
+	cg := &configGraph{g: newVGraph(), resourceDeps: map[string][]string{},
 		sameKeyDeps: map[string]map[string]bool{}, decoders: &config.Decoders{}}
 	var diags hcl.Diagnostics
 	if cg.schemas, diags = e.resourceSchemas(ctx); diags.HasErrors() {
@@ -80,12 +81,14 @@ func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnost
 	for name, s := range cg.schemas {
 		cg.types[name] = s.Block.ImpliedType()
 	}
-	if diags = cg.addBlocks(e.Module); diags.HasErrors() {
+	parsed, diags := cg.addBlocks(e.Module)
+	if diags.HasErrors() {
 		return nil, diags
 	}
-	if diags = cg.connectReferences(e.Module); diags.HasErrors() {
+	if diags = cg.connectReferences(e.Module, parsed); diags.HasErrors() {
 		return nil, diags
 	}
+	cg.refs = walkRefs(parsed)
 	for key, r := range e.Module.Resources {
 		cg.resourceDeps[key] = cg.resourceClosure(resourceV(key))
 		if same := sameKeyReferences(r); len(same) > 0 {
@@ -134,14 +137,41 @@ func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceS
 	return schemas, diags
 }
 
-// addBlocks adds a vertex per block with the references it makes.
-func (cg *configGraph) addBlocks(m *config.Module) hcl.Diagnostics {
+// walkRef is a reference as the walk reads it: what it names and the
+// literal key it indexes that with (nil: none). The parsed reference's
+// source range and remaining traversal serve only the graph's own
+// diagnostics; kept per reference for the whole run they were ~130 B
+// each, two per block of a generated chain.
+type walkRef struct {
+	subject addrs.Referenceable
+	key     addrs.InstanceKey
+}
+
+// walkRefs is parsed as the walk reads it, one slice per vertex.
+func walkRefs(parsed map[vertex][]*addrs.Reference) map[vertex][]walkRef {
+	out := make(map[vertex][]walkRef, len(parsed))
+	for v, refs := range parsed {
+		if len(refs) == 0 {
+			continue
+		}
+		rs := make([]walkRef, len(refs))
+		for i, r := range refs {
+			rs[i] = walkRef{subject: r.Subject, key: r.Key}
+		}
+		out[v] = rs
+	}
+	return out
+}
+
+// addBlocks adds a vertex per block and returns the references each makes.
+func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Reference, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	parsed := map[vertex][]*addrs.Reference{}
 	add := func(v vertex, travs []hcl.Traversal) {
 		cg.g.add(v)
 		refs, rdiags := addrs.References(travs)
 		diags = append(diags, rdiags...)
-		cg.refs[v] = refs
+		parsed[v] = refs
 	}
 	for name, l := range m.Locals {
 		add(localV(name), config.ExprReferences(l.Expr))
@@ -164,14 +194,14 @@ func (cg *configGraph) addBlocks(m *config.Module) hcl.Diagnostics {
 	for name, o := range m.Outputs {
 		add(outputV(name), config.ExprReferences(o.Expr))
 	}
-	return diags
+	return parsed, diags
 }
 
 // connectReferences adds an edge per reference and refuses references to
 // undeclared blocks and dependency cycles.
-func (cg *configGraph) connectReferences(m *config.Module) hcl.Diagnostics {
+func (cg *configGraph) connectReferences(m *config.Module, parsed map[vertex][]*addrs.Reference) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for v, refs := range cg.refs {
+	for v, refs := range parsed {
 		for _, ref := range refs {
 			dep, ok := refVertex(ref)
 			switch {

@@ -254,7 +254,7 @@ func (ev *evaluator) scope(v vertex) *hcl.EvalContext {
 	}
 	ev.mu.RLock()
 	for _, ref := range refs {
-		switch subj := ref.Subject.(type) {
+		switch subj := ref.subject.(type) {
 		case addrs.LocalValue:
 			if val, ok := ev.locals[subj.Name]; ok {
 				locals = add(locals, named{name: subj.Name, v: val})
@@ -446,7 +446,7 @@ func (ev *evaluator) resourceRefs(block string) []resourceRef {
 	defer ev.mu.RUnlock()
 	var out []resourceRef
 	for _, ref := range ev.cg.refs[resourceV(block)] {
-		subj, ok := ref.Subject.(addrs.Resource)
+		subj, ok := ref.subject.(addrs.Resource)
 		if !ok {
 			continue
 		}

@@ -229,16 +229,16 @@ func (cg *configGraph) literalKeys(v, d vertex, kept map[string]map[addrs.Instan
 	var keys []addrs.InstanceKey
 	seen := map[addrs.InstanceKey]bool{}
 	for _, ref := range cg.refs[v] {
-		r, ok := ref.Subject.(addrs.Resource)
+		r, ok := ref.subject.(addrs.Resource)
 		if !ok || r.String() != d.addr {
 			continue
 		}
-		if _, ok := kept[d.addr][ref.Key]; ref.Key == nil || !ok {
+		if _, ok := kept[d.addr][ref.key]; ref.key == nil || !ok {
 			return nil
 		}
-		if !seen[ref.Key] {
-			seen[ref.Key] = true
-			keys = append(keys, ref.Key)
+		if !seen[ref.key] {
+			seen[ref.key] = true
+			keys = append(keys, ref.key)
 		}
 	}
 	return keys
