@@ -2,6 +2,9 @@ package config
 
 import (
 	"bytes"
+	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -41,7 +44,6 @@ func parseChunked(src []byte, filename string) *hcl.File {
 		return nil
 	}
 	body := &hclsyntax.Body{Attributes: hclsyntax.Attributes{}}
-	var nav chunkNav
 	pos, start := hcl.InitialPos, hcl.Pos{}
 	for len(src) > pos.Byte {
 		end := splitPoint(src, pos.Byte+chunkBytes)
@@ -68,41 +70,66 @@ func parseChunked(src []byte, filename string) *hcl.File {
 		}
 		body.EndRange = b.EndRange
 		pos = b.SrcRange.End
-		nav.navs, nav.ends = append(nav.navs, f.Nav), append(nav.ends, end)
 		if pos.Byte != end {
 			return nil // the parser stopped short of the chunk's end
 		}
 	}
 	body.SrcRange = hcl.Range{Filename: filename, Start: start, End: pos}
-	return &hcl.File{Body: body, Bytes: src, Nav: nav}
+	return &hcl.File{Body: body, Bytes: src, Nav: newBlockNav(body.Blocks)}
 }
 
-// chunkNav is a chunked file's navigation (what diagnostics use to say
-// "in resource X"): each chunk's own, by where the chunk ends.
-type chunkNav struct {
-	navs []any
-	ends []int
+// blockNav is a chunked file's navigation (what diagnostics use to say
+// "in resource X"): each top-level block's extent, header and definition
+// range, read off the blocks as hclsyntax's own navigation reads them.
+// It does not keep the blocks: once the module is loaded nothing else
+// needs them (~450 B each; see Module.Files).
+type blockNav []navBlock
+
+type navBlock struct {
+	start, end int // byte offsets, as Block.Range
+	typ        string
+	labels     []string
+	def        hcl.Range
 }
 
-func (n chunkNav) at(offset int) any {
-	for i, end := range n.ends {
-		if offset < end {
-			return n.navs[i]
-		}
+func newBlockNav(blocks hclsyntax.Blocks) blockNav {
+	nav := make(blockNav, len(blocks))
+	for i, b := range blocks {
+		rng := b.Range()
+		nav[i] = navBlock{start: rng.Start.Byte, end: rng.End.Byte, typ: b.Type, labels: b.Labels, def: b.DefRange()}
+	}
+	return nav
+}
+
+// at is the block that contains offset, or nil. Blocks are in file order
+// and do not overlap.
+func (n blockNav) at(offset int) *navBlock {
+	i := sort.Search(len(n), func(i int) bool { return n[i].end > offset })
+	if i < len(n) && n[i].start <= offset {
+		return &n[i]
 	}
 	return nil
 }
 
-func (n chunkNav) ContextString(offset int) string {
-	if cs, ok := n.at(offset).(interface{ ContextString(int) string }); ok {
-		return cs.ContextString(offset)
+func (n blockNav) ContextString(offset int) string {
+	b := n.at(offset)
+	if b == nil {
+		return ""
 	}
-	return ""
+	if len(b.labels) == 0 {
+		return b.typ
+	}
+	var buf strings.Builder
+	buf.WriteString(b.typ)
+	for _, label := range b.labels {
+		fmt.Fprintf(&buf, " %q", label)
+	}
+	return buf.String()
 }
 
-func (n chunkNav) ContextDefRange(offset int) hcl.Range {
-	if cd, ok := n.at(offset).(interface{ ContextDefRange(int) hcl.Range }); ok {
-		return cd.ContextDefRange(offset)
+func (n blockNav) ContextDefRange(offset int) hcl.Range {
+	if b := n.at(offset); b != nil {
+		return b.def
 	}
 	return hcl.Range{}
 }

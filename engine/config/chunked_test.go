@@ -47,11 +47,8 @@ func TestParseChunkedSameAsWhole(t *testing.T) {
 		if !reflect.DeepEqual(whole.Body, chunked.Body) {
 			t.Fatalf("chunks of %d bytes: the body differs from the whole-file parse", size)
 		}
-		type nav interface{ ContextString(int) string }
-		for _, off := range []int{0, 100, len(src) / 2, len(src) - 10} {
-			if w, c := whole.Nav.(nav).ContextString(off), chunked.Nav.(nav).ContextString(off); w != c {
-				t.Fatalf("chunks of %d bytes: context at %d is %q, want %q", size, off, c, w)
-			}
+		if off, w, c := sameNav(whole, chunked); off >= 0 {
+			t.Fatalf("chunks of %d bytes: context at %d is %q, want %q", size, off, c, w)
 		}
 	}
 }
@@ -132,7 +129,34 @@ func FuzzParseChunked(f *testing.F) {
 		if !reflect.DeepEqual(whole.Body, chunked.Body) {
 			t.Fatalf("parseChunked's body differs from the whole-file parse")
 		}
+		if off, w, c := sameNav(whole, chunked); off >= 0 {
+			t.Fatalf("context at %d is %q, want %q", off, c, w)
+		}
 	})
+}
+
+// sameNav compares two files' navigation (context string and definition
+// range) at every offset: the first that differs and both answers, or -1.
+func sameNav(whole, chunked *hcl.File) (int, string, string) {
+	type nav interface {
+		ContextString(int) string
+		ContextDefRange(int) hcl.Range
+	}
+	w, c := whole.Nav.(nav), chunked.Nav.(nav)
+	// Every offset of a small file; a large one in steps that fall on
+	// every line of its blocks (hclsyntax's own navigation is linear).
+	step := 1
+	if len(whole.Bytes) > 8<<10 {
+		step = 29
+	}
+	for off := 0; off <= len(whole.Bytes); off += step {
+		ws, cs := w.ContextString(off), c.ContextString(off)
+		wr, cr := w.ContextDefRange(off), c.ContextDefRange(off)
+		if ws != cs || wr != cr {
+			return off, fmt.Sprintf("%s %v", ws, wr), fmt.Sprintf("%s %v", cs, cr)
+		}
+	}
+	return -1, "", ""
 }
 
 // BenchmarkLoadBlocks: loading 10,000 single-instance blocks (one file).

@@ -23,7 +23,9 @@ const FileSuffix = ".sf.hcl"
 type Module struct {
 	Dir string
 	// Files holds every parsed file by the filename used in its ranges,
-	// for rendering diagnostics with snippets.
+	// for rendering diagnostics with snippets and context. The Body of a
+	// large file is empty once loaded (its blocks live on in what was
+	// decoded from them); Bytes and Nav are whole.
 	Files     map[string]*hcl.File
 	Variables map[string]*Variable
 	Locals    map[string]*Local
@@ -188,6 +190,12 @@ func loadFiles(dir string, names []string, chain []string) (*Module, hcl.Diagnos
 		}
 		m.Files[path] = f
 		diags = append(diags, m.loadFile(f)...)
+		if nav, ok := f.Nav.(blockNav); ok {
+			// A large (chunked) file's top-level blocks are decoded:
+			// diagnostics need only its bytes and navigation, which
+			// keeps no block.
+			m.Files[path] = &hcl.File{Body: hcl.EmptyBody(), Bytes: f.Bytes, Nav: nav}
+		}
 	}
 	diags = append(diags, m.loadChildren(chain)...)
 	return m, diags
