@@ -91,7 +91,11 @@ type applier struct {
 	ev     *evaluator
 	cg     *configGraph
 
-	lim limiter
+	// lim bounds provider calls that may reach a node; localLim those of
+	// types whose applies reach none (sdk.ResourceSchema.LocalApply),
+	// wider so that their intents share state commits. Destroy steps go
+	// through the same two.
+	lim, localLim limiter
 
 	mu  sync.Mutex
 	res *ApplyResult
@@ -128,7 +132,8 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 	}
 	// What refresh found is the truth: store it first.
 	diags = append(diags, e.storeDrift(p, objs, changes)...)
-	return &applier{e: e, plan: p, changes: changes, objs: objs, res: res, lim: make(limiter, e.parallelism())}, diags
+	return &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
+		lim: make(limiter, e.parallelism()), localLim: e.localLimiter()}, diags
 }
 
 // graph is the walk graph of the apply: in normal mode the configuration's
@@ -254,7 +259,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		return diags
 	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, ap.lim, len(cis), func(i int) {
+	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.Module.Resources[key].Addr.Type), len(cis), func(i int) {
 		ci := cis[i]
 		val, d := ap.applyInstance(ctx, prov, key, ci, ap.changes[ci.Addr])
 		if val != cty.NilVal {
@@ -267,6 +272,16 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		diags = append(diags, errDiag("Apply interrupted", err.Error()))
 	}
 	return diags
+}
+
+// limiterFor is the limiter that bounds applies and deletes of typeName.
+// A type whose schema cannot be had is bounded by the parallelism: the
+// call that follows reports why.
+func (ap *applier) limiterFor(ctx context.Context, typeName string) limiter {
+	if s, err := ap.e.schemaFor(ctx, typeName); err == nil && s.LocalApply {
+		return ap.localLim
+	}
+	return ap.lim
 }
 
 // applyInstance creates, updates or replaces one instance as change c

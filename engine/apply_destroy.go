@@ -163,13 +163,22 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	// value state holds, the intent takes its stored bytes (encoding every
 	// value again was 0.1 CPU s of a 10,000-instance destroy).
 	inst.stored = ap.e.storedValue(stateAddr, c.Before)
-	resp, err := ap.callApply(ctx, inst, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
-		started(time.Now())
-		return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
-			TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
-			Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
-		}, progress)
-	})
+	// A delete is a provider call like any other: held to the type's
+	// limiter (before, destroy steps ran as wide as the walk, 64 at once
+	// whatever -parallelism said).
+	var resp sdk.ApplyResponse
+	var err error
+	if lerr := ap.limiterFor(ctx, c.Type).do(ctx, func() {
+		resp, err = ap.callApply(ctx, inst, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+			started(time.Now())
+			return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
+				TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
+				Config: cty.NullVal(c.Before.Type()), Private: c.PriorPrivate,
+			}, progress)
+		})
+	}); lerr != nil {
+		return hcl.Diagnostics{errDiag("Destroy interrupted", lerr.Error())}
+	}
 	inst.stored = nil // Value changes below
 	if err != nil {
 		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}

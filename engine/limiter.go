@@ -11,6 +11,28 @@ import (
 // limiter bounds concurrent provider calls across the whole walk.
 type limiter chan struct{}
 
+// localParallelism bounds the provider calls in flight of types whose
+// calls reach no node (sdk.ResourceSchema.LocalPlan, LocalApply): the
+// instances a plugin session's message carries at most (sdk's
+// muxMaxItems). Engine.Parallelism bounds work on nodes; held to it, a
+// 10,000-instance no-op plan of sparkform_data sent ~3 plan items a
+// message, and its apply made one state commit per ~10 intents.
+const localParallelism = 256
+
+// localLimiter returns a limiter for calls that reach no node: wider than
+// the engine's parallelism, never narrower.
+func (e *Engine) localLimiter() limiter {
+	return make(limiter, max(e.parallelism(), localParallelism))
+}
+
+// walkWidth is how many graph vertices a walk keeps in flight: enough
+// for every call the two limiters admit at once (a vertex waiting for a
+// slot holds its place), and never fewer than walkParallelism, so that
+// locals, nodes and outputs are not starved.
+func (e *Engine) walkWidth() int {
+	return max(walkParallelism, e.parallelism()+localParallelism)
+}
+
 func (l limiter) do(ctx context.Context, fn func()) error {
 	// Checked first: select picks at random when a slot is free too, and
 	// nothing new may start once the user has interrupted.

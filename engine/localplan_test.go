@@ -8,19 +8,56 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
 
 // wideThing is a resource type of the "sfwide" test provider that counts
-// the plans it has in flight. Its plans wait (up to a bound) for others to
-// join, so that plans the engine lets run together are seen together.
+// the plans and the applies (deletes included) it has in flight. Each
+// waits (up to a bound) for others to join, so that calls the engine lets
+// run together are seen together.
 type wideThing struct {
-	local bool
-	mu    sync.Mutex
-	cond  *sync.Cond
-	now   int
-	most  int
+	local          bool
+	plans, applies gauge
+}
+
+// gauge counts calls in flight and the most seen at once.
+type gauge struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	now  int
+	most int
+}
+
+// enter counts a call in and waits, up to wideWaitMax, until wideWait
+// calls were seen at once; leave counts it out.
+func (g *gauge) enter() {
+	g.mu.Lock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	g.now++
+	g.most = max(g.most, g.now)
+	g.cond.Broadcast()
+	deadline := time.Now().Add(wideWaitMax)
+	t := time.AfterFunc(wideWaitMax, func() { g.mu.Lock(); g.cond.Broadcast(); g.mu.Unlock() })
+	for g.most < wideWait && time.Now().Before(deadline) {
+		g.cond.Wait()
+	}
+	t.Stop()
+	g.mu.Unlock()
+}
+
+func (g *gauge) leave() { g.mu.Lock(); g.now--; g.mu.Unlock() }
+
+// Most returns the most calls seen at once and starts counting afresh.
+func (g *gauge) Most() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.most
+	g.most = 0
+	return m
 }
 
 var wideSchema = &sdk.ResourceSchema{Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
@@ -29,7 +66,7 @@ var wideSchema = &sdk.ResourceSchema{Block: &sdk.Block{Attributes: map[string]*s
 
 func (w *wideThing) Schema() *sdk.ResourceSchema {
 	s := *wideSchema
-	s.LocalPlan = w.local
+	s.LocalPlan, s.LocalApply = w.local, w.local
 	return &s
 }
 
@@ -43,7 +80,7 @@ func (*wideThing) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]s
 	return out, 0, nil
 }
 
-// wideWait is how many plans in flight a plan waits for, at most
+// wideWait is how many calls in flight a call waits for, at most
 // wideWaitMax.
 const (
 	wideWait    = 8
@@ -51,22 +88,14 @@ const (
 )
 
 func (w *wideThing) Plan(_ context.Context, req sdk.PlanRequest) sdk.PlanResponse {
-	w.mu.Lock()
-	w.now++
-	w.most = max(w.most, w.now)
-	w.cond.Broadcast()
-	deadline := time.Now().Add(wideWaitMax)
-	t := time.AfterFunc(wideWaitMax, func() { w.mu.Lock(); w.cond.Broadcast(); w.mu.Unlock() })
-	for w.most < wideWait && time.Now().Before(deadline) {
-		w.cond.Wait()
-	}
-	t.Stop()
-	w.now--
-	w.mu.Unlock()
+	w.plans.enter()
+	defer w.plans.leave()
 	return sdk.PlanResponse{Planned: req.Proposed}
 }
 
-func (*wideThing) Apply(_ context.Context, req sdk.ApplyRequest, _ func(sdk.Progress)) sdk.ApplyResponse {
+func (w *wideThing) Apply(_ context.Context, req sdk.ApplyRequest, _ func(sdk.Progress)) sdk.ApplyResponse {
+	w.applies.enter()
+	defer w.applies.leave()
 	return sdk.ApplyResponse{NewState: req.Planned}
 }
 
@@ -82,9 +111,6 @@ func (*wideThing) Import(context.Context, sdk.ImportRequest) sdk.ImportResponse 
 func TestLocalPlansRunWiderThanParallelism(t *testing.T) {
 	b := newBed(t)
 	local, onNode := &wideThing{local: true}, &wideThing{}
-	for _, w := range []*wideThing{local, onNode} {
-		w.cond = sync.NewCond(&w.mu)
-	}
 	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
 		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
 	r := b.cfg("localplan")
@@ -93,10 +119,40 @@ func TestLocalPlansRunWiderThanParallelism(t *testing.T) {
 	if n := len(p.Changes); n != 48 {
 		t.Fatalf("plan has %d changes; want 48", n)
 	}
-	if onNode.most > 2 {
-		t.Errorf("sfwide_node had %d plans in flight; parallelism is 2", onNode.most)
+	if n := onNode.plans.Most(); n > 2 {
+		t.Errorf("sfwide_node had %d plans in flight; parallelism is 2", n)
 	}
-	if local.most < wideWait {
-		t.Errorf("sfwide_local had at most %d plans in flight; want %d (its plans reach no node)", local.most, wideWait)
+	if n := local.plans.Most(); n < wideWait {
+		t.Errorf("sfwide_local had at most %d plans in flight; want %d (its plans reach no node)", n, wideWait)
+	}
+}
+
+// TestLocalAppliesRunWiderThanParallelism: creates and deletes of a type
+// whose schema says its applies reach no node (LocalApply) are not held to
+// the parallelism, so that their journal intents share state commits; the
+// applies and deletes of any other type are. Before, applies of both were
+// held to it, and deletes of both ran as wide as the walk (64): a destroy
+// with -parallelism=2 had 24 deletes of sfwide_node in flight.
+func TestLocalAppliesRunWiderThanParallelism(t *testing.T) {
+	b := newBed(t)
+	local, onNode := &wideThing{local: true}, &wideThing{}
+	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
+		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
+	r := b.cfg("localplan")
+	r.e.Parallelism = 2
+	for _, mode := range []plans.Mode{plans.NormalMode, plans.DestroyMode} {
+		res := r.apply(r.plan(PlanOptions{Mode: mode}))
+		if n := res.Applied[plans.Create] + res.Applied[plans.Delete]; n != 48 {
+			t.Fatalf("%s: applied %v; want 48 changes", mode, res.Applied)
+		}
+		if n := onNode.applies.Most(); n > 2 {
+			t.Errorf("%s: sfwide_node had %d applies in flight; parallelism is 2", mode, n)
+		}
+		if n := local.applies.Most(); n < wideWait {
+			t.Errorf("%s: sfwide_local had at most %d applies in flight; want %d (its applies reach no node)", mode, n, wideWait)
+		}
+	}
+	if got := b.addrs(); len(got) != 0 {
+		t.Errorf("state after destroy holds %v", got)
 	}
 }

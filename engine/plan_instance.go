@@ -30,7 +30,8 @@ type planner struct {
 	lim limiter
 	// localLim bounds the plans of types whose plans reach no node
 	// (sdk.ResourceSchema.LocalPlan): wider than lim, so that more plan
-	// items are in flight and share the plugin session's messages.
+	// items are in flight and share the plugin session's messages
+	// (localParallelism).
 	localLim limiter
 	// offline: -refresh=false, providers reach no node.
 	offline bool
@@ -46,15 +47,9 @@ func newPlanner(e *Engine, in *planInputs, opts PlanOptions) *planner {
 		replace[r] = true
 	}
 	return &planner{e: e, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
-		lim: make(limiter, e.parallelism()), localLim: make(limiter, max(e.parallelism(), localPlanParallelism)),
+		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
 		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
-
-// localPlanParallelism bounds the plans in flight of types whose plans
-// reach no node: the instances a plugin session's message carries at most
-// (sdk's muxMaxItems). A 10,000-instance no-op plan of sparkform_data
-// sent ~3 plan items a message at parallelism 10.
-const localPlanParallelism = 256
 
 // planBlock plans a resource block walked whole: its instance keys are
 // known only now.

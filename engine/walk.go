@@ -15,8 +15,9 @@ import (
 	"github.com/sparkform/sparkform/engine/graph"
 )
 
-// walkParallelism bounds how many graph vertices are in flight; provider
-// calls are bounded separately by Engine.Parallelism.
+// walkParallelism is the least number of graph vertices in flight
+// (Engine.walkWidth); provider calls are bounded separately by the
+// limiters.
 const walkParallelism = 64
 
 // walkFuncs does the resource work of one walk; locals, nodes and outputs
@@ -41,7 +42,7 @@ var errFailed = errors.New("failed")
 func (e *Engine) walk(ctx context.Context, g *walkGraph, ev *evaluator, f walkFuncs) hcl.Diagnostics {
 	var mu sync.Mutex
 	var diags hcl.Diagnostics
-	errs := g.walk(ctx, walkParallelism, func(ctx context.Context, v vertex) error {
+	errs := g.walk(ctx, e.walkWidth(), func(ctx context.Context, v vertex) error {
 		d := g.visit(ctx, v, ev, f, &mu)
 		if len(d) > 0 {
 			mu.Lock()

@@ -29,6 +29,7 @@ var _ sdk.Resource = data{}
 
 var dataSchema = &sdk.ResourceSchema{
 	LocalPlan:   true, // Plan looks at the values it is given and nothing else
+	LocalApply:  true, // so does Apply: input is copied, the id is random
 	Description: "A value kept in state: input is copied to output, id is random and set at create; changing triggers_replace replaces the resource. It touches no node, so `node` is optional (without it nothing is reached or checked).",
 	Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
 		"input": {Type: cty.DynamicPseudoType, Optional: true,

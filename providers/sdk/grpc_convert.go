@@ -422,7 +422,7 @@ func schemaToProto(s *Schema) (*proto.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity, LocalPlan: rs.LocalPlan}
+		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity, LocalPlan: rs.LocalPlan, LocalApply: rs.LocalApply}
 	}
 	return out, nil
 }
@@ -476,7 +476,7 @@ func schemaFromProto(p *proto.Schema) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity(), LocalPlan: rs.GetLocalPlan()}
+		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity(), LocalPlan: rs.GetLocalPlan(), LocalApply: rs.GetLocalApply()}
 	}
 	return out, nil
 }

@@ -32,6 +32,15 @@ type ResourceSchema struct {
 	// items share one message each way. Set it only when no plan of the
 	// type, now or later, runs anything on a node or opens a connection.
 	LocalPlan bool
+	// LocalApply says ApplyResourceChange of this type never reaches a
+	// node: creates, updates and deletes work on the values they are given
+	// alone. The engine then applies more of its instances at once than
+	// its parallelism, so that their journal intents share state commits
+	// and their items share plugin messages. Set it only when no apply of
+	// the type, now or later, runs anything on a node or opens a
+	// connection. Unset (as from a plugin that predates it) is the safe
+	// reading: bounded by the parallelism.
+	LocalApply bool
 }
 
 // Block is a set of attributes and nested blocks, as in a resource body.

@@ -425,7 +425,13 @@ type ResourceSchema struct {
 	// values it is given alone (protocol 4). The engine then plans more of
 	// its instances at once than its parallelism, which bounds work on
 	// nodes, so that many plan items share one message each way.
-	LocalPlan     bool `protobuf:"varint,5,opt,name=local_plan,json=localPlan,proto3" json:"local_plan,omitempty"`
+	LocalPlan bool `protobuf:"varint,5,opt,name=local_plan,json=localPlan,proto3" json:"local_plan,omitempty"`
+	// The type's ApplyResourceChange never reaches a node (creates, updates
+	// and deletes work on the values given alone): the engine applies more
+	// of its instances at once than its parallelism. Absent (an older
+	// plugin) reads as false, bounded by the parallelism, so protocol 4
+	// stays: the field only widens what a plugin declares safe.
+	LocalApply    bool `protobuf:"varint,6,opt,name=local_apply,json=localApply,proto3" json:"local_apply,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -491,6 +497,13 @@ func (x *ResourceSchema) GetIdentity() []string {
 func (x *ResourceSchema) GetLocalPlan() bool {
 	if x != nil {
 		return x.LocalPlan
+	}
+	return false
+}
+
+func (x *ResourceSchema) GetLocalApply() bool {
+	if x != nil {
+		return x.LocalApply
 	}
 	return false
 }
@@ -3024,14 +3037,16 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xbb\x01\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xdc\x01\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
 	"\x05block\x18\x03 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\x12\x1a\n" +
 	"\bidentity\x18\x04 \x03(\tR\bidentity\x12\x1d\n" +
 	"\n" +
-	"local_plan\x18\x05 \x01(\bR\tlocalPlan\"\xe8\x02\n" +
+	"local_plan\x18\x05 \x01(\bR\tlocalPlan\x12\x1f\n" +
+	"\vlocal_apply\x18\x06 \x01(\bR\n" +
+	"localApply\"\xe8\x02\n" +
 	"\x05Block\x12L\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2,.sparkform.provider.v1.Block.AttributesEntryR\n" +
