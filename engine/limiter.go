@@ -25,12 +25,15 @@ func (e *Engine) localLimiter() limiter {
 	return make(limiter, max(e.parallelism(), localParallelism))
 }
 
-// walkWidth is how many graph vertices a walk keeps in flight: enough
-// for every call the two limiters admit at once (a vertex waiting for a
-// slot holds its place), and never fewer than walkParallelism, so that
-// locals, nodes and outputs are not starved.
+// walkWidth is how many graph vertices a walk keeps in flight: every
+// call the node limiter admits, and walkParallelism more (a vertex
+// waiting for a slot holds its place, so without them work that reaches
+// no node would wait behind it). Not the local limiter's full width: in
+// a config of single-instance blocks each vertex is one instance, and a
+// 10,000-block apply with 266 in flight took ~25 MiB more peak RSS than
+// with 74 for no less CPU (the commits share ~64 intents either way).
 func (e *Engine) walkWidth() int {
-	return max(walkParallelism, e.parallelism()+localParallelism)
+	return e.parallelism() + walkParallelism
 }
 
 func (l limiter) do(ctx context.Context, fn func()) error {
