@@ -177,7 +177,8 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 			}, progress)
 		})
 	}); lerr != nil {
-		return hcl.Diagnostics{errDiag("Destroy interrupted", lerr.Error())}
+		// Worded as an apply's own, so that the CLI shows it once.
+		return hcl.Diagnostics{errDiag("Apply interrupted", lerr.Error())}
 	}
 	inst.stored = nil // Value changes below
 	if err != nil {
