@@ -165,6 +165,28 @@ func walkRefs(parsed map[vertex][]*addrs.Reference) map[vertex][]walkRef {
 
 // addBlocks adds a vertex per block and returns the references each makes.
 func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Reference, hcl.Diagnostics) {
+	parsed, diags := cg.addValueBlocks(m)
+	add := func(v vertex, travs []hcl.Traversal) {
+		cg.g.add(v)
+		refs, rdiags := addrs.References(travs)
+		diags = append(diags, rdiags...)
+		parsed[v] = refs
+	}
+	for key, r := range m.Resources {
+		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
+		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Config, cg.schemas[r.Addr.Type].Block).References())...)
+		travs = append(travs, r.DependsOn...)
+		add(resourceV(key), travs)
+	}
+	for name, o := range m.Outputs {
+		add(outputV(name), config.ExprReferences(o.Expr))
+	}
+	return parsed, diags
+}
+
+// addValueBlocks adds a vertex per local and node block, what is evaluated
+// before the walk, and returns the references each makes.
+func (cg *configGraph) addValueBlocks(m *config.Module) (map[vertex][]*addrs.Reference, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	parsed := map[vertex][]*addrs.Reference{}
 	add := func(v vertex, travs []hcl.Traversal) {
@@ -184,15 +206,6 @@ func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Referenc
 			}
 		}
 		add(nodeV(name), travs)
-	}
-	for key, r := range m.Resources {
-		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
-		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Config, cg.schemas[r.Addr.Type].Block).References())...)
-		travs = append(travs, r.DependsOn...)
-		add(resourceV(key), travs)
-	}
-	for name, o := range m.Outputs {
-		add(outputV(name), config.ExprReferences(o.Expr))
 	}
 	return parsed, diags
 }

@@ -122,6 +122,16 @@ type decoderKey struct {
 	block *sdk.Block
 }
 
+// Len is how many decoders c holds: the resource bodies prepared.
+func (c *Decoders) Len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
 // Get is the decoder of body against schema b.
 func (c *Decoders) Get(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 	sb, ok := body.(*hclsyntax.Body)
