@@ -73,14 +73,20 @@ func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDeco
 }
 
 // instanceNode evaluates an instance's node argument in ictx. The usual
-// one, node = node.NAME of a single node block, is that block's value for
-// every instance: it is read as a node once (blockValues.asNode).
+// one, node = node.NAME of a single node block (in a module, also a
+// variable the caller set to one: Resource.NodeBlock), is that block's
+// value for every instance: it is read as a node once
+// (blockValues.asNode).
 func (ev *evaluator) instanceNode(r *config.Resource, ictx *hcl.EvalContext) (sdk.Node, hcl.Diagnostics) {
 	var node sdk.Node
 	var err error
 	var diags hcl.Diagnostics
 	var b *blockValues
-	if name, ok := nodeRefName(r.NodeExpr); ok && r.Scope == nil { // a module's names are its own
+	name, ok := r.NodeBlock, r.NodeBlock != "" // a module's: the flattener saw through its names
+	if !ok && r.Scope == nil {
+		name, ok = nodeRefName(r.NodeExpr)
+	}
+	if ok {
 		ev.mu.RLock()
 		b = ev.nodes[name]
 		ev.mu.RUnlock()

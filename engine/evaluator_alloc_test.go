@@ -195,10 +195,52 @@ module "m" {
   source = "./m"
   host   = node.multi["b"]
 }
+module "m2" {
+  source = "./m2"
+  host   = node.local
+}
+module "checked" {
+  source = "./checked"
+  host   = node.local
+}
 `,
 		"m/main.sf.hcl": `
 variable "host" {}
 resource "sparkform_data" "in" {
+  node = var.host
+}
+`,
+		"m2/main.sf.hcl": `
+variable "host" {}
+node "own" {
+  transport = "local"
+}
+resource "sparkform_data" "via_var" {
+  node = var.host
+}
+resource "sparkform_data" "own" {
+  node = node.own
+}
+module "deeper" {
+  source = "./m3"
+  h      = var.host
+}
+`,
+		"m2/m3/main.sf.hcl": `
+variable "h" {}
+resource "sparkform_data" "deep" {
+  count = 2
+  node  = var.h
+}
+`,
+		"checked/main.sf.hcl": `
+variable "host" {
+  validation {
+    condition     = var.host != null
+    error_message = "A host is needed."
+  }
+}
+resource "sparkform_data" "checked" {
   node = var.host
 }
 `}
@@ -221,6 +263,9 @@ resource "sparkform_data" "in" {
 		t.Fatal(diagString(diags))
 	}
 	// node.local without a value: the same error both ways.
+	// node.local without a value: the same error both ways. (Not for the
+	// module variables set to it: their values, taken from node.local
+	// before it was emptied here, are what the walk would wait for.)
 	ev.nodes["local"] = &blockValues{mode: singleMode, vals: map[addrs.InstanceKey]cty.Value{}}
 	checkInstanceNodes(t, e, cg, ev, true)
 	ev.bases = nil
@@ -228,8 +273,42 @@ resource "sparkform_data" "in" {
 	if diags := e.walk(context.Background(), g, ev, walkFuncs{}); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
-	if n := checkInstanceNodes(t, e, cg, ev, false); n != 4 {
-		t.Errorf("%d instances took their node block's node, want 4 (counted, one)", n)
+	g2 := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	if n := checkInstanceNodes(t, e, cg, ev, false); n != 8 {
+		t.Errorf("%d instances took their node block's node, want 8 (counted, one, m2's via_var, own and deeper's deep)", n)
+	}
+	// Through a module variable the node is read as the root's is: once,
+	// not evaluated in a context built for the instance and converted
+	// (what every instance of a module used to cost).
+	for addr, iv := range g2.instances {
+		r := e.Module.Resources[iv.block]
+		if r.NodeBlock == "" {
+			continue
+		}
+		ctx := ev.instanceContext(iv)
+		if allocs := testing.AllocsPerRun(20, func() { ev.instanceNode(r, ctx) }); allocs > 0 {
+			t.Errorf("%s: instanceNode made %.0f allocations; want none", addr, allocs)
+		}
+	}
+	// What the flattener saw through: a module's own node, a variable set
+	// to node.local at any depth; not an indexed node, nor a variable
+	// with a validation (which may refuse the value).
+	for addr, want := range map[string]string{
+		`module.m2.sparkform_data.via_var`:            "local",
+		`module.m2.sparkform_data.own`:                "module.m2.own",
+		`module.m2.module.deeper.sparkform_data.deep`: "local",
+		`module.m.sparkform_data.in`:                  "",
+		`module.checked.sparkform_data.checked`:       "",
+		`sparkform_data.one`:                          "",
+	} {
+		r := e.Module.Resources[addr]
+		if r == nil {
+			t.Errorf("no resource %s", addr)
+			continue
+		}
+		if r.NodeBlock != want {
+			t.Errorf("%s: NodeBlock %q, want %q", addr, r.NodeBlock, want)
+		}
 	}
 }
 
@@ -241,6 +320,9 @@ func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator,
 	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
 	for addr, iv := range g.instances {
 		r := e.Module.Resources[iv.block]
+		if wantErr && r.NodeBlock != "" {
+			continue
+		}
 		ctx := ev.instanceContext(iv)
 		got, gotD := ev.instanceNode(r, ctx)
 		nv, wantD := r.NodeExpr.Value(ctx)
@@ -256,7 +338,11 @@ func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator,
 		if diagString(gotD) != diagString(wantD) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v %s, want %+v %s", addr, got, diagString(gotD), want, diagString(wantD))
 		}
-		if _, ok := nodeRefName(r.NodeExpr); ok && r.Scope == nil {
+		ok := r.NodeBlock != ""
+		if !ok && r.Scope == nil {
+			_, ok = nodeRefName(r.NodeExpr)
+		}
+		if ok {
 			short++
 			if wantErr != gotD.HasErrors() {
 				t.Errorf("%s: error %v, want %v", addr, gotD.HasErrors(), wantErr)

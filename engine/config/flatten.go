@@ -137,6 +137,9 @@ type flattener struct {
 	// refs are the module instances references name, checked at the end.
 	refs     []moduleRef
 	validate bool
+	// varNodes maps a module instance's variable (its flat local name,
+	// P.var.x) to the node block its argument names (see staticNode).
+	varNodes map[string]string
 }
 
 type moduleRef struct {
@@ -241,6 +244,14 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 				ve.inner, ve.rng = args[vn], a.Expr.Range()
 			}
 			f.flat.Locals[p+".var."+vn] = &Local{Name: p + ".var." + vn, Expr: ve, DeclRange: v.DeclRange}
+			if ve.inner != nil && v.Type == cty.DynamicPseudoType && v.typeDefaults == nil && len(v.Validations) == 0 {
+				if n := f.staticNode(ve.inner); n != "" {
+					if f.varNodes == nil {
+						f.varNodes = map[string]string{}
+					}
+					f.varNodes[p+".var."+vn] = n
+				}
+			}
 		}
 		abs, _ := filepath.Abs(inst.Dir)
 		f.flat.Locals[p+".path.module"] = &Local{Name: p + ".path.module", Expr: hcl.StaticExpr(cty.StringVal(abs), mc.DeclRange), DeclRange: mc.DeclRange}
@@ -265,6 +276,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			c := *r
 			c.Addr.Module, c.Scope = p, scope
 			c.ForEach, c.Count, c.NodeExpr = scope.wrap(r.ForEach), scope.wrap(r.Count), scope.wrap(r.NodeExpr)
+			c.NodeBlock = f.staticNode(c.NodeExpr)
 			c.DependsOn = make([]hcl.Traversal, 0, len(r.DependsOn)+len(deps))
 			for _, tr := range r.DependsOn {
 				c.DependsOn = append(c.DependsOn, irw.traversal(tr))
@@ -521,6 +533,39 @@ func (rw *rewriter) wrap(e hcl.Expression) hcl.Expression {
 		return e
 	}
 	return rw.scope.wrap(e)
+}
+
+// staticNode is the flat name of the node block e names by syntax alone:
+// node.NAME (the root's, or a module instance's own when e is wrapped in
+// its scope), or a module instance's var.X that names one (varNodes);
+// "" for anything else. Whether that block has count or for_each is for
+// the engine to see.
+func (f *flattener) staticNode(e hcl.Expression) string {
+	prefix := ""
+	if s, ok := e.(*scopedExpr); ok {
+		e, prefix = s.Expression, s.s.Prefix()
+	}
+	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
+	if !ok || len(st.Traversal) != 2 {
+		return ""
+	}
+	attr, ok := st.Traversal[1].(hcl.TraverseAttr)
+	if !ok {
+		return ""
+	}
+	switch st.Traversal.RootName() {
+	case "node":
+		if prefix == "" {
+			return attr.Name
+		}
+		return prefix + "." + attr.Name
+	case "var":
+		if prefix == "" {
+			return "" // a root variable holds a value, never a node block
+		}
+		return f.varNodes[prefix+".var."+attr.Name]
+	}
+	return ""
 }
 
 // moduleTraversals are the module.* references m's blocks make (in its

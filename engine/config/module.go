@@ -99,7 +99,16 @@ type Resource struct {
 	// NodeExpr is the `node` argument: required, except for the built-in
 	// provider's types (sparkform_data), which touch no node; for those
 	// an absent node is the local node (see NoNodeExpr).
-	NodeExpr  hcl.Expression
+	NodeExpr hcl.Expression
+	// NodeBlock, in a module instance, is the flat name of the node block
+	// (no count or for_each known) that NodeExpr names for every instance
+	// by syntax alone: the module's own node.NAME, or var.X whose argument
+	// is such a reference, through any depth of calls, into a variable
+	// with no type, defaults or validations (which could change or refuse
+	// the value). "" otherwise, and in the root, where NodeExpr itself
+	// shows it. The engine then reads that block's node once instead of
+	// evaluating the expression per instance.
+	NodeBlock string
 	DependsOn []hcl.Traversal
 	Lifecycle Lifecycle
 	// Config is the block's body, decoded against the provider's schema
