@@ -185,6 +185,11 @@ resource "sparkform_data" "x" {
 // gatedConfig is a quick resource and a node_command that runs until
 // the test creates gate (it touches mark first). It ignores SIGTERM, so
 // an interrupt's stop request does not end it: the apply stays running.
+//
+// The command also stops once MARK is gone: a test whose sparkform exits
+// at once leaves it running, and the gate its cleanup writes may be
+// removed with the test's folder before the command looks (it then ran
+// forever, holding whatever its parent had open).
 func gatedConfig(mark, gate string) string {
 	return fmt.Sprintf(`
 node "local" {
@@ -198,7 +203,7 @@ resource "sparkform_data" "first" {
 
 resource "node_command" "slow" {
   node          = node.local
-  create_script = "trap '' TERM; touch \"$MARK\"; while [ ! -e \"$GATE\" ]; do sleep 0.05; done"
+  create_script = "trap '' TERM; touch \"$MARK\"; while [ ! -e \"$GATE\" ] && [ -e \"$MARK\" ]; do sleep 0.05; done"
   env           = { MARK = %q, GATE = %q }
 }
 `, mark, gate)
