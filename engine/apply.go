@@ -187,7 +187,7 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 			continue
 		}
 		cp := *in
-		cp.Value = d.After
+		cp.Value, cp.stored = d.After, nil
 		if c := changes[d.Addr]; c != nil && c.Before != cty.NilVal && !c.Before.IsNull() {
 			cp.Private = c.PriorPrivate
 		}

@@ -50,7 +50,7 @@ type Engine struct {
 	// its plan read a moment before, and a record whose bytes did not
 	// change decodes to the same (immutable) value. See loadState.
 	valuesMu sync.Mutex
-	values   map[string]decodedValue
+	values   map[string]*decodedValue
 }
 
 // builtGraph is a configuration graph and the module it was built from.

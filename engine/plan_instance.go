@@ -122,11 +122,12 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	prior := pl.prior[ci.Addr]
 	priorVal := cty.NullVal(ty)
 	var priorPrivate []byte
+	var priorStored sdk.Stored
 	if prior != nil {
-		priorVal, priorPrivate = prior.Value, prior.Private
+		priorVal, priorPrivate, priorStored = prior.Value, prior.Private, prior.sdkStored()
 	}
 	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorPrivate, cfg, cty.NilVal, pl.offline)
+	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
 	notes, d := planNotes(d)
 	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
 	if d.HasErrors() {
@@ -148,7 +149,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		return ch, diags
 	}
 	// What the new object will be: plan it as a create.
-	np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), nil, cfg, priorVal, pl.offline)
+	np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
 	more, d := planNotes(d)
 	ch.Notes = append(ch.Notes, more...)
 	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
@@ -186,7 +187,8 @@ func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInst
 // planCall asks prov for one instance's planned value from prior;
 // replaces is the object a replacement's create takes the place of
 // (cty.NilVal: none).
-func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *configInstance, prior cty.Value, priorPrivate []byte, cfg cty.Value, replaces cty.Value, offline bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+// priorStored is prior's stored form, when it is the value state holds.
+func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *configInstance, prior cty.Value, priorStored sdk.Stored, priorPrivate []byte, cfg cty.Value, replaces cty.Value, offline bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
 	if replaces == cty.NilVal {
 		replaces = cty.NullVal(prior.Type())
 	}
@@ -194,7 +196,7 @@ func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *confi
 	// cfg), computed there from the same schema, one value less to encode
 	// and decode per call.
 	resp := prov.PlanResourceChange(ctx, sdk.PlanRequest{
-		TypeName: typeName, Address: ci.Addr, Node: ci.Node, Prior: prior, Config: cfg,
+		TypeName: typeName, Address: ci.Addr, Node: ci.Node, Prior: prior, PriorStored: priorStored, Config: cfg,
 		PriorPrivate: priorPrivate, Replaces: replaces, Offline: offline,
 	})
 	if resp.Diagnostics.HasErrors() {

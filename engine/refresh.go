@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -107,6 +108,8 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 			out[addr] = before
 		case after == nil:
 			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value)})
+		case after == before: // the provider found it unchanged (readResults)
+			out[addr] = before
 		default:
 			out[addr] = after
 			if !sdk.ValuesEqual(before.Value, after.Value) {
@@ -132,7 +135,7 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 	req := sdk.ReadRequest{Node: g.node, Resources: make([]sdk.ReadItem, len(g.addrs))}
 	for i, addr := range g.addrs {
 		in := objs[addr]
-		req.Resources[i] = sdk.ReadItem{TypeName: in.Type, Address: addr, Prior: in.Value, Private: in.Private}
+		req.Resources[i] = sdk.ReadItem{TypeName: in.Type, Address: addr, Prior: in.Value, PriorStored: in.sdkStored(), Private: in.Private}
 	}
 	resp := p.ReadResources(ctx, req)
 	if resp.Diagnostics.HasErrors() || len(resp.Results) != len(g.addrs) {
@@ -164,9 +167,13 @@ func readResults(addrs []string, objs map[string]*stateObject, resp sdk.ReadResp
 			}
 		case r.NewState.IsNull():
 			out[addr] = nil
+		case r.Unchanged && bytes.Equal(r.Private, objs[addr].Private):
+			// NewState is the prior sent, which is the object's value:
+			// keep the object, and its stored bytes.
+			out[addr] = objs[addr]
 		default:
 			cp := *objs[addr]
-			cp.Value, cp.Private = r.NewState, r.Private
+			cp.Value, cp.Private, cp.stored = r.NewState, r.Private, nil
 			out[addr] = &cp
 		}
 	}

@@ -280,23 +280,34 @@ func decodeStateObject(r *state.Resource, nodes nodeCache) (*stateObject, error)
 
 // stateObjectOf is the object of record r whose value, decoded, is v.
 func stateObjectOf(r *state.Resource, v cty.Value, nodes nodeCache) (*stateObject, error) {
+	in := new(stateObject)
+	if err := fillStateObject(in, r, v, nodes); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// fillStateObject sets *in to the object of record r whose value,
+// decoded, is v.
+func fillStateObject(in *stateObject, r *state.Resource, v cty.Value, nodes nodeCache) error {
 	var n sdk.Node
 	if len(r.Node) > 0 {
 		var ok bool
 		if n, ok = nodes[string(r.Node)]; !ok {
 			if err := json.Unmarshal(r.Node, &n); err != nil {
-				return nil, fmt.Errorf("state record %s: node: %w", r.Address, err)
+				return fmt.Errorf("state record %s: node: %w", r.Address, err)
 			}
 			if nodes != nil {
 				nodes[string(r.Node)] = n
 			}
 		}
 	}
-	return &stateObject{
+	*in = stateObject{
 		Addr: r.Address, Resource: resourceOfInstance(r.Address), Type: r.Type, Provider: r.Provider,
 		Node: n, Value: v, Private: r.Private, Dependencies: r.Dependencies,
 		Tainted: r.Status == statusTainted, SchemaVersion: r.SchemaVersion,
-	}, nil
+	}
+	return nil
 }
 
 // record is the state record of the object.
@@ -352,6 +363,15 @@ type decodedValue struct {
 	v         cty.Value
 }
 
+// sdkStored is the value's stored form for a provider request (see
+// sdk.Stored); empty when it has none.
+func (in *stateObject) sdkStored() sdk.Stored {
+	if in.stored == nil {
+		return sdk.Stored{}
+	}
+	return sdk.Stored{Type: in.stored.typ, Data: in.stored.data}
+}
+
 // storedValue is the record encoding loadState decoded addr's value
 // from, if v is that value (nil otherwise). encodeStateValue(v) gives
 // those bytes: the record was written by it (a null value, stored as no
@@ -363,7 +383,7 @@ func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
 	if !ok || len(d.data) == 0 || !d.v.RawEquals(v) {
 		return nil
 	}
-	return &d
+	return d
 }
 
 // loadState reads every instance in state. A value whose record bytes are
@@ -379,22 +399,34 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 	defer e.valuesMu.Unlock()
 	prev := e.values
 	e.values = nil // a failed load leaves none
-	values := make(map[string]decodedValue, len(recs))
+	values := make(map[string]*decodedValue, len(recs))
 	out := make(map[string]*stateObject, len(recs))
+	// The objects and their decoded values are two allocations, not two
+	// per record.
+	objs := make([]stateObject, len(recs))
+	decoded := make([]decodedValue, len(recs))
 	nodes := nodeCache{}
-	for _, r := range recs {
+	for i, r := range recs {
 		var v cty.Value
 		if d, ok := prev[r.Address]; ok && r.ValueType != nil && bytes.Equal(d.data, r.Value) && bytes.Equal(d.typ, r.ValueType) {
 			v = d.v
 		} else if v, err = ResourceValue(r); err != nil {
 			return nil, hcl.Diagnostics{errDiag("Corrupt state record", fmt.Sprintf("state record %s: %v", r.Address, err))}
 		}
-		if r.ValueType != nil {
-			values[r.Address] = decodedValue{typ: r.ValueType, data: r.Value, v: v}
-		}
-		in, err := stateObjectOf(r, v, nodes)
-		if err != nil {
+		in := &objs[i]
+		if err := fillStateObject(in, r, v, nodes); err != nil {
 			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
+		}
+		if r.ValueType != nil {
+			d := &decoded[i]
+			*d = decodedValue{typ: r.ValueType, data: r.Value, v: v}
+			values[r.Address] = d
+			if len(r.Value) > 0 {
+				// The object carries its bytes: refresh and plan send
+				// them to the provider as they are (sdk.Stored), and a
+				// record of it writes them back unchanged.
+				in.stored = d
+			}
 		}
 		out[in.Addr] = in
 	}

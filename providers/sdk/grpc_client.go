@@ -39,6 +39,9 @@ type GRPCClient struct {
 type clientSchema struct {
 	schema *Schema
 	types  map[string]cty.Type
+	// typeJSONs is each type's cty JSON, to tell whether a Stored value's
+	// bytes are those of the type (encodeStored).
+	typeJSONs map[string][]byte
 }
 
 var (
@@ -178,20 +181,32 @@ func (c *GRPCClient) loadSchema(ctx context.Context) (*clientSchema, Diagnostics
 		return nil, append(diags, Errorf(nil, "Invalid provider schema", "%v", err))
 	}
 	s := &clientSchema{schema: schema, types: impliedTypes(schema)}
+	s.typeJSONs = make(map[string][]byte, len(s.types))
+	for name, ty := range s.types {
+		if js, err := ty.MarshalJSON(); err == nil {
+			s.typeJSONs[name] = js
+		}
+	}
 	c.schema.Store(s)
 	return s, diags
 }
 
 func (c *GRPCClient) typeOf(ctx context.Context, name string) (cty.Type, Diagnostics) {
+	ty, _, diags := c.typeAndJSON(ctx, name)
+	return ty, diags
+}
+
+// typeAndJSON is typeOf with the type's cty JSON.
+func (c *GRPCClient) typeAndJSON(ctx context.Context, name string) (cty.Type, []byte, Diagnostics) {
 	s, diags := c.loadSchema(ctx)
 	if diags.HasErrors() {
-		return cty.NilType, diags
+		return cty.NilType, nil, diags
 	}
 	ty, ok := s.types[name]
 	if !ok {
-		return cty.NilType, Diagnostics{unknownType(name, s.types)}
+		return cty.NilType, nil, Diagnostics{unknownType(name, s.types)}
 	}
-	return ty, nil
+	return ty, s.typeJSONs[name], nil
 }
 
 // GetSchema implements Provider. The returned Schema is shared and cached:
@@ -272,11 +287,11 @@ func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadRes
 	types := make([]cty.Type, len(req.Resources))
 	sent := make([]cty.Value, len(req.Resources)) // each prior as the plugin saw it
 	for i, it := range req.Resources {
-		ty, diags := c.typeOf(ctx, it.TypeName)
+		ty, tyJSON, diags := c.typeAndJSON(ctx, it.TypeName)
 		if diags.HasErrors() {
 			return ReadResponse{Diagnostics: diags}
 		}
-		prior, v, err := encodeSent(it.Prior, ty)
+		prior, v, err := encodeStored(it.Prior, it.PriorStored, ty, tyJSON)
 		if err != nil {
 			return ReadResponse{Diagnostics: Diagnostics{badValue("prior state", it.Address, err)}}
 		}
@@ -303,7 +318,7 @@ func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadRes
 			if v == cty.NilVal {
 				v = cty.NullVal(types[i])
 			}
-			out.Results[i] = ReadResult{NewState: v, Private: r.Private, Diagnostics: diags}
+			out.Results[i] = ReadResult{NewState: v, Private: r.Private, Diagnostics: diags, Unchanged: sent[i] != cty.NilVal}
 			continue
 		}
 		v, err := decodeValue(r.NewState, types[i])
@@ -320,14 +335,21 @@ func (c *GRPCClient) ReadResources(ctx context.Context, req ReadRequest) ReadRes
 // client's plan session (see mux.go): concurrent calls share messages.
 // A Proposed left cty.NilVal is computed by the provider (ProposedNew).
 func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) PlanResponse {
-	ty, diags := c.typeOf(ctx, req.TypeName)
+	ty, tyJSON, diags := c.typeAndJSON(ctx, req.TypeName)
 	if diags.HasErrors() {
 		return PlanResponse{Diagnostics: diags}
 	}
 	var enc [3][]byte
 	var sentPrior cty.Value // the prior as the plugin saw it
 	for i, v := range [3]cty.Value{req.Prior, req.Config, req.Proposed} {
-		b, sent, err := encodeSent(v, ty)
+		var b []byte
+		var sent cty.Value
+		var err error
+		if i == 0 {
+			b, sent, err = encodeStored(v, req.PriorStored, ty, tyJSON)
+		} else {
+			b, sent, err = encodeSent(v, ty)
+		}
 		if err != nil {
 			return PlanResponse{Diagnostics: Diagnostics{badValue([3]string{"prior", "config", "proposed"}[i], req.Address, err)}}
 		}

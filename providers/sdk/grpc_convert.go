@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/big"
@@ -45,6 +46,36 @@ func encodeSent(v cty.Value, ty cty.Type) ([]byte, cty.Value, error) {
 		b, err = enc(v, ty)
 	}
 	return b, v, err
+}
+
+// encodeStored is encodeSent for a value that comes with its state
+// encoding st (Stored): the wire bytes are made from st's, not from
+// walking v again (a no-op plan sends every instance's prior twice, to
+// read and to plan). tyJSON is ty as cty JSON. It falls back to
+// encodeSent when st is empty or its type cannot stand for ty's.
+func encodeStored(v cty.Value, st Stored, ty cty.Type, tyJSON []byte) ([]byte, cty.Value, error) {
+	if len(st.Data) == 0 || v == cty.NilVal || v.IsNull() || v.IsMarked() {
+		return encodeSent(v, ty)
+	}
+	if !ty.HasDynamicTypes() {
+		// Same type, same bytes: msgpack of v as ty is msgpack of v as
+		// its own type when the two are one (cty JSON of a type is
+		// canonical).
+		if !bytes.Equal(st.Type, tyJSON) {
+			return encodeSent(v, ty)
+		}
+		return st.Data, v, nil
+	}
+	// marshalConcrete's form, with v's own type: st's type, which the
+	// cache checks against ty once.
+	if _, err := concreteTypes.parse(st.Type, ty); err != nil {
+		return encodeSent(v, ty)
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(st.Type)+len(st.Data))
+	b = append(b, concreteMarker)
+	b = binary.AppendUvarint(b, uint64(len(st.Type)))
+	b = append(b, st.Type...)
+	return append(b, st.Data...), v, nil
 }
 
 // Values whose schema type has dynamic parts (an attribute of type any)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -682,12 +684,14 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 	carried := map[reflect.Type][]string{
 		reflect.TypeFor[sdk.ValidateRequest](): {"TypeName", "Config"},
 		reflect.TypeFor[sdk.ReadRequest]():     {"Node", "Resources"},
-		reflect.TypeFor[sdk.ReadItem]():        {"TypeName", "Address", "Prior", "Private"},
-		reflect.TypeFor[sdk.ReadResponse]():    {"Results", "Diagnostics", "RoundTrips"},
-		reflect.TypeFor[sdk.ReadResult]():      {"NewState", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.PlanRequest]():     {"TypeName", "Address", "Node", "Prior", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
-		reflect.TypeFor[sdk.PlanResponse]():    {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
-		reflect.TypeFor[sdk.ApplyRequest]():    {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
+		// PriorStored travels as Prior's bytes (encodeStored).
+		reflect.TypeFor[sdk.ReadItem]():     {"TypeName", "Address", "Prior", "PriorStored", "Private"},
+		reflect.TypeFor[sdk.ReadResponse](): {"Results", "Diagnostics", "RoundTrips"},
+		// Unchanged is the client's reading of the result's unchanged flag.
+		reflect.TypeFor[sdk.ReadResult]():   {"NewState", "Private", "Diagnostics", "Unchanged"},
+		reflect.TypeFor[sdk.PlanRequest]():  {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
+		reflect.TypeFor[sdk.PlanResponse](): {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
+		reflect.TypeFor[sdk.ApplyRequest](): {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
 		// OutcomeUnknown is the client's own finding (the call failed in
 		// transport), never sent by a plugin.
 		reflect.TypeFor[sdk.ApplyResponse]():  {"NewState", "Private", "Diagnostics", "OutcomeUnknown"},
@@ -876,5 +880,76 @@ func TestUnchangedAnswersStandForTheValueSent(t *testing.T) {
 	resp = p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.u", Node: node, Prior: withUnknown, Config: unmarked(fullConfig(t))})
 	if !resp.Planned.RawEquals(withUnknown) {
 		t.Errorf("plan keeping an unknown came back as\n%#v\nwant\n%#v", resp.Planned, withUnknown)
+	}
+}
+
+// A prior sent with its stored form (sdk.Stored, as state keeps it)
+// reaches the provider as that value, in reads and plans; a read that
+// finds it unchanged says so (Unchanged) and one that finds another value
+// does not.
+func TestStoredPriorsOverTheWire(t *testing.T) {
+	r, p := newThing(t)
+	ctx := context.Background()
+	prior := cty.ObjectVal(func() map[string]cty.Value {
+		m := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), fullConfig(t))).AsValueMap()
+		m["id"] = cty.StringVal("i-1")
+		m["tags"] = cty.MapValEmpty(cty.String)
+		m["dyn"] = cty.ObjectVal(map[string]cty.Value{"host": cty.StringVal("h"), "n": cty.NumberIntVal(2)})
+		m["ports"] = cty.SetVal([]cty.Value{cty.NumberIntVal(8000)})
+		m["nested"] = cty.NullVal(m["nested"].Type())
+		m["mount"] = cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("/hub"), "read_only": cty.True})})
+		return m
+	}())
+	tj, err := ctyjson.MarshalType(prior.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := ctymsgpack.Marshal(prior, prior.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sdk.Stored{Type: tj, Data: data}
+	edited := cty.ObjectVal(func() map[string]cty.Value { m := prior.AsValueMap(); m["id"] = cty.StringVal("i-2"); return m }())
+	var got []cty.Value
+	r.read = func(items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
+		out := make([]sdk.ReadResult, len(items))
+		for i, it := range items {
+			got = append(got, it.Prior)
+			out[i] = sdk.ReadResult{NewState: it.Prior, Private: it.Private}
+			if it.Address == "test_thing.b" {
+				out[i].NewState = edited
+			}
+		}
+		return out, 1, nil
+	}
+	rr := p.ReadResources(ctx, sdk.ReadRequest{Node: node, Resources: []sdk.ReadItem{
+		{TypeName: "test_thing", Address: "test_thing.a", Prior: prior, PriorStored: st, Private: []byte("p")},
+		{TypeName: "test_thing", Address: "test_thing.b", Prior: prior, PriorStored: st},
+	}})
+	if rr.Diagnostics.HasErrors() || len(rr.Results) != 2 {
+		t.Fatalf("read: %v", rr.Diagnostics.Err())
+	}
+	for i, g := range got {
+		if !g.RawEquals(prior) {
+			t.Errorf("provider read prior %d as\n%#v\nwant\n%#v", i, g, prior)
+		}
+	}
+	if a := rr.Results[0]; !a.Unchanged || !a.NewState.RawEquals(prior) || string(a.Private) != "p" {
+		t.Errorf("unchanged read: %+v; want Unchanged and the prior", a)
+	}
+	if b := rr.Results[1]; b.Unchanged || !b.NewState.RawEquals(edited) {
+		t.Errorf("changed read: %+v; want the new value, not Unchanged", b)
+	}
+
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse {
+		if !req.Prior.RawEquals(prior) {
+			t.Errorf("provider planned from\n%#v\nwant\n%#v", req.Prior, prior)
+		}
+		return sdk.PlanResponse{Planned: req.Prior}
+	}
+	resp := p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.a", Node: node,
+		Prior: prior, PriorStored: st, Config: unmarked(fullConfig(t))})
+	if resp.Diagnostics.HasErrors() || !resp.Planned.RawEquals(prior) {
+		t.Errorf("plan: %v, planned\n%#v\nwant the prior", resp.Diagnostics.Err(), resp.Planned)
 	}
 }

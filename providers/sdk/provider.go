@@ -71,8 +71,21 @@ type ReadItem struct {
 	// Address is the instance address, for messages only.
 	Address string
 	// Prior is the value last stored in state.
-	Prior   cty.Value
-	Private []byte
+	Prior cty.Value
+	// PriorStored, when set, is Prior as the state stores it: a client
+	// that speaks the wire protocol sends those bytes instead of encoding
+	// Prior again.
+	PriorStored Stored
+	Private     []byte
+}
+
+// Stored is a value in the state's compact form: Type is the value's own
+// type as cty JSON (ctyjson.MarshalType) and Data the value encoded as cty
+// msgpack with that type. A request carries it beside the value it was
+// decoded from, and only then: a Stored that does not encode that value
+// exactly would send the provider another one.
+type Stored struct {
+	Type, Data []byte
 }
 
 // ReadResponse answers a ReadRequest.
@@ -91,6 +104,9 @@ type ReadResult struct {
 	NewState    cty.Value
 	Private     []byte
 	Diagnostics Diagnostics
+	// Unchanged, set by a client that was told so, says NewState is the
+	// item's Prior as it was sent: the caller may keep what it had.
+	Unchanged bool
 }
 
 // PlanRequest asks for the planned new value of one instance.
@@ -100,6 +116,9 @@ type PlanRequest struct {
 	Node     Node
 	// Prior is the refreshed state (null when creating).
 	Prior cty.Value
+	// PriorStored, when set, is Prior as the state stores it (see
+	// ReadItem.PriorStored).
+	PriorStored Stored
 	// Config is the evaluated configuration (may hold unknowns).
 	Config cty.Value
 	// Proposed is Config with Computed attributes carried over from Prior
