@@ -127,7 +127,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		priorVal, priorPrivate, priorStored = prior.Value, prior.Private, prior.sdkStored()
 	}
 	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
-	planned, replacePaths, plannedPrivate, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
+	planned, replacePaths, plannedPrivate, unchanged, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
 	notes, d := planNotes(d)
 	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
 	if d.HasErrors() {
@@ -144,12 +144,16 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	if prior != nil {
 		ch.PriorNode = prior.Node
 	}
-	ch.Action, ch.Reason = pl.action(r, prior, ci, replacePaths, planned)
+	// A plan the provider kept as the prior sent, when that prior is
+	// state's (decoded from its bytes: wholly known, unmarked), is that
+	// value: equal without comparing.
+	same := unchanged && prior != nil && prior.stored != nil
+	ch.Action, ch.Reason = pl.action(r, prior, ci, replacePaths, planned, same)
 	if !ch.Action.IsReplace() {
 		return ch, diags
 	}
 	// What the new object will be: plan it as a create.
-	np, _, npriv, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
+	np, _, npriv, _, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
 	more, d := planNotes(d)
 	ch.Notes = append(ch.Notes, more...)
 	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
@@ -162,7 +166,8 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 
 // action decides what a change does to prior, and why when the reason is
 // not plain from the values.
-func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInstance, replacePaths []cty.Path, planned cty.Value) (plans.Action, string) {
+// same says planned is prior's value itself.
+func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInstance, replacePaths []cty.Path, planned cty.Value, same bool) (plans.Action, string) {
 	replace := plans.DeleteThenCreate
 	if r.Lifecycle.CreateBeforeDestroy {
 		replace = plans.CreateThenDelete
@@ -178,7 +183,7 @@ func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInst
 		return replace, ""
 	case nodeIdentity(prior.Node) != nodeIdentity(ci.Node):
 		return replace, fmt.Sprintf("it moves from %s to %s", nodeLabel(prior.Node), nodeLabel(ci.Node))
-	case sdk.ValuesEqual(prior.Value, planned):
+	case same || sdk.ValuesEqual(prior.Value, planned):
 		return plans.NoOp, ""
 	}
 	return plans.Update, ""
@@ -187,8 +192,9 @@ func (pl *planner) action(r *config.Resource, prior *stateObject, ci *configInst
 // planCall asks prov for one instance's planned value from prior;
 // replaces is the object a replacement's create takes the place of
 // (cty.NilVal: none).
-// priorStored is prior's stored form, when it is the value state holds.
-func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *configInstance, prior cty.Value, priorStored sdk.Stored, priorPrivate []byte, cfg cty.Value, replaces cty.Value, offline bool) (cty.Value, []cty.Path, []byte, sdk.Diagnostics) {
+// priorStored is prior's stored form, when it is the value state holds;
+// unchanged says the planned value is prior as sent (sdk.PlanResponse).
+func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *configInstance, prior cty.Value, priorStored sdk.Stored, priorPrivate []byte, cfg cty.Value, replaces cty.Value, offline bool) (planned cty.Value, replacePaths []cty.Path, plannedPrivate []byte, unchanged bool, diags sdk.Diagnostics) {
 	if replaces == cty.NilVal {
 		replaces = cty.NullVal(prior.Type())
 	}
@@ -200,13 +206,13 @@ func planCall(ctx context.Context, prov sdk.Provider, typeName string, ci *confi
 		PriorPrivate: priorPrivate, Replaces: replaces, Offline: offline,
 	})
 	if resp.Diagnostics.HasErrors() {
-		return cty.NilVal, nil, nil, resp.Diagnostics
+		return cty.NilVal, nil, nil, false, resp.Diagnostics
 	}
 	if resp.Planned == cty.NilVal || resp.Planned.IsNull() {
-		return cty.NilVal, nil, nil, append(resp.Diagnostics, sdk.Errorf(nil, "Provider produced an invalid plan",
+		return cty.NilVal, nil, nil, false, append(resp.Diagnostics, sdk.Errorf(nil, "Provider produced an invalid plan",
 			"provider planned a null value for %s, which is not being destroyed; this is a bug in the provider", ci.Addr))
 	}
-	return resp.Planned, resp.RequiresReplace, resp.PlannedPrivate, resp.Diagnostics
+	return resp.Planned, resp.RequiresReplace, resp.PlannedPrivate, resp.Unchanged, resp.Diagnostics
 }
 
 // planNotes splits a provider's plan diagnostics: warnings are notes on

@@ -380,12 +380,13 @@ func (c *GRPCClient) PlanResourceChange(ctx context.Context, req PlanRequest) Pl
 	}
 	diags = diagsFromProto(resp.Diagnostics)
 	var planned cty.Value
-	if resp.PlannedUnchanged && sentPrior != cty.NilVal {
+	unchanged := resp.PlannedUnchanged && sentPrior != cty.NilVal
+	if unchanged {
 		planned = sentPrior
 	} else if planned, err = decodeValue(resp.Planned, ty); err != nil {
 		diags = append(diags, badValue("planned value", req.Address, err))
 	}
-	return PlanResponse{Planned: planned, RequiresReplace: pathsFromProto(resp.RequiresReplace), PlannedPrivate: resp.PlannedPrivate, Diagnostics: diags}
+	return PlanResponse{Planned: planned, RequiresReplace: pathsFromProto(resp.RequiresReplace), PlannedPrivate: resp.PlannedPrivate, Diagnostics: diags, Unchanged: unchanged}
 }
 
 // ApplyResourceChange implements Provider: an item of the client's apply

@@ -688,9 +688,10 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.ReadItem]():     {"TypeName", "Address", "Prior", "PriorStored", "Private"},
 		reflect.TypeFor[sdk.ReadResponse](): {"Results", "Diagnostics", "RoundTrips"},
 		// Unchanged is the client's reading of the result's unchanged flag.
-		reflect.TypeFor[sdk.ReadResult]():   {"NewState", "Private", "Diagnostics", "Unchanged"},
-		reflect.TypeFor[sdk.PlanRequest]():  {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
-		reflect.TypeFor[sdk.PlanResponse](): {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics"},
+		reflect.TypeFor[sdk.ReadResult]():  {"NewState", "Private", "Diagnostics", "Unchanged"},
+		reflect.TypeFor[sdk.PlanRequest](): {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
+		// Unchanged is the client's reading of planned_unchanged.
+		reflect.TypeFor[sdk.PlanResponse](): {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics", "Unchanged"},
 		reflect.TypeFor[sdk.ApplyRequest](): {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
 		// OutcomeUnknown is the client's own finding (the call failed in
 		// transport), never sent by a plugin.
@@ -949,7 +950,13 @@ func TestStoredPriorsOverTheWire(t *testing.T) {
 	}
 	resp := p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.a", Node: node,
 		Prior: prior, PriorStored: st, Config: unmarked(fullConfig(t))})
-	if resp.Diagnostics.HasErrors() || !resp.Planned.RawEquals(prior) {
-		t.Errorf("plan: %v, planned\n%#v\nwant the prior", resp.Diagnostics.Err(), resp.Planned)
+	if resp.Diagnostics.HasErrors() || !resp.Planned.RawEquals(prior) || !resp.Unchanged {
+		t.Errorf("plan: %v, unchanged %v, planned\n%#v\nwant the prior, unchanged", resp.Diagnostics.Err(), resp.Unchanged, resp.Planned)
+	}
+	r.plan = func(req sdk.PlanRequest) sdk.PlanResponse { return sdk.PlanResponse{Planned: edited} }
+	resp = p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "test_thing", Address: "test_thing.a", Node: node,
+		Prior: prior, PriorStored: st, Config: unmarked(fullConfig(t))})
+	if resp.Diagnostics.HasErrors() || !resp.Planned.RawEquals(edited) || resp.Unchanged {
+		t.Errorf("plan: %v, unchanged %v, planned\n%#v\nwant the new value, not unchanged", resp.Diagnostics.Err(), resp.Unchanged, resp.Planned)
 	}
 }

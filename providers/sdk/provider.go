@@ -146,6 +146,9 @@ type PlanResponse struct {
 	RequiresReplace []cty.Path
 	PlannedPrivate  []byte
 	Diagnostics     Diagnostics
+	// Unchanged, set by a client that was told so, says Planned is the
+	// request's Prior as it was sent.
+	Unchanged bool
 }
 
 // ApplyRequest asks a provider to make Planned real.
