@@ -34,13 +34,18 @@ type GRPCServer struct {
 // decoding). A prior is taken once; an apply session drops what is left.
 type readPriors struct {
 	mu sync.Mutex
-	m  map[string]cty.Value
+	m  map[string]readPrior // by encoding
+}
+
+// readPrior is a kept prior and its resource type: the same bytes under
+// another type are not it.
+type readPrior struct {
+	typeName string
+	v        cty.Value
 }
 
 // readPriorsMax bounds what is kept (past it, priors are decoded again).
 const readPriorsMax = 1 << 16
-
-func priorKey(typeName string, b []byte) string { return typeName + "\x00" + string(b) }
 
 func (r *readPriors) put(typeName string, b []byte, v cty.Value) {
 	if len(b) == 0 {
@@ -48,30 +53,28 @@ func (r *readPriors) put(typeName string, b []byte, v cty.Value) {
 	}
 	r.mu.Lock()
 	if r.m == nil {
-		r.m = map[string]cty.Value{}
+		r.m = map[string]readPrior{}
 	}
 	if len(r.m) < readPriorsMax {
-		r.m[priorKey(typeName, b)] = v
+		r.m[string(b)] = readPrior{typeName, v}
 	}
 	r.mu.Unlock()
 }
 
-// take returns and forgets the prior kept for typeName and b.
+// take returns and forgets the prior kept for typeName and b. It looks
+// up by b alone, which costs no key to be built per plan item.
 func (r *readPriors) take(typeName string, b []byte) (cty.Value, bool) {
 	if len(b) == 0 {
 		return cty.NilVal, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.m) == 0 {
+	e, ok := r.m[string(b)]
+	if !ok || e.typeName != typeName {
 		return cty.NilVal, false
 	}
-	k := priorKey(typeName, b)
-	v, ok := r.m[k]
-	if ok {
-		delete(r.m, k)
-	}
-	return v, ok
+	delete(r.m, string(b))
+	return e.v, true
 }
 
 func (r *readPriors) clear() {

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -97,5 +98,35 @@ func BenchmarkPlanItemAfterRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Taking a kept prior builds no key: a plan item's lookup allocates
+// nothing, found or not; the same bytes kept for another type are not
+// taken for this one.
+func TestReadPriorsTakeAllocatesNothing(t *testing.T) {
+	var r readPriors
+	b := []byte("\xc1\x08\"string\"\xd9\x30" + strings.Repeat("seed", 12)) // as long as a real prior
+	v := cty.StringVal(strings.Repeat("seed", 12))
+	r.put("echo_thing", []byte("another prior"), v)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, ok := r.take("echo_thing", b); ok {
+			t.Fatal("took a prior never kept")
+		}
+	}); n != 0 {
+		t.Errorf("a miss allocates %v times; want 0", n)
+	}
+	r.put("other_thing", b, v)
+	if _, ok := r.take("echo_thing", b); ok {
+		t.Errorf("took another type's prior")
+	}
+	key := string(b)
+	if n := testing.AllocsPerRun(100, func() {
+		r.m[key] = readPrior{"echo_thing", v} // kept, with a key made once
+		if got, ok := r.take("echo_thing", b); !ok || !got.RawEquals(v) {
+			t.Fatalf("take = %#v, %v; want the kept prior", got, ok)
+		}
+	}); n != 0 {
+		t.Errorf("a hit allocates %v times; want 0", n)
 	}
 }
