@@ -5,6 +5,9 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
@@ -415,6 +419,84 @@ func TestDestroyIntentRecordsPlannedValue(t *testing.T) {
 		}
 		if string(in.Resource.ValueType) != string(typ) || string(in.Resource.Value) != string(data) {
 			t.Errorf("intent for %s holds %x, want %x (the encoding of %#v)", in.Address, in.Resource.Value, data, c.Before)
+		}
+	}
+}
+
+// TestResourceOfInstanceMatchesParse: the resource of an instance address
+// read from its end is what parsing the address gives, for addresses as
+// addrs writes them with keys that hold quotes, backslashes, brackets,
+// '#', template sequences, newlines and non-ASCII text, at one and two
+// module depths, deposed or not; and an address that is not canonical is
+// parsed, not read from its end.
+func TestResourceOfInstanceMatchesParse(t *testing.T) {
+	keys := []addrs.InstanceKey{addrs.NoKey, addrs.IntKey(0), addrs.IntKey(12),
+		addrs.StringKey(""), addrs.StringKey("a"), addrs.StringKey(`a"]`), addrs.StringKey(`x["y`),
+		addrs.StringKey(`back\slash\`), addrs.StringKey(`\"`), addrs.StringKey("a#b"), addrs.StringKey("#deposed"),
+		addrs.StringKey("${x}%{y}"), addrs.StringKey("line\nbreak\t"), addrs.StringKey("é ☃ \u200b"), addrs.StringKey(`"]["`)}
+	parsed := func(addr string) string {
+		a := strings.TrimSuffix(addr, deposedSuffix)
+		ri, d := addrs.ParseResourceInstance(a)
+		if d.HasErrors() {
+			t.Fatalf("%s does not parse: %s", a, diagString(d))
+		}
+		return ri.Resource.String()
+	}
+	n := 0
+	for _, mk := range keys {
+		for _, mk2 := range keys[:4] {
+			for _, k := range keys {
+				mods := []addrs.ModuleInstance{addrs.ModuleInstance{}.Child("m", mk), addrs.ModuleInstance{}.Child("m", mk).Child("inner-1", mk2)}
+				for _, mod := range mods {
+					r := addrs.Resource{Module: mod.String(), Type: "sparkform_data", Name: "r_2"}
+					for _, addr := range []string{r.Instance(k).String(), r.Instance(k).String() + deposedSuffix} {
+						if got, want := resourceOfInstance(addr), parsed(addr); got != want {
+							t.Errorf("resourceOfInstance(%q) = %q; parsing gives %q", addr, got, want)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	// Keys written otherwise: the same resource as parsing gives.
+	for _, addr := range []string{`module.m["k"].sparkform_data.r[ 1 ]`, `module.m["k"].sparkform_data.r[01]`,
+		`module.m[0].sparkform_data.r[ "a" ]`, `module.m.sparkform_data.r["a\u0041"]`} {
+		if got, want := resourceOfInstance(addr), parsed(addr); got != want {
+			t.Errorf("resourceOfInstance(%q) = %q; parsing gives %q", addr, got, want)
+		}
+	}
+	t.Logf("%d addresses", n)
+}
+
+// TestTargetWithHashInModuleKeys: -target names a resource in a module
+// instance whose keys hold '#', and a destroy plan takes exactly its
+// instances. Before, an address was cut at its first '#' (taken for a
+// deposed suffix) when its resource was looked up: the instances with
+// '#' in a key belonged to no resource, and the targeted destroy left
+// them out.
+func TestTargetWithHashInModuleKeys(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("hashkey")
+	r.converge()
+	if n := len(b.addrs()); n != 4 {
+		t.Fatalf("state holds %d instances after apply; want 4: %v", n, b.addrs())
+	}
+	for target, want := range map[string][]string{
+		`module.m["llama#2"].sftest_thing.t`: {`module.m["llama#2"].sftest_thing.t["a#b"]`, `module.m["llama#2"].sftest_thing.t["c"]`},
+		`module.m["plain"].sftest_thing.t`:   {`module.m["plain"].sftest_thing.t["a#b"]`, `module.m["plain"].sftest_thing.t["c"]`},
+	} {
+		p := r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: []string{target}})
+		var got []string
+		for _, c := range p.Changes {
+			if c.Action != plans.Delete {
+				t.Errorf("-target %s: %s planned %s; want delete", target, c.Addr, c.Action)
+			}
+			got = append(got, c.Addr)
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("-target %s destroys %q; want %q", target, got, want)
 		}
 	}
 }
