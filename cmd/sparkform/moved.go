@@ -58,6 +58,10 @@ func (m *meta) applyMoved(st state.Store, moved []*config.Moved, quiet bool) err
 	return nil
 }
 
+// deposedSuffix ends the address of an object a create-before-destroy
+// replacement set aside (the engine's own constant).
+const deposedSuffix = "#deposed"
+
 func targetString(t addrs.Target) string {
 	switch {
 	case t.Resource == nil:
@@ -79,8 +83,13 @@ func movedAddress(addr string, mv *config.Moved, from, to string) (string, bool)
 	case mv.From.Key != nil:
 		return to, addr == from
 	}
-	ri, d := addrs.ParseResourceInstance(strings.SplitN(addr, "#", 2)[0])
-	if d.HasErrors() || strings.Contains(addr, "#") || ri.Resource.String() != from {
+	// A deposed object stays where it is (it is destroyed, not moved); a
+	// '#' elsewhere is part of a key, and moves with it.
+	if strings.HasSuffix(addr, deposedSuffix) {
+		return "", false
+	}
+	ri, d := addrs.ParseResourceInstance(addr)
+	if d.HasErrors() || ri.Resource.String() != from {
 		return "", false
 	}
 	return mv.To.Resource.Instance(ri.Key).String(), true

@@ -268,7 +268,8 @@ func outputsChange(p *plans.Plan) bool {
 // module's plan), by the address parser otherwise.
 func nameOf(addr string) string {
 	if strings.HasPrefix(addr, "module.") {
-		a, _, _ := strings.Cut(addr, "#")
+		// A deposed suffix, not the first '#': a key may hold one.
+		a := strings.TrimSuffix(addr, deposedSuffix)
 		if name, ok := scanModuleResourceName(a); ok {
 			return name
 		}
