@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/config"
@@ -104,6 +105,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 	}
 	var diags hcl.Diagnostics
 	v := &validation{results: map[string]hcl.Diagnostics{}, failed: map[string]bool{}}
+	keys = sharedBodiesOnce(e.Module, cg, keys)
 	for len(keys) > 0 {
 		n := min(len(keys), validateChunk)
 		diags = append(diags, e.validateChunk(ctx, cg, keys[:n], ictx, v)...)
@@ -113,6 +115,37 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 		diags = append(diags, v.results[name]...)
 	}
 	return diags
+}
+
+// sharedBodiesOnce keeps, of the resource blocks of module instances that
+// share their module's syntax (the block's body, so its node argument
+// too, against one schema), the first in keys' order. Validation evaluates a body where every name is unknown,
+// so each instance of one module block decodes to the same value with the
+// same diagnostics: checking it once per module block, not once per
+// instance, reports each problem once (naming the first instance) and
+// spared a 1,000-instance module's plan validating 10,000 bodies for 10.
+func sharedBodiesOnce(m *config.Module, cg *configGraph, keys []string) []string {
+	type shared struct {
+		body  *hclsyntax.Body
+		block *sdk.Block
+	}
+	seen := map[shared]bool{}
+	out := keys[:0:0]
+	for _, key := range keys {
+		r := m.Resources[key]
+		sb, ok := r.Config.(*hclsyntax.Body)
+		if r.Scope == nil || !ok { // a root block's syntax is its own
+			out = append(out, key)
+			continue
+		}
+		k := shared{sb, cg.schemas[r.Addr.Type].Block}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, key)
+	}
+	return out
 }
 
 // validation collects the providers' diagnostics across chunks.
