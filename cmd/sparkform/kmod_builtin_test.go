@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkform/sparkform/internal/kernelsim"
 	"github.com/sparkform/sparkform/internal/kernelsim/kmodsim"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -51,5 +52,22 @@ func TestShippedKmodIgnoresTestVariables(t *testing.T) {
 	}
 	if got := loaded(builtins["kmod"]()); got != "false" {
 		t.Errorf("the shipped kmod provider read the simulated kernel named by SPARKFORM_KMOD_* (%s loaded = %s); it must drive the real kernel", mod, got)
+	}
+	// The one a shared plugin process builds, on its shared pool.
+	if got := loaded(pooled["kmod"](node.NewPool())); got != "false" {
+		t.Errorf("the shipped kmod provider on a shared pool read the simulated kernel named by SPARKFORM_KMOD_* (%s loaded = %s); it must drive the real kernel", mod, got)
+	}
+}
+
+// Every provider built on the plugin process's shared pool is a built-in
+// of that name: servePlugin builds it instead of the builtins entry.
+func TestPooledAreBuiltins(t *testing.T) {
+	for name, mk := range pooled {
+		if _, ok := builtins[name]; !ok {
+			t.Errorf("pooled[%q] has no builtins entry", name)
+		}
+		if mk(node.NewPool()) == nil {
+			t.Errorf("pooled[%q] built no provider", name)
+		}
 	}
 }

@@ -9,4 +9,7 @@ package main
 
 import "github.com/sparkform/sparkform/internal/kernelsim/kmodsim"
 
-func init() { builtins["kmod"] = kmodsim.New }
+func init() {
+	builtins["kmod"] = kmodsim.New
+	pooled["kmod"] = kmodsim.NewWithPool
+}

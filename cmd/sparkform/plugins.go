@@ -12,6 +12,7 @@ import (
 	"github.com/sparkform/sparkform/providers/gitkit"
 	"github.com/sparkform/sparkform/providers/hubstage"
 	"github.com/sparkform/sparkform/providers/kmod"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -25,17 +26,34 @@ var builtins = map[string]func() sdk.Provider{
 	command.Name: command.New,
 }
 
+// pooled are the constructors of the built-in providers that reach nodes,
+// taking the node.Pool they share when served from one process: each
+// node then gets one relay connection from the plugin process (and one
+// SSH session limit), not one per provider.
+var pooled = map[string]func(*node.Pool) sdk.Provider{
+	"gitkit":     gitkit.NewWithPool,
+	"kmod":       func(p *node.Pool) sdk.Provider { return kmod.NewWithPool(kmod.Config{}, p) },
+	"docker":     docker.NewWithPool,
+	"hubstage":   hubstage.NewWithPool,
+	command.Name: command.NewWithPool,
+}
+
 // servePlugin serves the named built-in providers over the plugin
 // protocol: one as a plugin of its own (sdk.Serve), several from this one
 // process (sdk.ServeShared), as the plugin host starts them.
 func servePlugin(names []string) error {
 	ps := make(map[string]sdk.Provider, len(names))
+	pool := node.NewPool() // closed when the process exits
 	for _, name := range names {
 		mk, ok := builtins[name]
 		if !ok {
 			return fmt.Errorf("no built-in provider %q (built-ins: %v)", name, builtinProviders())
 		}
-		ps[name] = mk()
+		if mkp, ok := pooled[name]; ok {
+			ps[name] = mkp(pool)
+		} else {
+			ps[name] = mk()
+		}
 	}
 	if len(names) == 1 {
 		sdk.Serve(ps[names[0]])

@@ -13,11 +13,15 @@ const TypeCommand = "node_command"
 
 // New returns the provider. It keeps one connection per node for its
 // lifetime (one provider process).
-func New() sdk.Provider {
+func New() sdk.Provider { return NewWithPool(node.NewPool()) }
+
+// NewWithPool returns the provider reaching nodes through pool, which a
+// plugin process serving several providers shares among them.
+func NewWithPool(pool *node.Pool) sdk.Provider {
 	return &sdk.Router{
 		Name: Name,
 		Resources: map[string]sdk.Resource{
-			TypeCommand: &Command{pool: node.NewPool()},
+			TypeCommand: &Command{pool: pool},
 		},
 	}
 }

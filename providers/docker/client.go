@@ -38,7 +38,7 @@ type clients struct {
 	m    map[string]*dockerClient
 }
 
-func newClients() *clients { return &clients{pool: node.NewPool(), m: map[string]*dockerClient{}} }
+func newClients(pool *node.Pool) *clients { return &clients{pool: pool, m: map[string]*dockerClient{}} }
 
 // dockerClient is the Engine API on one node plus the node connection it
 // travels on (used for wait probes and the cgroup script).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -31,8 +32,12 @@ type provider struct {
 var _ sdk.Provider = (*provider)(nil)
 
 // New returns the docker provider: docker_image and docker_container.
-func New() sdk.Provider {
-	cs := newClients()
+func New() sdk.Provider { return NewWithPool(node.NewPool()) }
+
+// NewWithPool returns the docker provider reaching nodes through pool,
+// which a plugin process serving several providers shares among them.
+func NewWithPool(pool *node.Pool) sdk.Provider {
+	cs := newClients(pool)
 	img, ctr := &imageResource{clients: cs}, &containerResource{clients: cs}
 	return &provider{
 		Router:  &sdk.Router{Name: "docker", Resources: map[string]sdk.Resource{TypeImage: img, TypeContainer: ctr}},

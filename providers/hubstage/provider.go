@@ -18,8 +18,11 @@ const SummaryAttribute = "change_summary"
 var fileType = cty.Object(map[string]cty.Type{"source": cty.String, "target": cty.String})
 
 // New returns the hubstage provider.
-func New() sdk.Provider {
-	pool := node.NewPool()
+func New() sdk.Provider { return NewWithPool(node.NewPool()) }
+
+// NewWithPool returns the hubstage provider reaching nodes through pool,
+// which a plugin process serving several providers shares among them.
+func NewWithPool(pool *node.Pool) sdk.Provider {
 	return &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{
 		TypeManifest: &manifest{conn: pool.Get},
 	}}

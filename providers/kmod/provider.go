@@ -93,8 +93,13 @@ func (c Config) records() restore.Store {
 func New() sdk.Provider { return NewWithConfig(Config{}) }
 
 // NewWithConfig returns the kmod provider with an explicit Config.
-func NewWithConfig(cfg Config) sdk.Provider {
-	k := &kernel{cfg: cfg.withDefaults(), pool: node.NewPool()}
+func NewWithConfig(cfg Config) sdk.Provider { return NewWithPool(cfg, node.NewPool()) }
+
+// NewWithPool returns the kmod provider with an explicit Config, reaching
+// nodes through pool, which a plugin process serving several providers
+// shares among them.
+func NewWithPool(cfg Config, pool *node.Pool) sdk.Provider {
+	k := &kernel{cfg: cfg.withDefaults(), pool: pool}
 	return &sdk.Router{
 		Name: "kmod",
 		Resources: map[string]sdk.Resource{

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/sparkform/sparkform/providers/kmod"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -36,3 +37,6 @@ func ConfigFromEnv() kmod.Config {
 
 // New returns the kmod provider configured from the environment.
 func New() sdk.Provider { return kmod.NewWithConfig(ConfigFromEnv()) }
+
+// NewWithPool is New reaching nodes through pool (kmod.NewWithPool).
+func NewWithPool(pool *node.Pool) sdk.Provider { return kmod.NewWithPool(ConfigFromEnv(), pool) }
