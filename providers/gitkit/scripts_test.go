@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/providers/node"
 )
 
 // busyboxEnv returns a PATH whose first folder holds every busybox applet,
@@ -183,5 +184,75 @@ func TestTreeDigestPinned(t *testing.T) {
 		if got := strings.TrimSpace(runScript(t, sh.shell, sh.env, readScript, tree)); got != sh.want {
 			t.Errorf("%s: read.sh printed %q; want %q", sh.name, got, sh.want)
 		}
+	}
+}
+
+// countingFind returns env that puts a `find` first in PATH that logs each
+// start to the returned file and runs the system's find.
+func countingFind(t *testing.T) (env []string, log string) {
+	t.Helper()
+	real, err := exec.LookPath("find")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log = filepath.Join(dir, "log")
+	w := "#!/bin/sh\necho find >>" + node.Quote(log) + "\nexec " + node.Quote(real) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "find"), []byte(w), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + dir + ":" + os.Getenv("PATH")}, log
+}
+
+// TestTreeDigestOneWalk: with GNU find and sha256sum, tree_digest walks a
+// tree whose names and symlink targets hold no newline in one find (after
+// one find that checks the tools and the names) instead of five, and its
+// value is the original script's for names with spaces, tabs, CR,
+// backslashes, parentheses and text that looks like sha256sum's output.
+// A newline anywhere takes the original walk (TestTreeDigestPinned).
+func TestTreeDigestOneWalk(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	for _, d := range []string{"a/b", "we ird", "tab\there", "empty dir"} {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hash := strings.Repeat("0", 64)
+	for name, f := range map[string]struct {
+		data string
+		mode os.FileMode
+	}{
+		"a/f": {"x\n", 0o644}, "a/b/exe": {"z", 0o755}, "we ird/sp ace.sh": {"#!/bin/sh\n", 0o755},
+		`back\slash`: {"b", 0o644}, `x\y.sh`: {"c", 0o700}, "cr\rname": {"", 0o644},
+		"f) = " + hash: {"p", 0o755}, "SHA256 (g) = " + hash: {"q", 0o644}, hash + "  h": {"r", 0o644},
+		"d x": {"s", 0o644}, "tab\there/o p": {"t", 0o600},
+	} {
+		p := filepath.Join(tree, name)
+		if err := os.WriteFile(p, []byte(f.data), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"link": "a/f", "l nk": "t a r g e t", `l\k`: `x\y.sh`, "dangling": "nowhere/at all"} {
+		if err := os.Symlink(target, filepath.Join(tree, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := exec.Command("mkfifo", filepath.Join(tree, "fi fo")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	env, log := countingFind(t)
+	const want = "dir 0ec5cd3daa529f4d3c3520aaae1f9d756005150dee844ba3010b6d0a691e5e13"
+	if got := strings.TrimSpace(runScript(t, []string{"sh"}, env, readScript, tree)); got != want {
+		t.Errorf("read.sh printed %q; want %q (the original script's digest)", got, want)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "find\n"); n != 2 {
+		t.Errorf("tree_digest started find %d times, want 2 (the check, then one walk)", n)
 	}
 }
