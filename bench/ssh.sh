@@ -26,10 +26,15 @@
 #
 # Env: BIN (sparkform binary; built when unset), RUNS (default 5),
 #      FILES (default 1000), WORK (scratch dir), ROOT (repo), KEEP=1 keeps
-#      the scratch dir (the nodes, containers and image are still removed).
+#      the scratch dir (the nodes, containers and image are still removed),
+#      PERF=1 adds where the time goes: the nodes' CPU per plan (both sshd
+#      listeners' reaped children: sshd, sudo, the scripts, the docker
+#      CLI) and the Docker Engine's (dockerd, shared with anything else
+#      using it), medians over the timed runs.
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-5}
+PERF=${PERF:-0}
 FILES=${FILES:-1000}
 KEEP=${KEEP:-0}
 OWNWORK=0
@@ -284,10 +289,39 @@ for i in 0 1; do
     { echo "bench/ssh: container $CNAME-n$i is not running after apply" >&2; exit 1; }
 done
 : >"$S/plan.times"
+: >"$S/node.times"
+# PERF=1: the nodes' CPU is what the sshd listeners (children of the test
+# bed) reaped during a plan: utime+stime of their children, in ticks.
+TCK=$(getconf CLK_TCK)
+listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
+reaped() { # PID... -> the children's CPU ticks, summed
+  local p s=0 f
+  for p in "$@"; do
+    f=$(cat "/proc/$p/stat") || return 1
+    f=${f##*) }               # after the command name: state ppid ...
+    set -- $f
+    s=$((s + ${14} + ${15}))  # cutime cstime (fields 16 and 17)
+  done
+  echo $s
+}
+own() { local f; f=$(cat "/proc/$1/stat") || { echo 0; return; }; f=${f##*) }; set -- $f; echo $((${12} + ${13})); }
+dockerd=$(pgrep -xo dockerd || true)
 for ((r = 1; r <= RUNS; r++)); do
+  if [[ $PERF = 1 ]]; then
+    n0=$(reaped $listeners) d0=0; [[ -n $dockerd ]] && d0=$(own "$dockerd")
+  fi
   /usr/bin/time -f '%e %U %S' -o "$S/t" "$BIN" plan -detailed-exitcode -no-color >"$S/plan.log" 2>&1 || {
     echo "bench/ssh: the no-op plan failed or has changes:" >&2; tail -30 "$S/plan.log" >&2; exit 1; }
   awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/plan.times"
+  if [[ $PERF = 1 ]]; then
+    # The listeners reap a connection's process once it has ended.
+    for _ in $(seq 1 100); do
+      busy=0; for l in $listeners; do [[ -n $(pgrep -P "$l") ]] && busy=1; done
+      [[ $busy = 0 ]] && break; sleep 0.02
+    done
+    n1=$(reaped $listeners) d1=0; [[ -n $dockerd ]] && d1=$(own "$dockerd")
+    awk -v n=$((n1 - n0)) -v d=$((d1 - d0)) -v t="$TCK" 'BEGIN {printf "%.3f %.3f\n", n / t, d / t}' >>"$S/node.times"
+  fi
 done
 "$BIN" plan -json >"$S/plan.json" 2>"$S/plan-json.log" || true
 stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
@@ -295,6 +329,9 @@ stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
 echo "two sshd nodes, per node: kmod_module (simulated kernel) + gitkit_checkout + 2 x hubstage_manifest of $FILES files"
 echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2g); $CGROUP_NOTE"
 echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
+if [[ $PERF = 1 ]]; then
+  echo "  node cpu s per plan: both nodes $(stat2 "$S/node.times" 1) (sshd listeners' reaped children), dockerd $(stat2 "$S/node.times" 2) (shared engine)"
+fi
 python3 - "$S/plan.json" <<'PY' || echo "  refresh: plan -json unreadable (see $S/plan-json.log)"
 import json, sys
 # plan -json is a stream of JSON lines; the refresh_summary line has the counters.
@@ -318,5 +355,8 @@ logins() { grep -c 'Accepted publickey for ' "$S/bed/node$1/sshd.log" 2>/dev/nul
 l0=$(logins 0) l1=$(logins 1)
 SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
 echo "  ssh handshakes in one no-op plan: debug log n0=$(grep -c 'ssh handshake: node=.*n0' "$S/plan-debug.log") n1=$(grep -c 'ssh handshake: node=.*n1' "$S/plan-debug.log"); sshd logins n0=$(($(logins 0) - l0)) n1=$(($(logins 1) - l1))"
+# Plugin connections to the core's relay, one per plugin process and node
+# when its providers share a node pool.
+echo "  relay connections in one no-op plan: n0=$(grep -c 'node relay: a plugin uses the shared connection: node=.*n0' "$S/plan-debug.log") n1=$(grep -c 'node relay: a plugin uses the shared connection: node=.*n1' "$S/plan-debug.log")"
 echo "  refresh per provider and node (SPARKFORM_LOG=debug):"
 grep -o '\[DEBUG\] refresh .*' "$S/plan-debug.log" | sed 's/^\[DEBUG\] refresh /    /' | sort || true

@@ -61,3 +61,24 @@ func BenchmarkStat(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRelayDial is what one more relay connection costs a plan: a
+// plugin's dial of the core's relay (a local SSH handshake and the node
+// request), both sides in this process, on a node already connected. A
+// plugin process whose providers share one Pool makes one per node, not
+// one per provider.
+func BenchmarkRelayDial(b *testing.B) {
+	n := bed(b).Nodes[0].SDK()
+	p, r := newRelay(b)
+	ctx := ctxT(b)
+	if _, err := p.Get(ctx, n); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c, err := r.Dial(ctx, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}

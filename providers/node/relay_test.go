@@ -23,7 +23,7 @@ func logins(t *testing.T, i int) int {
 	return strings.Count(bed(t).Nodes[i].Log(), "Accepted publickey for ")
 }
 
-func newRelay(t *testing.T) (*node.Pool, *node.Relay) {
+func newRelay(t testing.TB) (*node.Pool, *node.Relay) {
 	t.Helper()
 	p := node.NewPool()
 	r, err := node.NewRelay(p)
