@@ -208,7 +208,8 @@ func countingFind(t *testing.T) (env []string, log string) {
 // tree whose names and symlink targets hold no newline in one find (after
 // one find that checks the tools and the names) instead of five, and its
 // value is the original script's for names with spaces, tabs, CR,
-// backslashes, parentheses and text that looks like sha256sum's output.
+// backslashes, parentheses, control characters, bytes that are not UTF-8
+// and text that looks like sha256sum's output.
 // A newline anywhere takes the original walk (TestTreeDigestPinned).
 func TestTreeDigestOneWalk(t *testing.T) {
 	tree := filepath.Join(t.TempDir(), "tree")
@@ -226,6 +227,7 @@ func TestTreeDigestOneWalk(t *testing.T) {
 		`back\slash`: {"b", 0o644}, `x\y.sh`: {"c", 0o700}, "cr\rname": {"", 0o644},
 		"f) = " + hash: {"p", 0o755}, "SHA256 (g) = " + hash: {"q", 0o644}, hash + "  h": {"r", 0o644},
 		"d x": {"s", 0o644}, "tab\there/o p": {"t", 0o600},
+		"bytes \xff\x01\x1b[31m": {"u", 0o644}, "tab\there/\xfe\x02": {"v", 0o755},
 	} {
 		p := filepath.Join(tree, name)
 		if err := os.WriteFile(p, []byte(f.data), f.mode); err != nil {
@@ -244,7 +246,7 @@ func TestTreeDigestOneWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, log := countingFind(t)
-	const want = "dir 0ec5cd3daa529f4d3c3520aaae1f9d756005150dee844ba3010b6d0a691e5e13"
+	const want = "dir 7fffcb36efcb42b853321a9fd9ccc85ade5cb022755e61918ee47de561f02633"
 	if got := strings.TrimSpace(runScript(t, []string{"sh"}, env, readScript, tree)); got != want {
 		t.Errorf("read.sh printed %q; want %q (the original script's digest)", got, want)
 	}
