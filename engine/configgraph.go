@@ -166,12 +166,7 @@ func walkRefs(parsed map[vertex][]*addrs.Reference) map[vertex][]walkRef {
 // addBlocks adds a vertex per block and returns the references each makes.
 func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Reference, hcl.Diagnostics) {
 	parsed, diags := cg.addValueBlocks(m)
-	add := func(v vertex, travs []hcl.Traversal) {
-		cg.g.add(v)
-		refs, rdiags := addrs.References(travs)
-		diags = append(diags, rdiags...)
-		parsed[v] = refs
-	}
+	add := cg.adder(parsed, &diags)
 	for key, r := range m.Resources {
 		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
 		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Config, cg.schemas[r.Addr.Type].Block).References())...)
@@ -184,17 +179,23 @@ func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Referenc
 	return parsed, diags
 }
 
+// adder returns a function that adds a vertex and records the references
+// its traversals make in parsed, their diagnostics in diags.
+func (cg *configGraph) adder(parsed map[vertex][]*addrs.Reference, diags *hcl.Diagnostics) func(vertex, []hcl.Traversal) {
+	return func(v vertex, travs []hcl.Traversal) {
+		cg.g.add(v)
+		refs, rdiags := addrs.References(travs)
+		*diags = append(*diags, rdiags...)
+		parsed[v] = refs
+	}
+}
+
 // addValueBlocks adds a vertex per local and node block, what is evaluated
 // before the walk, and returns the references each makes.
 func (cg *configGraph) addValueBlocks(m *config.Module) (map[vertex][]*addrs.Reference, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	parsed := map[vertex][]*addrs.Reference{}
-	add := func(v vertex, travs []hcl.Traversal) {
-		cg.g.add(v)
-		refs, rdiags := addrs.References(travs)
-		diags = append(diags, rdiags...)
-		parsed[v] = refs
-	}
+	add := cg.adder(parsed, &diags)
 	for name, l := range m.Locals {
 		add(localV(name), config.ExprReferences(l.Expr))
 	}

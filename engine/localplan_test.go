@@ -103,18 +103,25 @@ func (*wideThing) Import(context.Context, sdk.ImportRequest) sdk.ImportResponse 
 	return sdk.ImportResponse{}
 }
 
+// wideBed is the localplan fixture at parallelism 2 with the sfwide
+// provider: sfwide_local (LocalPlan, LocalApply) and sfwide_node.
+func wideBed(t *testing.T) (b *bed, r *run, local, onNode *wideThing) {
+	b = newBed(t)
+	local, onNode = &wideThing{local: true}, &wideThing{}
+	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
+		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
+	r = b.cfg("localplan")
+	r.e.Parallelism = 2
+	return b, r, local, onNode
+}
+
 // TestLocalPlansRunWiderThanParallelism: the plans of a type whose schema
 // says they reach no node (LocalPlan) are not held to the parallelism,
 // which bounds work on nodes, so that many share a plugin message; the
 // plans of any other type still are. Before protocol 4 both were held to
 // it, and the local type never had more than Parallelism plans in flight.
 func TestLocalPlansRunWiderThanParallelism(t *testing.T) {
-	b := newBed(t)
-	local, onNode := &wideThing{local: true}, &wideThing{}
-	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
-		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
-	r := b.cfg("localplan")
-	r.e.Parallelism = 2
+	_, r, local, onNode := wideBed(t)
 	p := r.plan(PlanOptions{})
 	if n := len(p.Changes); n != 48 {
 		t.Fatalf("plan has %d changes; want 48", n)
@@ -134,12 +141,7 @@ func TestLocalPlansRunWiderThanParallelism(t *testing.T) {
 // held to it, and deletes of both ran as wide as the walk (64): a destroy
 // with -parallelism=2 had 24 deletes of sfwide_node in flight.
 func TestLocalAppliesRunWiderThanParallelism(t *testing.T) {
-	b := newBed(t)
-	local, onNode := &wideThing{local: true}, &wideThing{}
-	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
-		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
-	r := b.cfg("localplan")
-	r.e.Parallelism = 2
+	b, r, local, onNode := wideBed(t)
 	for _, mode := range []plans.Mode{plans.NormalMode, plans.DestroyMode} {
 		res := r.apply(r.plan(PlanOptions{Mode: mode}))
 		if n := res.Applied[plans.Create] + res.Applied[plans.Delete]; n != 48 {
