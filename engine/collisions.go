@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // checkCollisions refuses a plan in which two instances would manage the
@@ -41,6 +42,10 @@ func (e *Engine) checkCollisions(ctx context.Context, p *plans.Plan) hcl.Diagnos
 			continue
 		}
 		parts := make([]string, 0, len(s.Identity))
+		// folded is what is compared: each value as its fold spells it
+		// (sdk.ResourceSchema.IdentityFold); parts is what the message
+		// shows, as written.
+		folded := make([]string, 0, len(s.Identity))
 		known := true
 		for _, a := range s.Identity {
 			if !c.After.Type().IsObjectType() || !c.After.Type().HasAttribute(a) {
@@ -53,12 +58,16 @@ func (e *Engine) checkCollisions(ctx context.Context, p *plans.Plan) hcl.Diagnos
 				break
 			}
 			parts = append(parts, fmt.Sprintf("%s = %s", a, renderIdentity(v)))
+			if fold := s.IdentityFold[a]; fold != "" && v.Type() == cty.String {
+				v = cty.StringVal(sdk.FoldIdentity(fold, v.AsString()))
+			}
+			folded = append(folded, fmt.Sprintf("%s = %s", a, renderIdentity(v)))
 		}
 		if !known {
 			continue
 		}
 		what := strings.Join(parts, ", ")
-		key := c.Type + "\x00" + nodeIdentity(c.Node) + "\x00" + what
+		key := c.Type + "\x00" + nodeIdentity(c.Node) + "\x00" + strings.Join(folded, ", ")
 		prev, ok := seen[key]
 		if !ok {
 			seen[key] = owner{addr: c.Addr, what: what}
@@ -71,6 +80,9 @@ func (e *Engine) checkCollisions(ctx context.Context, p *plans.Plan) hcl.Diagnos
 		a, b := prev.addr, c.Addr
 		if b < a {
 			a, b = b, a
+		}
+		if prev.what != what { // one object spelled two ways
+			what = fmt.Sprintf("%s (%s in %s)", what, prev.what, prev.addr)
 		}
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Two instances manage the same object",
 			Detail: fmt.Sprintf("%s and %s would both manage the %s with %s on %s: each apply would undo the other, and destroying one would take away what the other still uses.\n\n"+

@@ -50,3 +50,30 @@ func TestCollisionsRefusedAtPlan(t *testing.T) {
 		t.Errorf("collision with an existing instance: %s", diagString(diags))
 	}
 }
+
+// TestCollisionsFoldSpellings: values the schema's IdentityFold takes as
+// one object (dash_underscore: '-' and '_', as kernel module names) are a
+// collision too, and the message shows both spellings; a fold does not
+// join values that differ otherwise. Before, "my-kit" and "my_kit" were
+// compared as written and both planned.
+func TestCollisionsFoldSpellings(t *testing.T) {
+	b := newBed(t)
+	_, diags := b.cfg("collide", "root_owns=my-kit", "mod_owns=my_kit").planE(PlanOptions{})
+	var found bool
+	for _, d := range diags {
+		if d.Summary == "Two instances manage the same object" {
+			found = true
+			for _, want := range []string{"module.second.sftest_thing.mine and sftest_thing.root", `owns = "my-kit"`, `owns = "my_kit"`} {
+				if !strings.Contains(d.Detail, want) {
+					t.Errorf("detail lacks %q:\n%s", want, d.Detail)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("my-kit and my_kit planned side by side: %s", diagString(diags))
+	}
+	if _, diags := b.cfg("collide", "root_owns=my-kit", "mod_owns=my.kit").planE(PlanOptions{}); diags.HasErrors() {
+		t.Errorf("my-kit and my.kit refused: %s", diagString(diags))
+	}
+}

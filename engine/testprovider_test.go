@@ -38,7 +38,8 @@ var thingSchema = &sdk.ResourceSchema{
 		// owns is the object's identity on its node (Identity below).
 		"owns": {Type: cty.String, Optional: true},
 	}},
-	Identity: []string{"owns"},
+	Identity:     []string{"owns"},
+	IdentityFold: map[string]string{"owns": sdk.FoldDashUnderscore},
 }
 
 var thingType = thingSchema.Block.ImpliedType()

@@ -42,6 +42,9 @@ func newProvidersCommand(m *meta) *cobra.Command {
 					if len(rs.Identity) > 0 {
 						t["identity"] = rs.Identity
 					}
+					if len(rs.IdentityFold) > 0 {
+						t["identity_fold"] = rs.IdentityFold
+					}
 					types[tn] = t
 				}
 				provs[name] = map[string]any{"resource_schemas": types}

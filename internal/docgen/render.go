@@ -30,6 +30,9 @@ type resourceSchema struct {
 	Description string   `json:"description"`
 	Block       block    `json:"block"`
 	Identity    []string `json:"identity"`
+	// IdentityFold names, per identity attribute, which spellings are one
+	// value (sdk.ResourceSchema.IdentityFold).
+	IdentityFold map[string]string `json:"identity_fold"`
 }
 
 type block struct {
@@ -94,7 +97,13 @@ func renderResource(prov, typ string, rs resourceSchema) ([]byte, error) {
 		b.WriteString(rs.Description + "\n\n")
 	}
 	if len(rs.Identity) > 0 {
-		fmt.Fprintf(&b, "On a node, an instance is identified by `%s`: two instances (anywhere in the configuration, modules included) with the same value on one node are refused at plan, naming both.\n\n", strings.Join(rs.Identity, "`, `"))
+		fmt.Fprintf(&b, "On a node, an instance is identified by `%s`: two instances (anywhere in the configuration, modules included) with the same value on one node are refused at plan, naming both.", strings.Join(rs.Identity, "`, `"))
+		for _, a := range rs.Identity {
+			if rs.IdentityFold[a] == "dash_underscore" { // sdk.FoldDashUnderscore
+				fmt.Fprintf(&b, " In `%s`, `-` and `_` are the same character: `nvidia-drm` and `nvidia_drm` are one value.", a)
+			}
+		}
+		b.WriteString("\n\n")
 	}
 	if err := renderBlock(&b, typ, rs.Block, "##"); err != nil {
 		return nil, err

@@ -34,6 +34,8 @@ func moduleSchema() *sdk.ResourceSchema {
 		// What an instance manages on its node: two instances with the same
 		// value on one node are refused at plan.
 		Identity: []string{"name"},
+		// modprobe takes nvidia-drm for nvidia_drm: one module either way.
+		IdentityFold: map[string]string{"name": sdk.FoldDashUnderscore},
 		Description: "A kernel module loaded (or not) with given parameters, temporarily: nothing is written to " +
 			"/etc/modprobe.d or modules-load.d, a reboot resets it and the next plan shows the drift. " +
 			"Destroy puts back exactly what was there before sparkform first changed it (`prior`, also kept in a restore record " +
@@ -65,7 +67,7 @@ func (r *moduleResource) Schema() *sdk.ResourceSchema { return moduleSchema() }
 var moduleNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
 var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
-func normName(s string) string { return strings.ReplaceAll(s, "-", "_") }
+func normName(s string) string { return sdk.FoldIdentity(sdk.FoldDashUnderscore, s) }
 
 func desiredState(v cty.Value) string {
 	if s := ctyval.Str(v.GetAttr("state")); s != "" {

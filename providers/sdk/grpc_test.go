@@ -35,11 +35,12 @@ type thing struct {
 }
 
 var thingSchema = &sdk.ResourceSchema{
-	Version:     3,
-	Description: "a test thing",
-	Identity:    []string{"name"},
-	LocalPlan:   true,
-	LocalApply:  true,
+	Version:      3,
+	Description:  "a test thing",
+	Identity:     []string{"name"},
+	LocalPlan:    true,
+	LocalApply:   true,
+	IdentityFold: map[string]string{"name": sdk.FoldDashUnderscore},
 	Block: &sdk.Block{
 		Attributes: map[string]*sdk.Attribute{
 			"id":     {Type: cty.String, Computed: true, Description: "the id"},
@@ -223,7 +224,7 @@ func TestGetSchemaRoundTrip(t *testing.T) {
 		t.Fatalf("got %d types; want 2", len(s.ResourceTypes))
 	}
 	got := s.ResourceTypes["test_thing"]
-	if got.Version != 3 || got.Description != "a test thing" || !reflect.DeepEqual(got.Identity, []string{"name"}) || !got.LocalPlan || !got.LocalApply {
+	if got.Version != 3 || got.Description != "a test thing" || !reflect.DeepEqual(got.Identity, []string{"name"}) || !got.LocalPlan || !got.LocalApply || got.IdentityFold["name"] != sdk.FoldDashUnderscore {
 		t.Errorf("version %d description %q identity %v local plan %v local apply %v", got.Version, got.Description, got.Identity, got.LocalPlan, got.LocalApply)
 	}
 	compareBlock(t, "test_thing", thingSchema.Block, got.Block)
@@ -702,7 +703,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Node]():           {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
 		reflect.TypeFor[sdk.Diagnostic]():     {"Severity", "Summary", "Detail", "Path"},
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
-		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "LocalPlan", "LocalApply"},
+		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply"},
 		reflect.TypeFor[sdk.Block]():          {"Attributes", "BlockTypes"},
 		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive"},
 		reflect.TypeFor[sdk.NestedBlock]():    {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},

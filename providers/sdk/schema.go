@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -25,6 +26,13 @@ type ResourceSchema struct {
 	// values of all of them would manage the same object, and the engine
 	// refuses that at plan. Empty: instances never collide.
 	Identity []string
+	// IdentityFold says, per Identity attribute, which spellings of its
+	// value name one object on a node (FoldDashUnderscore: kernel module
+	// names, where modprobe takes nvidia-drm and nvidia_drm alike). The
+	// engine compares folded values, so two instances that spell one
+	// object differently are refused too. Unset, or a fold the engine
+	// does not know: compared as written.
+	IdentityFold map[string]string
 	// LocalPlan says PlanResourceChange of this type never reaches a node:
 	// it plans from the values it is given alone, whether or not the plan
 	// is Offline. The engine then plans more of its instances at once
@@ -41,6 +49,20 @@ type ResourceSchema struct {
 	// connection. Unset (as from a plugin that predates it) is the safe
 	// reading: bounded by the parallelism.
 	LocalApply bool
+}
+
+// Identity folds (ResourceSchema.IdentityFold).
+const (
+	// FoldDashUnderscore takes '-' and '_' as one character.
+	FoldDashUnderscore = "dash_underscore"
+)
+
+// FoldIdentity is s as fold compares it; s itself for an unknown fold.
+func FoldIdentity(fold, s string) string {
+	if fold == FoldDashUnderscore {
+		return strings.ReplaceAll(s, "-", "_")
+	}
+	return s
 }
 
 // Block is a set of attributes and nested blocks, as in a resource body.

@@ -431,7 +431,12 @@ type ResourceSchema struct {
 	// of its instances at once than its parallelism. Absent (an older
 	// plugin) reads as false, bounded by the parallelism, so protocol 4
 	// stays: the field only widens what a plugin declares safe.
-	LocalApply    bool `protobuf:"varint,6,opt,name=local_apply,json=localApply,proto3" json:"local_apply,omitempty"`
+	LocalApply bool `protobuf:"varint,6,opt,name=local_apply,json=localApply,proto3" json:"local_apply,omitempty"`
+	// Per identity attribute, which spellings of its value name one object
+	// ("dash_underscore": '-' and '_' are one, as in kernel module names).
+	// Absent (an older plugin), or a fold the engine does not know: values
+	// compare as written, as before; no protocol version change.
+	IdentityFold  map[string]string `protobuf:"bytes,7,rep,name=identity_fold,json=identityFold,proto3" json:"identity_fold,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -506,6 +511,13 @@ func (x *ResourceSchema) GetLocalApply() bool {
 		return x.LocalApply
 	}
 	return false
+}
+
+func (x *ResourceSchema) GetIdentityFold() map[string]string {
+	if x != nil {
+		return x.IdentityFold
+	}
+	return nil
 }
 
 type Block struct {
@@ -1223,7 +1235,7 @@ type GetSchema_Request struct {
 
 func (x *GetSchema_Request) Reset() {
 	*x = GetSchema_Request{}
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1247,7 @@ func (x *GetSchema_Request) String() string {
 func (*GetSchema_Request) ProtoMessage() {}
 
 func (x *GetSchema_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1273,7 @@ type GetSchema_Response struct {
 
 func (x *GetSchema_Response) Reset() {
 	*x = GetSchema_Response{}
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1285,7 @@ func (x *GetSchema_Response) String() string {
 func (*GetSchema_Response) ProtoMessage() {}
 
 func (x *GetSchema_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1325,7 @@ type ValidateResourceConfig_Request struct {
 
 func (x *ValidateResourceConfig_Request) Reset() {
 	*x = ValidateResourceConfig_Request{}
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1337,7 @@ func (x *ValidateResourceConfig_Request) String() string {
 func (*ValidateResourceConfig_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1376,7 @@ type ValidateResourceConfig_Response struct {
 
 func (x *ValidateResourceConfig_Response) Reset() {
 	*x = ValidateResourceConfig_Response{}
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1388,7 @@ func (x *ValidateResourceConfig_Response) String() string {
 func (*ValidateResourceConfig_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1422,7 @@ type ValidateResourceConfigs_Request struct {
 
 func (x *ValidateResourceConfigs_Request) Reset() {
 	*x = ValidateResourceConfigs_Request{}
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1434,7 @@ func (x *ValidateResourceConfigs_Request) String() string {
 func (*ValidateResourceConfigs_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfigs_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1467,7 @@ type ValidateResourceConfigs_Response struct {
 
 func (x *ValidateResourceConfigs_Response) Reset() {
 	*x = ValidateResourceConfigs_Response{}
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1479,7 @@ func (x *ValidateResourceConfigs_Response) String() string {
 func (*ValidateResourceConfigs_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfigs_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1514,7 @@ type ReadResources_Item struct {
 
 func (x *ReadResources_Item) Reset() {
 	*x = ReadResources_Item{}
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1526,7 @@ func (x *ReadResources_Item) String() string {
 func (*ReadResources_Item) ProtoMessage() {}
 
 func (x *ReadResources_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1584,7 @@ type ReadResources_Result struct {
 
 func (x *ReadResources_Result) Reset() {
 	*x = ReadResources_Result{}
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1596,7 @@ func (x *ReadResources_Result) String() string {
 func (*ReadResources_Result) ProtoMessage() {}
 
 func (x *ReadResources_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1650,7 @@ type ReadResources_Request struct {
 
 func (x *ReadResources_Request) Reset() {
 	*x = ReadResources_Request{}
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1662,7 @@ func (x *ReadResources_Request) String() string {
 func (*ReadResources_Request) ProtoMessage() {}
 
 func (x *ReadResources_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1704,7 @@ type ReadResources_Response struct {
 
 func (x *ReadResources_Response) Reset() {
 	*x = ReadResources_Response{}
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1716,7 @@ func (x *ReadResources_Response) String() string {
 func (*ReadResources_Response) ProtoMessage() {}
 
 func (x *ReadResources_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1776,7 @@ type PlanResourceChange_Request struct {
 
 func (x *PlanResourceChange_Request) Reset() {
 	*x = PlanResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1788,7 @@ func (x *PlanResourceChange_Request) String() string {
 func (*PlanResourceChange_Request) ProtoMessage() {}
 
 func (x *PlanResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1890,7 @@ type PlanResourceChange_Response struct {
 
 func (x *PlanResourceChange_Response) Reset() {
 	*x = PlanResourceChange_Response{}
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1902,7 @@ func (x *PlanResourceChange_Response) String() string {
 func (*PlanResourceChange_Response) ProtoMessage() {}
 
 func (x *PlanResourceChange_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +1979,7 @@ type ApplyResourceChange_Request struct {
 
 func (x *ApplyResourceChange_Request) Reset() {
 	*x = ApplyResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +1991,7 @@ func (x *ApplyResourceChange_Request) String() string {
 func (*ApplyResourceChange_Request) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2092,7 @@ type ApplyResourceChange_Started struct {
 
 func (x *ApplyResourceChange_Started) Reset() {
 	*x = ApplyResourceChange_Started{}
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2104,7 @@ func (x *ApplyResourceChange_Started) String() string {
 func (*ApplyResourceChange_Started) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Started) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2141,7 @@ type ApplyResourceChange_Progress struct {
 
 func (x *ApplyResourceChange_Progress) Reset() {
 	*x = ApplyResourceChange_Progress{}
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2153,7 @@ func (x *ApplyResourceChange_Progress) String() string {
 func (*ApplyResourceChange_Progress) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2226,7 @@ type ApplyResourceChange_Result struct {
 
 func (x *ApplyResourceChange_Result) Reset() {
 	*x = ApplyResourceChange_Result{}
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2238,7 @@ func (x *ApplyResourceChange_Result) String() string {
 func (*ApplyResourceChange_Result) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2317,7 @@ type ApplyResourceChange_Event struct {
 
 func (x *ApplyResourceChange_Event) Reset() {
 	*x = ApplyResourceChange_Event{}
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2329,7 @@ func (x *ApplyResourceChange_Event) String() string {
 func (*ApplyResourceChange_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2411,7 @@ type PlanResourceChanges_Item struct {
 
 func (x *PlanResourceChanges_Item) Reset() {
 	*x = PlanResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2423,7 @@ func (x *PlanResourceChanges_Item) String() string {
 func (*PlanResourceChanges_Item) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2465,7 @@ type PlanResourceChanges_Batch struct {
 
 func (x *PlanResourceChanges_Batch) Reset() {
 	*x = PlanResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2477,7 @@ func (x *PlanResourceChanges_Batch) String() string {
 func (*PlanResourceChanges_Batch) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2517,7 @@ type PlanResourceChanges_Result struct {
 
 func (x *PlanResourceChanges_Result) Reset() {
 	*x = PlanResourceChanges_Result{}
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2529,7 @@ func (x *PlanResourceChanges_Result) String() string {
 func (*PlanResourceChanges_Result) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +2568,7 @@ type PlanResourceChanges_Results struct {
 
 func (x *PlanResourceChanges_Results) Reset() {
 	*x = PlanResourceChanges_Results{}
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2580,7 @@ func (x *PlanResourceChanges_Results) String() string {
 func (*PlanResourceChanges_Results) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Results) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +2613,7 @@ type ApplyResourceChanges_Item struct {
 
 func (x *ApplyResourceChanges_Item) Reset() {
 	*x = ApplyResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2625,7 @@ func (x *ApplyResourceChanges_Item) String() string {
 func (*ApplyResourceChanges_Item) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2665,7 @@ type ApplyResourceChanges_Batch struct {
 
 func (x *ApplyResourceChanges_Batch) Reset() {
 	*x = ApplyResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2677,7 @@ func (x *ApplyResourceChanges_Batch) String() string {
 func (*ApplyResourceChanges_Batch) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2717,7 @@ type ApplyResourceChanges_Event struct {
 
 func (x *ApplyResourceChanges_Event) Reset() {
 	*x = ApplyResourceChanges_Event{}
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2717,7 +2729,7 @@ func (x *ApplyResourceChanges_Event) String() string {
 func (*ApplyResourceChanges_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2768,7 @@ type ApplyResourceChanges_Events struct {
 
 func (x *ApplyResourceChanges_Events) Reset() {
 	*x = ApplyResourceChanges_Events{}
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2780,7 @@ func (x *ApplyResourceChanges_Events) String() string {
 func (*ApplyResourceChanges_Events) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Events) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2814,7 @@ type ImportResource_Request struct {
 
 func (x *ImportResource_Request) Reset() {
 	*x = ImportResource_Request{}
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2826,7 @@ func (x *ImportResource_Request) String() string {
 func (*ImportResource_Request) ProtoMessage() {}
 
 func (x *ImportResource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2874,7 @@ type ImportResource_Response struct {
 
 func (x *ImportResource_Response) Reset() {
 	*x = ImportResource_Response{}
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2886,7 @@ func (x *ImportResource_Response) String() string {
 func (*ImportResource_Response) ProtoMessage() {}
 
 func (x *ImportResource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +2931,7 @@ type Stop_Request struct {
 
 func (x *Stop_Request) Reset() {
 	*x = Stop_Request{}
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +2943,7 @@ func (x *Stop_Request) String() string {
 func (*Stop_Request) ProtoMessage() {}
 
 func (x *Stop_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +2969,7 @@ type Stop_Response struct {
 
 func (x *Stop_Response) Reset() {
 	*x = Stop_Response{}
-	mi := &file_provider_proto_msgTypes[50]
+	mi := &file_provider_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +2981,7 @@ func (x *Stop_Response) String() string {
 func (*Stop_Response) ProtoMessage() {}
 
 func (x *Stop_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[50]
+	mi := &file_provider_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3049,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xdc\x01\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xfb\x02\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
@@ -3046,7 +3058,11 @@ const file_provider_proto_rawDesc = "" +
 	"\n" +
 	"local_plan\x18\x05 \x01(\bR\tlocalPlan\x12\x1f\n" +
 	"\vlocal_apply\x18\x06 \x01(\bR\n" +
-	"localApply\"\xe8\x02\n" +
+	"localApply\x12\\\n" +
+	"\ridentity_fold\x18\a \x03(\v27.sparkform.provider.v1.ResourceSchema.IdentityFoldEntryR\fidentityFold\x1a?\n" +
+	"\x11IdentityFoldEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x02\n" +
 	"\x05Block\x12L\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2,.sparkform.provider.v1.Block.AttributesEntryR\n" +
@@ -3231,7 +3247,7 @@ func file_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_provider_proto_goTypes = []any{
 	(Diagnostic_Severity)(0),                 // 0: sparkform.provider.v1.Diagnostic.Severity
 	(NestedBlock_NestingMode)(0),             // 1: sparkform.provider.v1.NestedBlock.NestingMode
@@ -3255,37 +3271,38 @@ var file_provider_proto_goTypes = []any{
 	(*Stop)(nil),                             // 19: sparkform.provider.v1.Stop
 	(*AttributePath_Step)(nil),               // 20: sparkform.provider.v1.AttributePath.Step
 	nil,                                      // 21: sparkform.provider.v1.Schema.ResourceTypesEntry
-	nil,                                      // 22: sparkform.provider.v1.Block.AttributesEntry
-	nil,                                      // 23: sparkform.provider.v1.Block.BlockTypesEntry
-	(*GetSchema_Request)(nil),                // 24: sparkform.provider.v1.GetSchema.Request
-	(*GetSchema_Response)(nil),               // 25: sparkform.provider.v1.GetSchema.Response
-	(*ValidateResourceConfig_Request)(nil),   // 26: sparkform.provider.v1.ValidateResourceConfig.Request
-	(*ValidateResourceConfig_Response)(nil),  // 27: sparkform.provider.v1.ValidateResourceConfig.Response
-	(*ValidateResourceConfigs_Request)(nil),  // 28: sparkform.provider.v1.ValidateResourceConfigs.Request
-	(*ValidateResourceConfigs_Response)(nil), // 29: sparkform.provider.v1.ValidateResourceConfigs.Response
-	(*ReadResources_Item)(nil),               // 30: sparkform.provider.v1.ReadResources.Item
-	(*ReadResources_Result)(nil),             // 31: sparkform.provider.v1.ReadResources.Result
-	(*ReadResources_Request)(nil),            // 32: sparkform.provider.v1.ReadResources.Request
-	(*ReadResources_Response)(nil),           // 33: sparkform.provider.v1.ReadResources.Response
-	(*PlanResourceChange_Request)(nil),       // 34: sparkform.provider.v1.PlanResourceChange.Request
-	(*PlanResourceChange_Response)(nil),      // 35: sparkform.provider.v1.PlanResourceChange.Response
-	(*ApplyResourceChange_Request)(nil),      // 36: sparkform.provider.v1.ApplyResourceChange.Request
-	(*ApplyResourceChange_Started)(nil),      // 37: sparkform.provider.v1.ApplyResourceChange.Started
-	(*ApplyResourceChange_Progress)(nil),     // 38: sparkform.provider.v1.ApplyResourceChange.Progress
-	(*ApplyResourceChange_Result)(nil),       // 39: sparkform.provider.v1.ApplyResourceChange.Result
-	(*ApplyResourceChange_Event)(nil),        // 40: sparkform.provider.v1.ApplyResourceChange.Event
-	(*PlanResourceChanges_Item)(nil),         // 41: sparkform.provider.v1.PlanResourceChanges.Item
-	(*PlanResourceChanges_Batch)(nil),        // 42: sparkform.provider.v1.PlanResourceChanges.Batch
-	(*PlanResourceChanges_Result)(nil),       // 43: sparkform.provider.v1.PlanResourceChanges.Result
-	(*PlanResourceChanges_Results)(nil),      // 44: sparkform.provider.v1.PlanResourceChanges.Results
-	(*ApplyResourceChanges_Item)(nil),        // 45: sparkform.provider.v1.ApplyResourceChanges.Item
-	(*ApplyResourceChanges_Batch)(nil),       // 46: sparkform.provider.v1.ApplyResourceChanges.Batch
-	(*ApplyResourceChanges_Event)(nil),       // 47: sparkform.provider.v1.ApplyResourceChanges.Event
-	(*ApplyResourceChanges_Events)(nil),      // 48: sparkform.provider.v1.ApplyResourceChanges.Events
-	(*ImportResource_Request)(nil),           // 49: sparkform.provider.v1.ImportResource.Request
-	(*ImportResource_Response)(nil),          // 50: sparkform.provider.v1.ImportResource.Response
-	(*Stop_Request)(nil),                     // 51: sparkform.provider.v1.Stop.Request
-	(*Stop_Response)(nil),                    // 52: sparkform.provider.v1.Stop.Response
+	nil,                                      // 22: sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
+	nil,                                      // 23: sparkform.provider.v1.Block.AttributesEntry
+	nil,                                      // 24: sparkform.provider.v1.Block.BlockTypesEntry
+	(*GetSchema_Request)(nil),                // 25: sparkform.provider.v1.GetSchema.Request
+	(*GetSchema_Response)(nil),               // 26: sparkform.provider.v1.GetSchema.Response
+	(*ValidateResourceConfig_Request)(nil),   // 27: sparkform.provider.v1.ValidateResourceConfig.Request
+	(*ValidateResourceConfig_Response)(nil),  // 28: sparkform.provider.v1.ValidateResourceConfig.Response
+	(*ValidateResourceConfigs_Request)(nil),  // 29: sparkform.provider.v1.ValidateResourceConfigs.Request
+	(*ValidateResourceConfigs_Response)(nil), // 30: sparkform.provider.v1.ValidateResourceConfigs.Response
+	(*ReadResources_Item)(nil),               // 31: sparkform.provider.v1.ReadResources.Item
+	(*ReadResources_Result)(nil),             // 32: sparkform.provider.v1.ReadResources.Result
+	(*ReadResources_Request)(nil),            // 33: sparkform.provider.v1.ReadResources.Request
+	(*ReadResources_Response)(nil),           // 34: sparkform.provider.v1.ReadResources.Response
+	(*PlanResourceChange_Request)(nil),       // 35: sparkform.provider.v1.PlanResourceChange.Request
+	(*PlanResourceChange_Response)(nil),      // 36: sparkform.provider.v1.PlanResourceChange.Response
+	(*ApplyResourceChange_Request)(nil),      // 37: sparkform.provider.v1.ApplyResourceChange.Request
+	(*ApplyResourceChange_Started)(nil),      // 38: sparkform.provider.v1.ApplyResourceChange.Started
+	(*ApplyResourceChange_Progress)(nil),     // 39: sparkform.provider.v1.ApplyResourceChange.Progress
+	(*ApplyResourceChange_Result)(nil),       // 40: sparkform.provider.v1.ApplyResourceChange.Result
+	(*ApplyResourceChange_Event)(nil),        // 41: sparkform.provider.v1.ApplyResourceChange.Event
+	(*PlanResourceChanges_Item)(nil),         // 42: sparkform.provider.v1.PlanResourceChanges.Item
+	(*PlanResourceChanges_Batch)(nil),        // 43: sparkform.provider.v1.PlanResourceChanges.Batch
+	(*PlanResourceChanges_Result)(nil),       // 44: sparkform.provider.v1.PlanResourceChanges.Result
+	(*PlanResourceChanges_Results)(nil),      // 45: sparkform.provider.v1.PlanResourceChanges.Results
+	(*ApplyResourceChanges_Item)(nil),        // 46: sparkform.provider.v1.ApplyResourceChanges.Item
+	(*ApplyResourceChanges_Batch)(nil),       // 47: sparkform.provider.v1.ApplyResourceChanges.Batch
+	(*ApplyResourceChanges_Event)(nil),       // 48: sparkform.provider.v1.ApplyResourceChanges.Event
+	(*ApplyResourceChanges_Events)(nil),      // 49: sparkform.provider.v1.ApplyResourceChanges.Events
+	(*ImportResource_Request)(nil),           // 50: sparkform.provider.v1.ImportResource.Request
+	(*ImportResource_Response)(nil),          // 51: sparkform.provider.v1.ImportResource.Response
+	(*Stop_Request)(nil),                     // 52: sparkform.provider.v1.Stop.Request
+	(*Stop_Response)(nil),                    // 53: sparkform.provider.v1.Stop.Response
 }
 var file_provider_proto_depIdxs = []int32{
 	2,  // 0: sparkform.provider.v1.Node.proxy_jump:type_name -> sparkform.provider.v1.Node
@@ -3294,61 +3311,62 @@ var file_provider_proto_depIdxs = []int32{
 	3,  // 3: sparkform.provider.v1.Diagnostic.attribute:type_name -> sparkform.provider.v1.AttributePath
 	21, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
 	7,  // 5: sparkform.provider.v1.ResourceSchema.block:type_name -> sparkform.provider.v1.Block
-	22, // 6: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
-	23, // 7: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
-	1,  // 8: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
-	7,  // 9: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
-	6,  // 10: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
-	8,  // 11: sparkform.provider.v1.Block.AttributesEntry.value:type_name -> sparkform.provider.v1.Attribute
-	9,  // 12: sparkform.provider.v1.Block.BlockTypesEntry.value:type_name -> sparkform.provider.v1.NestedBlock
-	5,  // 13: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
-	4,  // 14: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	4,  // 15: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	26, // 16: sparkform.provider.v1.ValidateResourceConfigs.Request.items:type_name -> sparkform.provider.v1.ValidateResourceConfig.Request
-	27, // 17: sparkform.provider.v1.ValidateResourceConfigs.Response.results:type_name -> sparkform.provider.v1.ValidateResourceConfig.Response
-	4,  // 18: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 19: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
-	30, // 20: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
-	31, // 21: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
-	4,  // 22: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 23: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	3,  // 24: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
-	4,  // 25: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	2,  // 26: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 27: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	3,  // 28: sparkform.provider.v1.ApplyResourceChange.Result.changed:type_name -> sparkform.provider.v1.AttributePath
-	38, // 29: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
-	39, // 30: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
-	37, // 31: sparkform.provider.v1.ApplyResourceChange.Event.started:type_name -> sparkform.provider.v1.ApplyResourceChange.Started
-	34, // 32: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
-	41, // 33: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
-	35, // 34: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
-	43, // 35: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
-	36, // 36: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
-	45, // 37: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
-	40, // 38: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
-	47, // 39: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
-	2,  // 40: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
-	4,  // 41: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	24, // 42: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
-	28, // 43: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
-	32, // 44: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
-	42, // 45: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
-	46, // 46: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
-	49, // 47: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
-	51, // 48: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
-	25, // 49: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
-	29, // 50: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
-	33, // 51: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
-	44, // 52: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
-	48, // 53: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
-	50, // 54: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
-	52, // 55: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
-	49, // [49:56] is the sub-list for method output_type
-	42, // [42:49] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	22, // 6: sparkform.provider.v1.ResourceSchema.identity_fold:type_name -> sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
+	23, // 7: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
+	24, // 8: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
+	1,  // 9: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
+	7,  // 10: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
+	6,  // 11: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
+	8,  // 12: sparkform.provider.v1.Block.AttributesEntry.value:type_name -> sparkform.provider.v1.Attribute
+	9,  // 13: sparkform.provider.v1.Block.BlockTypesEntry.value:type_name -> sparkform.provider.v1.NestedBlock
+	5,  // 14: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
+	4,  // 15: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	4,  // 16: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	27, // 17: sparkform.provider.v1.ValidateResourceConfigs.Request.items:type_name -> sparkform.provider.v1.ValidateResourceConfig.Request
+	28, // 18: sparkform.provider.v1.ValidateResourceConfigs.Response.results:type_name -> sparkform.provider.v1.ValidateResourceConfig.Response
+	4,  // 19: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 20: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
+	31, // 21: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
+	32, // 22: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
+	4,  // 23: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 24: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	3,  // 25: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
+	4,  // 26: sparkform.provider.v1.PlanResourceChange.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 27: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 28: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	3,  // 29: sparkform.provider.v1.ApplyResourceChange.Result.changed:type_name -> sparkform.provider.v1.AttributePath
+	39, // 30: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
+	40, // 31: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
+	38, // 32: sparkform.provider.v1.ApplyResourceChange.Event.started:type_name -> sparkform.provider.v1.ApplyResourceChange.Started
+	35, // 33: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
+	42, // 34: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
+	36, // 35: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
+	44, // 36: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
+	37, // 37: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
+	46, // 38: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
+	41, // 39: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
+	48, // 40: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
+	2,  // 41: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
+	4,  // 42: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	25, // 43: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
+	29, // 44: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
+	33, // 45: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
+	43, // 46: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
+	47, // 47: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
+	50, // 48: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
+	52, // 49: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
+	26, // 50: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
+	30, // 51: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
+	34, // 52: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
+	45, // 53: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
+	49, // 54: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
+	51, // 55: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
+	53, // 56: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
+	50, // [50:57] is the sub-list for method output_type
+	43, // [43:50] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -3362,7 +3380,7 @@ func file_provider_proto_init() {
 		(*AttributePath_Step_ElementKeyInt)(nil),
 		(*AttributePath_Step_ElementKeyJson)(nil),
 	}
-	file_provider_proto_msgTypes[38].OneofWrappers = []any{
+	file_provider_proto_msgTypes[39].OneofWrappers = []any{
 		(*ApplyResourceChange_Event_Progress)(nil),
 		(*ApplyResourceChange_Event_Result)(nil),
 		(*ApplyResourceChange_Event_Started)(nil),
@@ -3373,7 +3391,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
