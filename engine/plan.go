@@ -143,7 +143,7 @@ func (e *Engine) nodeConfig(ctx context.Context, opts PlanOptions) (*configGraph
 	}
 	cg.refs = walkRefs(parsed)
 	ev := newEvaluator(e.Module, cg, opts.Variables)
-	return cg, ev, append(diags, evalStatic(cg, ev)...)
+	return cg, ev, append(diags, evalStatic(cg, ev, nil)...)
 }
 
 // reachNodes points state's objects at their nodes as the configuration

@@ -346,11 +346,9 @@ func resourceOfInstance(addr string) string {
 		}
 		return addr
 	}
-	// Module keys hold brackets too. An address as sparkform writes it
-	// (addrs' String) ends in the instance's own key, which is read from
-	// the end; anything else is parsed (a 10,000-instance module's state
-	// spent ~0.13 CPU s a load parsing every address as HCL).
-	if r, ok := trimInstanceKey(addr); ok {
+	// Module keys hold brackets too: an address in the form sparkform
+	// writes is scanned, anything else parsed.
+	if r, _, ok := addrs.ScanModuleResourceInstance(addr); ok {
 		return r
 	}
 	if ri, d := addrs.ParseResourceInstance(addr); !d.HasErrors() {
@@ -360,58 +358,6 @@ func resourceOfInstance(addr string) string {
 		return addr[:i]
 	}
 	return addr
-}
-
-// trimInstanceKey strips the instance key that ends a resource instance
-// address written as addrs writes it: `[N]` with decimal digits, or a
-// quoted string (`["..."]`, where every quote and backslash inside is
-// escaped); an address that ends in a name has none. ok is false for
-// anything else, which the caller parses.
-func trimInstanceKey(addr string) (string, bool) {
-	n := len(addr)
-	switch {
-	case n == 0:
-		return "", false
-	case addr[n-1] != ']':
-		return addr, isIdentByte(addr[n-1])
-	case n >= 4 && addr[n-2] == '"':
-		// The opening quote is the first one to the left not escaped:
-		// preceded by an even number of backslashes.
-		for q := n - 3; q >= 1; q-- {
-			if addr[q] != '"' {
-				continue
-			}
-			bs := 0
-			for i := q - 1; i >= 0 && addr[i] == '\\'; i-- {
-				bs++
-			}
-			if bs%2 == 1 {
-				continue
-			}
-			if addr[q-1] != '[' || q < 2 || !isIdentByte(addr[q-2]) {
-				return "", false
-			}
-			return addr[:q-1], true
-		}
-		return "", false
-	default:
-		i := strings.LastIndexByte(addr, '[')
-		if i < 1 || i+2 > n-1 || !isIdentByte(addr[i-1]) {
-			return "", false
-		}
-		for _, c := range []byte(addr[i+1 : n-1]) {
-			if c < '0' || c > '9' {
-				return "", false
-			}
-		}
-		return addr[:i], true
-	}
-}
-
-// isIdentByte says whether c may end an HCL identifier (ASCII: names
-// sparkform writes; others take the parser).
-func isIdentByte(c byte) bool {
-	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func nullOf(v cty.Value) cty.Value { return cty.NullVal(v.Type()) }

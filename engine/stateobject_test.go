@@ -461,7 +461,8 @@ func TestResourceOfInstanceMatchesParse(t *testing.T) {
 	}
 	// Keys written otherwise: the same resource as parsing gives.
 	for _, addr := range []string{`module.m["k"].sparkform_data.r[ 1 ]`, `module.m["k"].sparkform_data.r[01]`,
-		`module.m[0].sparkform_data.r[ "a" ]`, `module.m.sparkform_data.r["a\u0041"]`} {
+		`module.m[0].sparkform_data.r[ "a" ]`, `module.m.sparkform_data.r["a\u0041"]`, `module.m[01].sparkform_data.r[1]`,
+		`module.m[007].module.n["x"].sparkform_data.r`} {
 		if got, want := resourceOfInstance(addr), parsed(addr); got != want {
 			t.Errorf("resourceOfInstance(%q) = %q; parsing gives %q", addr, got, want)
 		}

@@ -113,20 +113,15 @@ func traversalResource(t hcl.Traversal) (string, bool) {
 // whose for_each/count needs nothing more.
 func (e *Engine) expandStatic(cg *configGraph, ev *evaluator) hcl.Diagnostics {
 	cg.expansions = map[string]*config.Expansion{}
-	return evalStaticThen(cg, ev, func(v vertex, blocked map[vertex]bool) hcl.Diagnostics {
+	return evalStatic(cg, ev, func(v vertex, blocked map[vertex]bool) hcl.Diagnostics {
 		return e.expandStaticResource(cg, ev, v, blocked)
 	})
 }
 
 // evalStatic evaluates, before the walk, the locals and nodes that depend
-// on no resource.
-func evalStatic(cg *configGraph, ev *evaluator) hcl.Diagnostics {
-	return evalStaticThen(cg, ev, nil)
-}
-
-// evalStaticThen is evalStatic, calling resource (when not nil) for each
-// resource block in dependency order.
-func evalStaticThen(cg *configGraph, ev *evaluator, resource func(v vertex, blocked map[vertex]bool) hcl.Diagnostics) hcl.Diagnostics {
+// on no resource, and calls resource (when not nil) for each resource
+// block in dependency order.
+func evalStatic(cg *configGraph, ev *evaluator, resource func(v vertex, blocked map[vertex]bool) hcl.Diagnostics) hcl.Diagnostics {
 	order, err := cg.g.topoOrder()
 	if err != nil {
 		return nil // the walk reports the cycle

@@ -270,7 +270,7 @@ func nameOf(addr string) string {
 	if strings.HasPrefix(addr, "module.") {
 		// A deposed suffix, not the first '#': a key may hold one.
 		a := strings.TrimSuffix(addr, deposedSuffix)
-		if name, ok := scanModuleResourceName(a); ok {
+		if _, name, ok := addrs.ScanModuleResourceInstance(a); ok {
 			return name
 		}
 		if ri, d := addrs.ParseResourceInstance(a); !d.HasErrors() {
@@ -285,77 +285,6 @@ func nameOf(addr string) string {
 		return res[i+1:]
 	}
 	return res
-}
-
-// scanModuleResourceName reads (module.NAME[KEY]?.)+TYPE.NAME[KEY]? with
-// ASCII names, keys of at most 9 digits or quoted printable ASCII with no
-// escapes or template characters, and a TYPE that is no reserved word:
-// the addresses that addrs.ParseResourceInstance certainly reads the same
-// way. ok is false for anything else.
-func scanModuleResourceName(s string) (name string, ok bool) {
-	i := 0
-	ident := func() string {
-		start := i
-		if i >= len(s) || !isLetter(s[i]) {
-			return ""
-		}
-		for i < len(s) && (isLetter(s[i]) || s[i] >= '0' && s[i] <= '9' || s[i] == '_' || s[i] == '-') {
-			i++
-		}
-		return s[start:i]
-	}
-	key := func() bool { // an optional [KEY]; false when malformed
-		if i >= len(s) || s[i] != '[' {
-			return true
-		}
-		i++
-		switch {
-		case i < len(s) && s[i] == '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if c := s[i]; c < 0x20 || c > 0x7e || c == '\\' || c == '$' || c == '%' {
-					return false
-				}
-			}
-			i++ // the closing quote
-		default:
-			start := i
-			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-			if i == start || i-start > 9 {
-				return false
-			}
-		}
-		if i >= len(s) || s[i] != ']' {
-			return false
-		}
-		i++
-		return true
-	}
-	dot := func() bool {
-		if i < len(s) && s[i] == '.' {
-			i++
-			return true
-		}
-		return false
-	}
-	modules := 0
-	for strings.HasPrefix(s[i:], "module.") {
-		i += len("module.")
-		if ident() == "" || !key() || !dot() {
-			return "", false
-		}
-		modules++
-	}
-	typ := ident()
-	if modules == 0 || typ == "" || addrs.ReservedRoot(typ) || !dot() {
-		return "", false
-	}
-	name = ident()
-	if name == "" || !key() || i != len(s) {
-		return "", false
-	}
-	return name, true
 }
 
 func attrNames(vals ...cty.Value) []string {

@@ -92,7 +92,7 @@ func TestNameOfScanMatchesParser(t *testing.T) {
 		{`module.m["k"].t.n["unterminated`, false},
 		{`module.m.module.t.n`, false},
 	} {
-		name, ok := scanModuleResourceName(tc.addr)
+		_, name, ok := addrs.ScanModuleResourceInstance(tc.addr)
 		if ok != tc.fast {
 			t.Errorf("%s: scanned %v, want %v", tc.addr, ok, tc.fast)
 		}

@@ -498,7 +498,16 @@ func (f *flattener) staticLocal(name string) cty.Value {
 }
 
 func localName(tr hcl.Traversal) (string, bool) {
-	if tr.RootName() != "local" || len(tr) < 2 {
+	if tr.RootName() != "local" {
+		return "", false
+	}
+	return stepName(tr)
+}
+
+// stepName is the name a flat traversal's first step takes of its root:
+// ROOT.NAME or ROOT["NAME"].
+func stepName(tr hcl.Traversal) (string, bool) {
+	if len(tr) < 2 {
 		return "", false
 	}
 	switch s := tr[1].(type) {
@@ -536,34 +545,28 @@ func (rw *rewriter) wrap(e hcl.Expression) hcl.Expression {
 }
 
 // staticNode is the flat name of the node block e names by syntax alone:
-// node.NAME (the root's, or a module instance's own when e is wrapped in
-// its scope), or a module instance's var.X that names one (varNodes);
-// "" for anything else. Whether that block has count or for_each is for
-// the engine to see.
+// node.NAME, or a module instance's var.X whose argument names one
+// (varNodes); "" for anything else. The names are the rewriter's (a
+// module's node.n is node["P.n"], its var.x local["P.var.x"]). Whether
+// that block has count or for_each is for the engine to see.
 func (f *flattener) staticNode(e hcl.Expression) string {
-	prefix := ""
+	var scope *InstanceScope // nil: the root's names are flat already
 	if s, ok := e.(*scopedExpr); ok {
-		e, prefix = s.Expression, s.s.Prefix()
+		e, scope = s.Expression, s.s
 	}
 	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
 	if !ok || len(st.Traversal) != 2 {
 		return ""
 	}
-	attr, ok := st.Traversal[1].(hcl.TraverseAttr)
-	if !ok {
-		return ""
-	}
-	switch st.Traversal.RootName() {
+	tr := scope.FlatTraversal(st.Traversal)
+	switch tr.RootName() {
 	case "node":
-		if prefix == "" {
-			return attr.Name
+		name, _ := stepName(tr)
+		return name
+	case "local":
+		if name, ok := stepName(tr); ok {
+			return f.varNodes[name]
 		}
-		return prefix + "." + attr.Name
-	case "var":
-		if prefix == "" {
-			return "" // a root variable holds a value, never a node block
-		}
-		return f.varNodes[prefix+".var."+attr.Name]
 	}
 	return ""
 }
