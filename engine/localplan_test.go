@@ -158,3 +158,70 @@ func TestLocalAppliesRunWiderThanParallelism(t *testing.T) {
 		t.Errorf("state after destroy holds %v", got)
 	}
 }
+
+// TestLocalAppliesWriteNoIntent: a call that reaches no node (LocalApply)
+// changes nothing a crash could leave uncertain, so it is not journaled
+// and its result is stored all the same; every call of a type that may
+// reach a node still is journaled first. Before, each of the 24
+// sfwide_local creates and deletes wrote an intent and waited for its
+// commit.
+func TestLocalAppliesWriteNoIntent(t *testing.T) {
+	b, r, _, _ := wideBed(t)
+	log := &intentLog{BoltStore: b.st}
+	r.e.Store = log
+	for _, mode := range []plans.Mode{plans.NormalMode, plans.DestroyMode} {
+		log.intents = nil
+		p := r.plan(PlanOptions{Mode: mode})
+		r.apply(p)
+		journaled := map[string]bool{}
+		for _, in := range log.intents {
+			journaled[in.Address] = true
+		}
+		for _, c := range p.Changes {
+			if want := c.Type == "sfwide_node"; journaled[c.Addr] != want {
+				t.Errorf("%s: %s journaled = %v, want %v", mode, c.Addr, journaled[c.Addr], want)
+			}
+		}
+		if want := map[plans.Mode]int{plans.NormalMode: 48, plans.DestroyMode: 0}[mode]; len(b.addrs()) != want {
+			t.Errorf("%s: state holds %d instances, want %d", mode, len(b.addrs()), want)
+		}
+		if in, err := b.st.Intents(); err != nil || len(in) != 0 {
+			t.Errorf("%s: journal after apply holds %v (%v)", mode, in, err)
+		}
+	}
+}
+
+// TestLocalApplyOutcomeUnknownIsJournaled: a local call whose provider
+// says it may have done something after all is journaled late, so that
+// the next plan recovers it as any other.
+func TestLocalApplyOutcomeUnknownIsJournaled(t *testing.T) {
+	b, r, _, _ := wideBed(t)
+	b.provs.provs["sfwide"] = lostAnswer{Provider: b.provs.provs["sfwide"], addr: "sfwide_local.l[3]"}
+	if _, diags := r.applyE(context.Background(), r.plan(PlanOptions{})); !diags.HasErrors() {
+		t.Fatal("apply reported no error for the call whose outcome is unknown")
+	}
+	in, err := b.st.Intents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in) != 1 || in[0].Address != "sfwide_local.l[3]" || in[0].Action != "create" {
+		t.Fatalf("journal holds %v; want the create of sfwide_local.l[3]", in)
+	}
+}
+
+// lostAnswer is a provider whose apply of addr reports what the gRPC
+// client reports when the plugin dies during the call: the outcome is
+// unknown. It hides the provider's PlanAndApply, so that apply calls
+// ApplyResourceChange.
+type lostAnswer struct {
+	sdk.Provider
+	addr string
+}
+
+func (p lostAnswer) ApplyResourceChange(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	if req.Address != p.addr {
+		return p.Provider.ApplyResourceChange(ctx, req, progress)
+	}
+	return sdk.ApplyResponse{NewState: req.Prior, OutcomeUnknown: true,
+		Diagnostics: sdk.Diagnostics{sdk.Errorf(nil, "Plugin exited", "the plugin exited during the call")}}
+}

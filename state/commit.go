@@ -29,6 +29,11 @@ const maxBatch = 1000
 // back costs the batch this much once.
 const maxLinger = 2 * time.Millisecond
 
+// deferLinger bounds how long a batch of deferred Completes alone waits
+// for more (gatherDeferred). Their durability is promised only by the
+// next waited write, Flush or Close, which end the wait at once.
+var deferLinger = 20 * time.Millisecond // a var for tests
+
 // op is one queued write. fn runs inside the batch's transaction; nil fn
 // is a flush marker (nothing to write, done once everything queued before
 // it is). done is nil for a queued Complete: nobody waits for it, and its
@@ -206,6 +211,9 @@ func (s *BoltStore) commitLoop() {
 		// starts at once and two half-size batches would alternate. Only
 		// writers that wait count: a deferred Complete comes with no one
 		// waiting for it.
+		if waitedOps(batch) == 0 && len(batch) < maxBatch {
+			batch = s.gatherDeferred(batch)
+		}
 		if want, waited := int(s.lastWaiting.Load()), waitedOps(batch); waited < want {
 			timer := time.NewTimer(maxLinger)
 		gather:
@@ -240,6 +248,33 @@ func (s *BoltStore) commitLoop() {
 			time.Sleep(readerGap)
 		}
 	}
+}
+
+// gatherDeferred lets a batch of queued Completes, which nobody waits
+// for, take more of them for up to deferLinger, until it is full or a
+// write someone waits for arrives (committed at once with them). Results
+// that reach no node come back faster than a commit; committed as they
+// came, a 10,000-instance apply of sparkform_data made ~55 commits of
+// ~180 results, each rewriting the bbolt leaves its random addresses fall
+// in.
+func (s *BoltStore) gatherDeferred(batch []*op) []*op {
+	timer := time.NewTimer(deferLinger)
+	defer timer.Stop()
+	for len(batch) < maxBatch {
+		select {
+		case o, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, o)
+			if o.done != nil {
+				return batch
+			}
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (s *BoltStore) runBatch(batch []*op) {

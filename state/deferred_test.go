@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -176,5 +177,49 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Completes queued alone wait for more (up to deferLinger) and share one
+// commit; a write someone waits for (Flush, PutIntent) ends the wait and
+// is committed with them. Before, each Complete that found the loop idle
+// was committed at once, alone. The linger is set far longer than the
+// test, so that only the waited write can end it.
+func TestDeferredCompletesShareCommit(t *testing.T) {
+	defer func(d time.Duration) { deferLinger = d }(deferLinger)
+	deferLinger = time.Minute
+	path := statePath(t)
+	checkOnCleanup(t, path)
+	s, err := Open(path, Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, end := range []struct {
+		name  string
+		write func(i int) error
+	}{
+		{"Flush", func(int) error { return s.Flush() }},
+		{"PutIntent", func(i int) error { return s.PutIntent(&Intent{Address: fmt.Sprintf("b.x[%d]", i), Action: "create"}) }},
+	} {
+		commits := s.commits.Load()
+		for i := range 3 {
+			a := fmt.Sprintf("a.%s[%d]", end.name, i)
+			must(t, s.Complete(a, testResource(a, "done")))
+			time.Sleep(50 * time.Millisecond) // the loop has long seen the first
+		}
+		start := time.Now()
+		must(t, end.write(0))
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("%s waited %v: it did not end the Completes' wait", end.name, d)
+		}
+		if got := s.commits.Load() - commits; got != 1 {
+			t.Errorf("3 Completes then %s made %d commits, want 1", end.name, got)
+		}
+		for i := range 3 {
+			if _, err := s.Resource(fmt.Sprintf("a.%s[%d]", end.name, i)); err != nil {
+				t.Errorf("after %s: %v", end.name, err)
+			}
+		}
 	}
 }

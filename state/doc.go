@@ -59,6 +59,11 @@
 //     after a result that could not be stored: PutIntent checks, inside its
 //     transaction, for a failed Complete queued before it and fails, having
 //     journaled nothing.
+//   - Completes queued with no write waiting behind them wait for more, up
+//     to 20 ms (deferLinger) or 1,000 writes, so that results that come
+//     faster than commits share one; any write someone waits for (an
+//     intent, Flush, Close, a read in the same process) ends the wait and
+//     is committed with them.
 //   - A failed Complete's error (naming the address; its intent stays) is
 //     returned by every later PutIntent, and by Flush and Close. The engine
 //     flushes at the end of every apply and destroy and reports it there.

@@ -43,8 +43,9 @@ type ResourceSchema struct {
 	// LocalApply says ApplyResourceChange of this type never reaches a
 	// node: creates, updates and deletes work on the values they are given
 	// alone. The engine then applies more of its instances at once than
-	// its parallelism, so that their journal intents share state commits
-	// and their items share plugin messages. Set it only when no apply of
+	// its parallelism, so that their items share plugin messages, and
+	// journals none of them: a crash loses at most a result, which the
+	// next plan plans again. Set it only when no apply of
 	// the type, now or later, runs anything on a node or opens a
 	// connection. Unset (as from a plugin that predates it) is the safe
 	// reading: bounded by the parallelism.

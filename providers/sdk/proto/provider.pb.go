@@ -428,7 +428,8 @@ type ResourceSchema struct {
 	LocalPlan bool `protobuf:"varint,5,opt,name=local_plan,json=localPlan,proto3" json:"local_plan,omitempty"`
 	// The type's ApplyResourceChange never reaches a node (creates, updates
 	// and deletes work on the values given alone): the engine applies more
-	// of its instances at once than its parallelism. Absent (an older
+	// of its instances at once than its parallelism and writes no journal
+	// intent for them (nothing on a node to recover). Absent (an older
 	// plugin) reads as false, bounded by the parallelism, so protocol 4
 	// stays: the field only widens what a plugin declares safe.
 	LocalApply bool `protobuf:"varint,6,opt,name=local_apply,json=localApply,proto3" json:"local_apply,omitempty"`
