@@ -659,26 +659,35 @@ func (rw *rewriter) moduleDep(tr hcl.Traversal) (string, bool) {
 }
 
 func (rw *rewriter) traversal(tr hcl.Traversal) hcl.Traversal {
-	if len(tr) < 2 {
-		return tr
-	}
-	root, ok := tr[0].(hcl.TraverseRoot)
+	root, name, rest, ok := rw.flatName(tr)
 	if !ok {
 		return tr
+	}
+	out := make(hcl.Traversal, 0, 2+len(rest))
+	out = append(out,
+		hcl.TraverseRoot{Name: root, SrcRange: tr[0].SourceRange()},
+		hcl.TraverseIndex{Key: cty.StringVal(name), SrcRange: tr[1].SourceRange()})
+	return append(out, rest...)
+}
+
+// flatName is where traversal puts tr: ROOT["NAME"] followed by rest.
+// ok is false when tr stays as it is (already flat, each, count, a name
+// the module does not define, or an index the checks report). It builds
+// no traversal: InstanceScope.context calls it per instance.
+func (rw *rewriter) flatName(tr hcl.Traversal) (root, name string, rest hcl.Traversal, ok bool) {
+	if len(tr) < 2 {
+		return "", "", nil, false
+	}
+	r, ok := tr[0].(hcl.TraverseRoot)
+	if !ok {
+		return "", "", nil, false
 	}
 	attr, ok := tr[1].(hcl.TraverseAttr)
 	if !ok {
-		return tr // already flat, or an index the checks report
-	}
-	flatTo := func(newRoot, name string, rest hcl.Traversal) hcl.Traversal {
-		out := hcl.Traversal{
-			hcl.TraverseRoot{Name: newRoot, SrcRange: root.SrcRange},
-			hcl.TraverseIndex{Key: cty.StringVal(name), SrcRange: attr.SrcRange},
-		}
-		return append(out, rest...)
+		return "", "", nil, false // already flat, or an index the checks report
 	}
 	p := rw.prefix
-	switch root.Name {
+	switch r.Name {
 	case "module":
 		name := addrs.Prefix(p, "module."+attr.Name)
 		rest := tr[2:]
@@ -693,33 +702,33 @@ func (rw *rewriter) traversal(tr hcl.Traversal) hcl.Traversal {
 		if rw.f != nil {
 			rw.f.refs = append(rw.f.refs, moduleRef{name: name, rng: tr.SourceRange()})
 		}
-		return flatTo("local", name, rest)
+		return "local", name, rest, true
 	}
 	if p == "" {
-		return tr
+		return "", "", nil, false
 	}
-	switch root.Name {
+	switch r.Name {
 	case "var":
-		return flatTo("local", p+".var."+attr.Name, tr[2:])
+		return "local", p + ".var." + attr.Name, tr[2:], true
 	case "local":
-		return flatTo("local", p+".local."+attr.Name, tr[2:])
+		return "local", p + ".local." + attr.Name, tr[2:], true
 	case "path":
 		if attr.Name == "module" {
-			return flatTo("local", p+".path.module", tr[2:])
+			return "local", p + ".path.module", tr[2:], true
 		}
-		return tr
+		return "", "", nil, false
 	case "node":
 		if _, ok := rw.mod.Nodes[attr.Name]; ok {
-			return flatTo("node", p+"."+attr.Name, tr[2:])
+			return "node", p + "." + attr.Name, tr[2:], true
 		}
-		return tr
+		return "", "", nil, false
 	case "each", "count":
-		return tr
+		return "", "", nil, false
 	}
-	if _, ok := rw.mod.Resources[root.Name+"."+attr.Name]; ok {
-		return flatTo(root.Name, p+"."+attr.Name, tr[2:])
+	if _, ok := rw.mod.Resources[r.Name+"."+attr.Name]; ok {
+		return r.Name, p + "." + attr.Name, tr[2:], true
 	}
-	return tr
+	return "", "", nil, false
 }
 
 // moduleVarExpr is a module instance's input variable: the caller's

@@ -136,12 +136,11 @@ func (s *InstanceScope) context(flat *hcl.EvalContext, travs []hcl.Traversal) *h
 			}
 			continue
 		}
-		ft := s.rw.traversal(tr)
-		fkey := attr
-		if ix, ok := ft[1].(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String {
-			fkey = ix.Key.AsString()
+		froot, fkey, _, flat := s.rw.flatName(tr)
+		if !flat {
+			froot, fkey = root, attr
 		}
-		fv, ok := lookup(ft.RootName())
+		fv, ok := lookup(froot)
 		if !ok {
 			continue
 		}
