@@ -266,7 +266,7 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	} else {
 		m.relay, env = r, r.Env()
 	}
-	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: builtinProviders(), BuiltinFrames: builtinFrames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: pluginBuiltins(), InProcess: inProcess, BuiltinFrames: builtinFrames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
 	return m.host, nil
 }
 

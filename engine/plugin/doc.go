@@ -27,4 +27,11 @@
 //
 // A crashed plugin is not restarted: every later call to it returns the
 // same crash diagnostic, since what it was doing is unknown.
+//
+// Options.InProcess names providers served in the host's own process
+// instead: ones that reach no node and do no I/O, for which a plugin adds
+// only the encoding and round trip of every call. They are called as the
+// gRPC client calls a plugin in all a provider can tell (values without
+// marks; a panic is the call's error diagnostic), start nothing, and make
+// no RPCs for Stats to count.
 package plugin

@@ -50,6 +50,13 @@ type Options struct {
 	// Env is added to every plugin's environment ("K=V"), such as the
 	// address of the node connection relay (providers/node.Relay).
 	Env []string
+	// InProcess are providers served in this process, not as plugins,
+	// made on first use: only providers whose calls reach no node and
+	// do no I/O (sparkform_data), for which a plugin adds nothing but
+	// the encoding and round trip of every call (OpenTofu serves
+	// terraform_data so too). A panic in one is its call's error. They
+	// win over Builtins of the same name, and make no RPCs (Stats).
+	InProcess map[string]func() sdk.Provider
 }
 
 // StderrTailSize is how much of a plugin's stderr is kept for diagnostics.
@@ -91,7 +98,8 @@ type Host struct {
 	mu      sync.Mutex
 	closed  bool
 	plugins map[string]*instance
-	procs   []*process // every process started, for Close
+	procs   []*process            // every process started, for Close
+	inproc  map[string]*inProcess // Options.InProcess, made so far
 
 	sharedMu sync.Mutex // serialises the start of the built-ins' process
 	shared   *process
@@ -139,6 +147,11 @@ func (h *Host) Provider(ctx context.Context, name string) (sdk.Provider, error) 
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
+	h.mu.Unlock()
+	if ip := h.inProcessProvider(name); ip != nil {
+		return ip, nil
+	}
+	h.mu.Lock()
 	inst := h.instanceLocked(name)
 	h.mu.Unlock()
 
@@ -583,6 +596,13 @@ func (h *Host) Stop(ctx context.Context) {
 		wg.Go(func() {
 			if err := inst.prov.Load().Stop(ctx); err != nil {
 				inst.log.Warn("provider did not stop cleanly", "error", err)
+			}
+		})
+	}
+	for _, ip := range h.inProcessStarted() {
+		wg.Go(func() {
+			if err := ip.Stop(ctx); err != nil {
+				ip.log.Warn("provider did not stop cleanly", "error", err)
 			}
 		})
 	}
