@@ -19,6 +19,9 @@ import (
 // a plugin in every way a provider can tell:
 //   - values reach it without marks (sensitive), which the wire cannot
 //     carry (sdk's client strips them too);
+//   - a read or plan that returns the prior as sent says so (Unchanged),
+//     as the gRPC server tells its client, so the engine keeps the object
+//     it has, stored bytes and all;
 //   - a panic in its code becomes the call's error diagnostic (the stack
 //     in the debug log) instead of ending sparkform, as a plugin's crash
 //     ends only the plugin. Such providers reach no node, so a call that
@@ -84,7 +87,17 @@ func (ip *inProcess) ReadResources(ctx context.Context, req sdk.ReadRequest) (re
 			resp = sdk.ReadResponse{Diagnostics: ip.recovered("ReadResources", r)}
 		}
 	}()
-	return ip.p.ReadResources(ctx, req)
+	resp = ip.p.ReadResources(ctx, req)
+	if len(resp.Results) == len(req.Resources) {
+		for i := range resp.Results {
+			// As the gRPC server tells its client: the caller keeps what
+			// it has (and its stored bytes) instead of comparing again.
+			if r := &resp.Results[i]; r.NewState != cty.NilVal && r.NewState.RawEquals(req.Resources[i].Prior) {
+				r.NewState, r.Unchanged = req.Resources[i].Prior, true
+			}
+		}
+	}
+	return resp
 }
 
 func (ip *inProcess) PlanResourceChange(ctx context.Context, req sdk.PlanRequest) (resp sdk.PlanResponse) {
@@ -94,7 +107,11 @@ func (ip *inProcess) PlanResourceChange(ctx context.Context, req sdk.PlanRequest
 			resp = sdk.PlanResponse{Diagnostics: ip.recovered("PlanResourceChange", r)}
 		}
 	}()
-	return ip.p.PlanResourceChange(ctx, req)
+	resp = ip.p.PlanResourceChange(ctx, req)
+	if resp.Planned != cty.NilVal && req.Prior != cty.NilVal && !req.Prior.IsNull() && resp.Planned.RawEquals(req.Prior) {
+		resp.Planned, resp.Unchanged = req.Prior, true // as the gRPC server says it
+	}
+	return resp
 }
 
 func (ip *inProcess) ApplyResourceChange(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) (resp sdk.ApplyResponse) {

@@ -38,6 +38,19 @@ func TestInProcessStartsNoPlugin(t *testing.T) {
 	if got := state.GetAttr("output"); !got.RawEquals(cty.StringVal("x")) {
 		t.Errorf("output = %#v", got)
 	}
+	// What comes back as it was sent says so, as through a plugin.
+	read := p.ReadResources(ctx, sdk.ReadRequest{Node: local, Resources: []sdk.ReadItem{{TypeName: "sparkform_data", Prior: state}}})
+	if len(read.Results) != 1 || !read.Results[0].Unchanged {
+		t.Errorf("read of an unchanged object: %+v; want Unchanged", read.Results)
+	}
+	plan := p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "sparkform_data", Node: local, Prior: state, Config: cfg})
+	if !plan.Unchanged || !plan.Planned.RawEquals(state) {
+		t.Errorf("no-op plan: unchanged %v, planned %#v; want the prior, Unchanged", plan.Unchanged, plan.Planned)
+	}
+	changed := sdktest.Object(t, rs.Block, map[string]cty.Value{"input": cty.StringVal("y")})
+	if plan := p.PlanResourceChange(ctx, sdk.PlanRequest{TypeName: "sparkform_data", Node: local, Prior: state, Config: changed}); plan.Unchanged {
+		t.Error("a plan that changes input says Unchanged")
+	}
 	if got := starts(); len(got) != 0 {
 		t.Errorf("plugins started: %v", got)
 	}
