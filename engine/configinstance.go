@@ -120,7 +120,7 @@ func nodeRefName(e hcl.Expression) (string, bool) {
 
 // nodeOf reads a node argument's value as a node.
 func nodeOf(v cty.Value) (sdk.Node, error) {
-	if config.HasMarks(v) { // UnmarkDeep rebuilds the node's whole object
+	if sdk.HasMarks(v) { // UnmarkDeep rebuilds the node's whole object
 		v, _ = v.UnmarkDeep()
 	}
 	return nodeFromValue(v)

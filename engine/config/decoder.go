@@ -67,7 +67,7 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 			continue
 		}
 		v, diags := decodeAttr(a.name, a.decode, attr, nil)
-		if len(diags) > 0 || HasMarks(v) {
+		if len(diags) > 0 || sdk.HasMarks(v) {
 			continue
 		}
 		if cv, err := convert.Convert(v, a.ty); err == nil {
@@ -202,7 +202,7 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 			v, ds = decodeAttr(a.spec.Name, a.decode, attr, ctx)
 			diags = append(diags, ds...)
 		}
-		if HasMarks(v) {
+		if sdk.HasMarks(v) {
 			if HasSensitive(v) {
 				sens = append(sens, a.name)
 			}
@@ -255,32 +255,4 @@ func Conform(v cty.Value, ty cty.Type) cty.Value {
 		vals[name] = av
 	}
 	return cty.ObjectVal(vals)
-}
-
-// HasMarks says whether v or anything in it is marked (sensitive). Unlike
-// cty's ContainsMarked it builds no paths, and an object's attributes are
-// read in place: it runs on each instance's values.
-func HasMarks(v cty.Value) bool {
-	if v.IsMarked() {
-		return true
-	}
-	if v.IsNull() || !v.IsKnown() {
-		return false
-	}
-	ty := v.Type()
-	switch {
-	case ty.IsObjectType():
-		for name := range ty.AttributeTypes() {
-			if HasMarks(v.GetAttr(name)) {
-				return true
-			}
-		}
-	case ty.IsCollectionType() || ty.IsTupleType():
-		for it := v.ElementIterator(); it.Next(); {
-			if _, e := it.Element(); HasMarks(e) {
-				return true
-			}
-		}
-	}
-	return false
 }

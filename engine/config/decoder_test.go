@@ -257,26 +257,6 @@ func FuzzResourceDecoder(f *testing.F) {
 	})
 }
 
-// TestHasMarks: HasMarks agrees with cty's ContainsMarked.
-func TestHasMarks(t *testing.T) {
-	secret := cty.StringVal("s").Mark("sensitive")
-	for _, c := range []struct {
-		v    cty.Value
-		want bool
-	}{
-		{cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")}), false},
-		{cty.ObjectVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{"p": secret})}), true},
-		{cty.ObjectVal(map[string]cty.Value{"m": cty.MapVal(map[string]cty.Value{"k": secret})}), true},
-		{cty.ObjectVal(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.StringVal("x"), secret})}), true},
-		{cty.ObjectVal(map[string]cty.Value{"t": cty.TupleVal([]cty.Value{cty.NullVal(cty.String)})}), false},
-		{secret, true},
-	} {
-		if got := HasMarks(c.v); got != c.want || got != c.v.ContainsMarked() {
-			t.Errorf("HasMarks(%#v) = %v, want %v", c.v, got, c.want)
-		}
-	}
-}
-
 // TestUnknownArgumentSuggestionStable: an unknown argument close to two
 // names ("a0e": "any" and "name") gets the same "Did you mean", the first
 // in name order, on every decode. hcldec builds its schema from a map, so

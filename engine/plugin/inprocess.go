@@ -73,7 +73,7 @@ func (ip *inProcess) ValidateResourceConfig(ctx context.Context, req sdk.Validat
 func (ip *inProcess) ReadResources(ctx context.Context, req sdk.ReadRequest) (resp sdk.ReadResponse) {
 	copied := false
 	for i, it := range req.Resources {
-		if !hasMarks(it.Prior) {
+		if !sdk.HasMarks(it.Prior) {
 			continue
 		}
 		if !copied { // the caller's items stay as they are
@@ -181,37 +181,9 @@ func (h *Host) inProcessStarted() []*inProcess {
 // unmarked is v without marks, v itself when it has none (most values:
 // looking costs a walk, not a copy).
 func unmarked(v cty.Value) cty.Value {
-	if !hasMarks(v) {
+	if !sdk.HasMarks(v) {
 		return v
 	}
 	v, _ = v.UnmarkDeep()
 	return v
-}
-
-func hasMarks(v cty.Value) bool {
-	if v == cty.NilVal {
-		return false
-	}
-	if v.IsMarked() {
-		return true
-	}
-	if v.IsNull() || !v.IsKnown() {
-		return false
-	}
-	ty := v.Type()
-	switch {
-	case ty.IsObjectType():
-		for name := range ty.AttributeTypes() {
-			if hasMarks(v.GetAttr(name)) {
-				return true
-			}
-		}
-	case ty.IsCollectionType() || ty.IsTupleType():
-		for it := v.ElementIterator(); it.Next(); {
-			if _, e := it.Element(); hasMarks(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
