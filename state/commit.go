@@ -206,14 +206,15 @@ func (s *BoltStore) commitLoop() {
 				break fill
 			}
 		}
+		// Results alone (no one waits for them) wait for more.
+		if waitedOps(batch) == 0 && len(batch) < maxBatch {
+			batch = s.gatherDeferred(batch)
+		}
 		// Writers released by the previous commit re-submit within
 		// microseconds; without this wait they would miss the batch that
 		// starts at once and two half-size batches would alternate. Only
 		// writers that wait count: a deferred Complete comes with no one
 		// waiting for it.
-		if waitedOps(batch) == 0 && len(batch) < maxBatch {
-			batch = s.gatherDeferred(batch)
-		}
 		if want, waited := int(s.lastWaiting.Load()), waitedOps(batch); waited < want {
 			timer := time.NewTimer(maxLinger)
 		gather:
