@@ -39,8 +39,8 @@ type inProcess struct {
 
 var _ sdk.Provider = (*inProcess)(nil)
 
-// recovered turns a panic into an error diagnostic for method; it must
-// be called directly by a deferred function.
+// recovered turns r, a panic caught in method, into the call's error
+// diagnostic, and logs its stack.
 func (ip *inProcess) recovered(method string, r any) sdk.Diagnostics {
 	ip.log.Error("provider panicked", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	return sdk.Diagnostics{sdk.Errorf(nil, "Provider "+ip.name+" panicked",
