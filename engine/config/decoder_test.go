@@ -280,3 +280,37 @@ func TestUnknownArgumentSuggestionStable(t *testing.T) {
 		t.Errorf("details over 64 decodes: %v, want only %q", seen, want)
 	}
 }
+
+// TestPlainContent: plainContent says true only for bodies whose
+// meta-less Content under the schema has no diagnostics, and does say
+// true for the common body (meta-arguments and known attributes).
+func TestPlainContent(t *testing.T) {
+	schema := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "input", Required: true}, {Name: "extra"}}}
+	withMeta := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "node"}, {Name: "input"}}}
+	for _, c := range []struct {
+		src    string
+		schema *hcl.BodySchema
+		want   bool
+	}{
+		{"node = node.local\ninput = 1\n", schema, true},
+		{"count = 2\ninput = 1\nextra = 2\n", schema, true},
+		{"input = 1\nbogus = 2\n", schema, false},           // unsupported argument
+		{"node = node.local\n", schema, false},              // required input missing
+		{"input = 1\nlifecycle {\n}\n", schema, false},      // a block: Content judges
+		{"input = 1\nnested {\n}\n", schema, false},         // an unsupported block
+		{"node = node.local\ninput = 1\n", withMeta, false}, // a schema attribute named like a meta-argument
+	} {
+		f, diags := hclsyntax.ParseConfig([]byte(c.src), "t.sf.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		sb := f.Body.(*hclsyntax.Body)
+		got := plainContent(sb, c.schema)
+		if got != c.want {
+			t.Errorf("plainContent(%q) = %v, want %v", c.src, got, c.want)
+		}
+		if _, d := withoutMeta(sb).Content(c.schema); got && len(d) > 0 {
+			t.Errorf("plainContent(%q) is true but Content says %v", c.src, d)
+		}
+	}
+}
