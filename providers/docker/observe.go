@@ -1,8 +1,10 @@
 package docker
 
 import (
+	"cmp"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -315,21 +317,29 @@ func hasGPUCap(r container.DeviceRequest) bool {
 // orderLike sorts got in the order of the matching elements of want
 // (unmatched ones last, in their own order).
 func orderLike(got, want []cty.Value) []cty.Value {
-	pos := map[string]int{}
+	pos := make(map[string]int, len(want))
 	for i, w := range want {
 		pos[ctyval.Str(ctyval.Attr(w, "target"))] = i
 	}
-	sort.SliceStable(got, func(i, j int) bool {
-		pi, ok1 := pos[ctyval.Str(ctyval.Attr(got[i], "target"))]
-		pj, ok2 := pos[ctyval.Str(ctyval.Attr(got[j], "target"))]
-		if !ok1 {
-			pi = math.MaxInt
+	// Each element's place is looked up once, not per comparison (the
+	// sort compares ~n log n times; 1,000 bind_files made ~20,000
+	// attribute reads and lookups per container read).
+	type placed struct {
+		at int
+		v  cty.Value
+	}
+	ps := make([]placed, len(got))
+	for i, g := range got {
+		at, ok := pos[ctyval.Str(ctyval.Attr(g, "target"))]
+		if !ok {
+			at = math.MaxInt
 		}
-		if !ok2 {
-			pj = math.MaxInt
-		}
-		return pi < pj
-	})
+		ps[i] = placed{at, g}
+	}
+	slices.SortStableFunc(ps, func(a, b placed) int { return cmp.Compare(a.at, b.at) })
+	for i, p := range ps {
+		got[i] = p.v
+	}
 	return got
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,4 +211,27 @@ func mountList(source, target string) cty.Value {
 		"source": cty.StringVal(source), "target": cty.StringVal(target),
 		"read_only": cty.NullVal(cty.Bool), "create_host_path": cty.NullVal(cty.Bool),
 	})})
+}
+
+// TestOrderLike: observed bind files come back in the order config gave
+// them; ones config does not name go last, in the order observed.
+func TestOrderLike(t *testing.T) {
+	bf := func(target string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("/src" + target), "target": cty.StringVal(target)})
+	}
+	targets := func(vs []cty.Value) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.GetAttr("target").AsString())
+		}
+		return out
+	}
+	want := []cty.Value{bf("/a"), bf("/b"), bf("/c"), bf("/d")}
+	got := []cty.Value{bf("/x"), bf("/d"), bf("/b"), bf("/y"), bf("/a"), bf("/c")}
+	if g, w := targets(orderLike(got, want)), []string{"/a", "/b", "/c", "/d", "/x", "/y"}; !slices.Equal(g, w) {
+		t.Errorf("orderLike = %v, want %v", g, w)
+	}
+	if g := orderLike(nil, want); len(g) != 0 {
+		t.Errorf("orderLike(nil) = %v", g)
+	}
 }
