@@ -248,10 +248,17 @@ func TestWalkCancelWithQueuedVertices(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var started atomic.Int64
+	// The first three hold their workers until the third has cancelled:
+	// no slot frees before the cancel. (Returning at once, the first could
+	// free its slot and a fourth start between the third's start and its
+	// cancel, which failed under -race now and then.)
+	release := make(chan struct{})
 	errs := g.Walk(ctx, 3, func(ctx context.Context, v string) error {
 		if started.Add(1) == 3 {
 			cancel()
+			close(release)
 		}
+		<-release
 		return nil
 	})
 	if n := started.Load(); n != 3 {
