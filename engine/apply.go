@@ -93,9 +93,11 @@ type applier struct {
 
 	// lim bounds provider calls that may reach a node; localLim those of
 	// types whose applies reach none (sdk.ResourceSchema.LocalApply),
-	// wider so that their intents share state commits. Destroy steps go
-	// through the same two.
+	// wider, and not journaled. Destroy steps go through the same two.
 	lim, localLim limiter
+	// localTypes memoises local: asked two or three times per instance,
+	// each time through the host's locks and the schema's map.
+	localTypes sync.Map // type name -> bool
 
 	mu  sync.Mutex
 	res *ApplyResult
@@ -288,8 +290,15 @@ func (ap *applier) limiterFor(ctx context.Context, typeName string) limiter {
 // (sdk.ResourceSchema.LocalApply). A type whose schema cannot be had is
 // treated as reaching one.
 func (ap *applier) local(ctx context.Context, typeName string) bool {
+	if v, ok := ap.localTypes.Load(typeName); ok {
+		return v.(bool)
+	}
 	s, err := ap.e.schemaFor(ctx, typeName)
-	return err == nil && s.LocalApply
+	if err != nil {
+		return false // not kept: the call that follows reports why
+	}
+	ap.localTypes.Store(typeName, s.LocalApply)
+	return s.LocalApply
 }
 
 // applyInstance creates, updates or replaces one instance as change c
