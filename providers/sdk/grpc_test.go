@@ -13,8 +13,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
-	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -826,6 +824,16 @@ func TestPlanAndApplyOverTheWire(t *testing.T) {
 	}
 }
 
+// createdThing is test_thing as a create from fullConfig leaves it (id
+// i-1, no tags), unmarked, with set's changes.
+func createdThing(t *testing.T, set func(m map[string]cty.Value)) cty.Value {
+	m := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), fullConfig(t))).AsValueMap()
+	m["id"] = cty.StringVal("i-1")
+	m["tags"] = cty.MapValEmpty(cty.String)
+	set(m)
+	return cty.ObjectVal(m)
+}
+
 // An "unchanged" answer (a read that found the prior, a plan that keeps
 // it) stands for the value the plugin saw: the prior without its marks,
 // which do not cross the wire, as a value sent back would have been. A
@@ -834,14 +842,10 @@ func TestPlanAndApplyOverTheWire(t *testing.T) {
 func TestUnchangedAnswersStandForTheValueSent(t *testing.T) {
 	r, p := newThing(t)
 	ctx := context.Background()
-	prior := cty.ObjectVal(func() map[string]cty.Value {
-		m := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), fullConfig(t))).AsValueMap()
-		m["id"] = cty.StringVal("i-1")
-		m["tags"] = cty.MapValEmpty(cty.String)
+	prior := createdThing(t, func(m map[string]cty.Value) {
 		m["dyn"] = cty.StringVal("known")
 		m["secret"] = cty.StringVal("s3cret").Mark("sensitive")
-		return m
-	}())
+	})
 	want := unmarked(prior)
 
 	rr := p.ReadResources(ctx, sdk.ReadRequest{Node: node, Resources: []sdk.ReadItem{{TypeName: "test_thing", Address: "test_thing.u", Prior: prior}}})
@@ -892,25 +896,13 @@ func TestUnchangedAnswersStandForTheValueSent(t *testing.T) {
 func TestStoredPriorsOverTheWire(t *testing.T) {
 	r, p := newThing(t)
 	ctx := context.Background()
-	prior := cty.ObjectVal(func() map[string]cty.Value {
-		m := unmarked(sdk.ProposedNew(thingSchema.Block, nullThing(), fullConfig(t))).AsValueMap()
-		m["id"] = cty.StringVal("i-1")
-		m["tags"] = cty.MapValEmpty(cty.String)
+	prior := createdThing(t, func(m map[string]cty.Value) {
 		m["dyn"] = cty.ObjectVal(map[string]cty.Value{"host": cty.StringVal("h"), "n": cty.NumberIntVal(2)})
 		m["ports"] = cty.SetVal([]cty.Value{cty.NumberIntVal(8000)})
 		m["nested"] = cty.NullVal(m["nested"].Type())
 		m["mount"] = cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"source": cty.StringVal("/hub"), "read_only": cty.True})})
-		return m
-	}())
-	tj, err := ctyjson.MarshalType(prior.Type())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := ctymsgpack.Marshal(prior, prior.Type())
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sdk.Stored{Type: tj, Data: data}
+	})
+	st := sdk.StoredOf(t, prior)
 	edited := cty.ObjectVal(func() map[string]cty.Value { m := prior.AsValueMap(); m["id"] = cty.StringVal("i-2"); return m }())
 	var got []cty.Value
 	r.read = func(items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {

@@ -1,0 +1,4 @@
+package sdk
+
+// StoredOf is stored (encodestored_test.go) for the external tests.
+var StoredOf = stored
