@@ -203,18 +203,20 @@ func travSet(travs []hcl.Traversal) string {
 }
 
 // diagSet renders diagnostics with their ranges, in an order that does not
-// depend on hcldec's map iteration. An expression's "Unknown variable" and
-// "Unsupported attribute" come from hcl's evaluation, which suggests the
-// first close name in Go map order (of the EvalContext's variables, of an
-// object's attributes), so which of two close names it offers is chance on
-// both sides; the suggestion is left out of those. (Users never see these
-// two: config validation reports unknown references first, with its own
+// depend on hcldec's map iteration. An expression's "Unknown variable",
+// "Unsupported attribute" and "Call to unknown function" come from hcl's
+// evaluation, which suggests the first close name in Go map order (of the
+// EvalContext's variables or functions, of an object's attributes), so
+// which of two close names it offers is chance on both sides; the
+// suggestion is left out of those. (Users never see these: config
+// validation reports unknown references and functions first, with its own
 // stable suggestion.)
 func diagSet(diags hcl.Diagnostics) string {
 	var ss []string
 	for _, d := range diags {
 		detail := d.Detail
-		if d.Summary == "Unknown variable" || d.Summary == "Unsupported attribute" {
+		switch d.Summary {
+		case "Unknown variable", "Unsupported attribute", "Call to unknown function":
 			if i := strings.Index(detail, " Did you mean "); i >= 0 {
 				detail = detail[:i]
 			}
