@@ -29,7 +29,9 @@
 //     off a resource configuration and names the attributes to hide.
 //   - Module.CheckReferences is the static reference check for validate:
 //     undeclared var/local/node/resource (with "Did you mean"), misuse of
-//     each/count, and instance keys that do not match for_each/count.
+//     each/count, instance keys that do not match for_each/count, and
+//     calls to functions the language does not have (with a "Did you
+//     mean" that, unlike hcl's, does not change from run to run).
 //   - Modules: LoadDir also loads the folder each module block names
 //     (Children), refusing a cycle with its path. Flatten, once variables
 //     are known, brings every module instance's blocks into one Module

@@ -1,10 +1,14 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sparkform/sparkform/engine/addrs"
 )
@@ -23,7 +27,8 @@ type blockKind struct {
 // evaluating anything and without provider schemas: each reference must
 // name a declared variable, local, node or resource (with a "Did you mean"
 // suggestion when one is close), index it the way it is expanded, and use
-// each/count only inside blocks with for_each/count.
+// each/count only inside blocks with for_each/count; and every function
+// called must exist.
 func (m *Module) CheckReferences() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	// Bodies left by PartialContent still hold the meta-arguments the
@@ -45,11 +50,19 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 			}
 		}
 	}
+	calls := functionCallCheck{files: m.Files, seen: map[hcl.Range]bool{}, diags: &diags}
+	for _, name := range sortedKeys(m.Variables) {
+		for _, val := range m.Variables[name].Validations {
+			calls.check(val.Condition, val.ErrorMessage)
+		}
+	}
 	for _, name := range sortedKeys(m.Locals) {
 		check(blockKind{what: "local." + name}, ExprReferences(m.Locals[name].Expr))
+		calls.check(m.Locals[name].Expr)
 	}
 	for _, name := range sortedKeys(m.Outputs) {
 		check(blockKind{what: "output " + name}, ExprReferences(m.Outputs[name].Expr))
+		calls.check(m.Outputs[name].Expr)
 	}
 	for _, name := range sortedKeys(m.Nodes) {
 		n := m.Nodes[name]
@@ -57,6 +70,7 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		// for_each/count are evaluated before each/count exist.
 		check(blockKind{what: "the for_each or count of node." + name}, ExprReferences(n.ForEach, n.Count))
 		check(k, syntaxTraversals(n.Config, nil))
+		calls.check(n.ForEach, n.Count, n.Config)
 	}
 	for _, key := range sortedKeys(m.Resources) {
 		r := m.Resources[key]
@@ -65,13 +79,16 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		check(k, ExprReferences(r.NodeExpr))
 		check(k, syntaxTraversals(r.Config, map[string]bool{"lifecycle": true}))
 		check(k, r.DependsOn)
+		calls.check(r.ForEach, r.Count, r.NodeExpr, r.Config)
 	}
 	for _, name := range sortedKeys(m.ModuleCalls) {
 		mc := m.ModuleCalls[name]
 		check(blockKind{what: "the for_each or count of module." + name}, ExprReferences(mc.ForEach, mc.Count))
 		k := blockKind{what: "module." + name, forEach: mc.ForEach != nil, counted: mc.Count != nil}
+		calls.check(mc.ForEach, mc.Count)
 		for _, an := range sortedKeys(mc.Args) {
 			check(k, mc.Args[an].Expr.Variables())
+			calls.check(mc.Args[an].Expr)
 		}
 		check(k, mc.DependsOn)
 	}
@@ -79,6 +96,71 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		diags = append(diags, m.Children[name].CheckReferences()...)
 	}
 	return diags
+}
+
+// languageFunctions are the names of the language's functions, sorted.
+var languageFunctions = sync.OnceValue(func() []string { return sortedKeys(Functions(".")) })
+
+// functionCallCheck reports calls to functions the language does not
+// have. Evaluation would report them too, but hcl suggests the first close
+// name in Go map order, so a misspelling two edits from two functions
+// ("ive": "file", "one") would get a different "Did you mean" from run to
+// run; this one is stable.
+type functionCallCheck struct {
+	files map[string]*hcl.File
+	seen  map[hcl.Range]bool // a remain body repeats its meta-arguments
+	diags *hcl.Diagnostics
+}
+
+// check walks native-syntax expressions and bodies; others (JSON, nil)
+// are left to evaluation.
+func (c functionCallCheck) check(nodes ...any) {
+	for _, n := range nodes {
+		sn, ok := n.(hclsyntax.Node)
+		if !ok || sn == nil || !c.mayCall(sn.Range()) {
+			continue
+		}
+		hclsyntax.VisitAll(sn, func(n hclsyntax.Node) hcl.Diagnostics {
+			call, ok := n.(*hclsyntax.FunctionCallExpr)
+			if !ok || c.seen[call.NameRange] {
+				return nil
+			}
+			c.seen[call.NameRange] = true
+			if d := unknownFunction(call); d != nil {
+				*c.diags = append(*c.diags, d)
+			}
+			return nil
+		})
+	}
+}
+
+// mayCall is false when the source of rng holds no "(", so no call:
+// most resource bodies, which then cost no walk.
+func (c functionCallCheck) mayCall(rng hcl.Range) bool {
+	f := c.files[rng.Filename]
+	if f == nil || rng.Start.Byte < 0 || rng.Start.Byte > rng.End.Byte || rng.End.Byte > len(f.Bytes) {
+		return true
+	}
+	return bytes.IndexByte(f.Bytes[rng.Start.Byte:rng.End.Byte], '(') >= 0
+}
+
+// unknownFunction says what hcl's evaluation would say of a call to a
+// function that does not exist, with a stable suggestion; nil when it does.
+func unknownFunction(call *hclsyntax.FunctionCallExpr) *hcl.Diagnostic {
+	names := languageFunctions()
+	if i := sort.SearchStrings(names, call.Name); i < len(names) && names[i] == call.Name {
+		return nil
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Call to unknown function",
+		Subject: call.NameRange.Ptr(), Context: call.Range().Ptr()}
+	if i := strings.LastIndex(call.Name, "::"); i >= 0 {
+		d.Detail = fmt.Sprintf("There are no functions in namespace %q.", call.Name[:i+2])
+	} else if s := addrs.Suggest(call.Name, names); s != "" {
+		d.Detail = fmt.Sprintf("There is no function named %q. Did you mean %q?", call.Name, s)
+	} else {
+		d.Detail = fmt.Sprintf("There is no function named %q.", call.Name)
+	}
+	return d
 }
 
 func sortedKeys[V any](m map[string]V) []string {
