@@ -61,7 +61,8 @@ func startProfiles(role string) func() {
 // seen so far (SPARKFORM_HEAPPEAK): what is live at peak RSS, which the
 // allocs profile written at exit (after the walk let go of it) does not
 // show. It looks every 50 ms and writes only when the live heap grew by
-// more than 5 % since the last profile.
+// more than 5 % since the last profile, after a collection of its own (so
+// the profile is of that heap, not of one two collections old).
 func watchHeapPeak(file string) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	var written uint64
@@ -72,6 +73,9 @@ func watchHeapPeak(file string) {
 			continue
 		}
 		written = live
+		// A heap profile shows the heap as of the last completed
+		// collection but one; collect now so it shows this one.
+		runtime.GC()
 		f, err := os.Create(file)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sparkform: SPARKFORM_HEAPPEAK:", err)
