@@ -11,6 +11,47 @@ func ProposedNew(b *Block, prior, config cty.Value) cty.Value {
 	if config.IsNull() || !config.IsKnown() {
 		return config
 	}
+	if proposesPrior(b, prior, config) {
+		return prior
+	}
+	return buildProposed(b, prior, config)
+}
+
+// proposesPrior says whether the proposal would equal prior exactly (same
+// type, values and marks): every attribute it takes from config equals
+// prior's, and prior has no attribute the schema lacks. That is every
+// unchanged instance of a plan, and building an equal object costs cty a
+// new object type and two maps each time.
+func proposesPrior(b *Block, prior, config cty.Value) bool {
+	if prior.IsNull() || !prior.IsKnown() || prior.IsMarked() || !prior.Type().IsObjectType() {
+		return false
+	}
+	pty := prior.Type()
+	if len(pty.AttributeTypes()) != len(b.Attributes)+len(b.BlockTypes) {
+		return false
+	}
+	for name, a := range b.Attributes {
+		if !pty.HasAttribute(name) {
+			return false
+		}
+		cv := config.GetAttr(name)
+		if a.Computed && cv.IsNull() {
+			continue // taken from prior
+		}
+		if !cv.RawEquals(prior.GetAttr(name)) {
+			return false
+		}
+	}
+	for name := range b.BlockTypes {
+		if !pty.HasAttribute(name) || !config.GetAttr(name).RawEquals(prior.GetAttr(name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildProposed builds the proposal attribute by attribute.
+func buildProposed(b *Block, prior, config cty.Value) cty.Value {
 	vals := make(map[string]cty.Value, len(b.Attributes)+len(b.BlockTypes))
 	for name, a := range b.Attributes {
 		cv := config.GetAttr(name)
