@@ -328,9 +328,10 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	// holds what recovery needs to find an interrupted create on its node
 	// (its identity attributes come from configuration).
 	obj := &stateObject{Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ci.Node,
-		Value: intentValue(c.After, cfg), Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+		Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+	intent := func() cty.Value { return intentValue(c.After, cfg) }
 	var pr sdk.PlanApplyResponse
-	resp, err := ap.callApply(ctx, obj, ci.Addr, string(c.Action), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+	resp, err := ap.callApply(ctx, obj, intent, ci.Addr, string(c.Action), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 		pr = sdk.PlanAndApply(ctx, prov, sdk.PlanApplyRequest{TypeName: r.Addr.Type, Address: ci.Addr, Node: ci.Node,
 			Prior: prior, PriorPrivate: priorPrivate, Config: cfg, Replaces: replacesOf(c), Reviewed: c.After}, started, progress)
 		return pr.ApplyResponse
@@ -386,10 +387,11 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 
 // callApply brackets one provider call that changes inst's node with a
 // journal intent, durable before the call, and reports progress under
-// addr. call makes the provider call; it calls started with the moment
-// the change started (a plan-and-apply may refuse before: then no apply
-// events).
-func (ap *applier) callApply(ctx context.Context, inst *stateObject, addr, action string,
+// addr. The intent records intent() as inst's value when intent is not
+// nil (it is built only when an intent is written). call makes the
+// provider call; it calls started with the moment the change started (a
+// plan-and-apply may refuse before: then no apply events).
+func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func() cty.Value, addr, action string,
 	call func(ctx context.Context, started func(at time.Time), progress func(sdk.Progress)) sdk.ApplyResponse) (sdk.ApplyResponse, error) {
 	h := ap.e.hooks()
 	// A call that reaches no node changes nothing a crash could leave
@@ -399,6 +401,9 @@ func (ap *applier) callApply(ctx context.Context, inst *stateObject, addr, actio
 	// intents and results; without intents its results share a few).
 	journaled := !ap.local(ctx, inst.Type)
 	if journaled {
+		if intent != nil {
+			inst.Value = intent()
+		}
 		if err := ap.putIntent(inst, action); err != nil {
 			return sdk.ApplyResponse{}, err
 		}
@@ -426,6 +431,9 @@ func (ap *applier) callApply(ctx context.Context, inst *stateObject, addr, actio
 	if resp.OutcomeUnknown && !journaled {
 		// A provider that says its local call may have done something
 		// gets the journal's recovery all the same, late as it is.
+		if intent != nil {
+			inst.Value = intent()
+		}
 		if err := ap.putIntent(inst, action); err != nil {
 			return resp, err
 		}

@@ -169,7 +169,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	var resp sdk.ApplyResponse
 	var err error
 	if lerr := ap.limiterFor(ctx, c.Type).do(ctx, func() {
-		resp, err = ap.callApply(ctx, inst, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+		resp, err = ap.callApply(ctx, inst, nil, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 			started(time.Now())
 			return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
 				TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),

@@ -207,6 +207,11 @@ func TestLocalApplyOutcomeUnknownIsJournaled(t *testing.T) {
 	if len(in) != 1 || in[0].Address != "sfwide_local.l[3]" || in[0].Action != "create" {
 		t.Fatalf("journal holds %v; want the create of sfwide_local.l[3]", in)
 	}
+	// The late intent records the reviewed value, as an early one would:
+	// recovery refreshes the object from it.
+	if rec := in[0].Resource; rec == nil || len(rec.Value) == 0 || len(rec.ValueType) == 0 {
+		t.Fatalf("the late intent records no value: %+v", rec)
+	}
 }
 
 // lostAnswer is a provider whose apply of addr reports what the gRPC
