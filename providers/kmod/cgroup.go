@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
+	"github.com/sparkform/sparkform/providers/internal/restore"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -222,6 +223,26 @@ func cgRecFrom(state cty.Value, private []byte) cgRec {
 
 func (c cgRec) private() []byte { b, _ := json.Marshal(c); return b }
 
+// withRecord adds the facts of the group's restore record on the node that
+// c lacks (after a lost reply c knows none of them), record order first.
+func (c cgRec) withRecord(r restore.Record) cgRec {
+	union := func(first, then []string) []string {
+		var out []string
+		for _, x := range append(append([]string(nil), first...), then...) {
+			if !contains(out, x) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	return cgRec{Enabled: union(r["enabled"], c.Enabled), Created: union(r["created"], c.Created)}
+}
+
+// record is the group's restore record on the node, if any.
+func (r *cgroupResource) record(ctx context.Context, conn node.Conn, n sdk.Node, gpath string) (restore.Record, bool, error) {
+	return r.k.cfg.For(n).cgroupRecords().Get(ctx, conn, n.Become, path.Join(r.k.cfg.CgroupRoot, gpath))
+}
+
 // cgObservedValue is base corrected by what the node shows: a limit that
 // does not hold is replaced by the observed value, so the plan shows drift.
 func cgObservedValue(base cty.Value, o *cgObs, rec cgRec) cty.Value {
@@ -279,14 +300,30 @@ func (r *cgroupResource) Read(ctx context.Context, n sdk.Node, items []sdk.ReadI
 		return nil, 1, sdk.Diagnostics{sdk.FromError("Cannot read cgroups", err)}
 	}
 	results := make([]sdk.ReadResult, len(items))
+	trips := 1
 	for i, it := range items {
 		if it.Prior.IsNull() {
 			results[i] = sdk.ReadResult{NewState: it.Prior}
 			continue
 		}
-		results[i] = sdk.ReadResult{NewState: cgObservedValue(it.Prior, obs[ctyval.Str(it.Prior.GetAttr("path"))], cgRecFrom(it.Prior, it.Private)), Private: it.Private}
+		gpath := ctyval.Str(it.Prior.GetAttr("path"))
+		rec, private := cgRecFrom(it.Prior, it.Private), it.Private
+		if len(private) == 0 {
+			// Recovered from a journal intent (the apply's reply was
+			// lost): what it created and enabled is in the node's record.
+			trips++
+			nr, ok, err := r.record(ctx, conn, n, gpath)
+			if err != nil {
+				return nil, trips, sdk.Diagnostics{sdk.FromError("Cannot read the restore record of "+gpath, err)}
+			}
+			if ok {
+				rec = rec.withRecord(nr)
+				private = rec.private()
+			}
+		}
+		results[i] = sdk.ReadResult{NewState: cgObservedValue(it.Prior, obs[gpath], rec), Private: private}
 	}
-	return results, 1, nil
+	return results, trips, nil
 }
 
 // Plan implements sdk.Resource.
@@ -394,7 +431,16 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 		return cgObservedValue(b, o, rec)
 	}
 
+	records := r.k.cfg.For(n).cgroupRecords()
+	recKey := ops.abs(gpath)
 	if req.Planned.IsNull() {
+		// What to undo: private data, and the node's record, which also
+		// holds what an apply whose reply was lost created and enabled.
+		if nr, ok, err := records.Get(ctx, conn, n.Become, recKey); err != nil {
+			return fail(real(req.Prior), err)
+		} else if ok {
+			rec = rec.withRecord(nr)
+		}
 		var diags sdk.Diagnostics
 		if o.Exists {
 			if len(o.Procs) > 0 {
@@ -407,18 +453,29 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 			}
 		}
 		for i := len(rec.Created) - 1; i >= 0; i-- { // deepest first
+			// A recorded group may never have been made (the record is
+			// written before the mkdir): gone is fine.
 			if c := rec.Created[i]; c != gpath {
-				if _, err := r.k.run(ctx, conn, n, "rmdir", ops.abs(c)); err != nil {
+				if _, err := r.k.sh(ctx, conn, n, `[ ! -d "$1" ] || rmdir "$1"`, ops.abs(c)); err != nil {
 					diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Ancestor group left in place",
 						Detail: fmt.Sprintf("sparkform created %s but cannot remove it now (%s); remove it when it is empty", c, toolErr(err))})
 				}
 			}
 		}
 		for i := len(rec.Enabled) - 1; i >= 0; i-- {
+			// In a group sparkform created and removed above there is
+			// nothing left to disable.
 			dir, ctrl, _ := strings.Cut(rec.Enabled[i], ":")
-			if err := ops.write(dir, "cgroup.subtree_control", "-"+ctrl); err != nil {
+			if _, err := r.k.sh(ctx, conn, n, `[ ! -d "$1" ] || printf '%s\n' "$2" > "$1/cgroup.subtree_control"`, ops.abs(dir), "-"+ctrl); err != nil {
 				diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Controller left enabled",
-					Detail: fmt.Sprintf("sparkform enabled %s in %s and cannot disable it now (another group uses it?): %v", ctrl, dir, err)})
+					Detail: fmt.Sprintf("sparkform enabled %s in %s and cannot disable it now (another group uses it?): %s", ctrl, dir, toolErr(err))})
+			}
+		}
+		// The record goes once everything is put back; a warning keeps
+		// it, so that the next destroy of this group tries again.
+		if len(diags) == 0 {
+			if err := records.Remove(ctx, conn, n.Become, recKey); err != nil {
+				diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Restore record left on the node", Detail: err.Error()})
 			}
 		}
 		return sdk.ApplyResponse{NewState: cty.NullVal(req.Planned.Type()), Diagnostics: diags}
@@ -441,37 +498,68 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 			return fail(req.Prior, fmt.Errorf("%w: the %s controller is not available on %s (cgroup.controllers: %q)", ErrNoCgroup2, c, n.Name, avail))
 		}
 	}
-	// Walk down from the root: enable what is needed, create what is missing.
+	// Walk down from the root: which controllers to enable where, which
+	// groups to create (a group made now has none enabled).
+	type cgStep struct{ dir, ctrl string } // enable ctrl in dir; no ctrl: create dir
+	var steps []cgStep
 	comps := strings.Split(gpath, "/")
-	cur := "."
+	cur, exists := ".", true
 	for i := range comps {
-		sc, err := ops.read(cur, "cgroup.subtree_control")
-		if err != nil {
-			return fail(real(planned), err)
-		}
-		for _, ctrl := range need {
-			if contains(strings.Fields(sc), ctrl) {
-				continue
-			}
-			progress(sdk.Progress{Message: fmt.Sprintf("enable %s in %s", ctrl, ops.abs(cur))})
-			if err := ops.write(cur, "cgroup.subtree_control", "+"+ctrl); err != nil {
+		sc := ""
+		if exists {
+			if sc, err = ops.read(cur, "cgroup.subtree_control"); err != nil {
 				return fail(real(planned), err)
 			}
-			if e := cur + ":" + ctrl; !contains(rec.Enabled, e) {
-				rec.Enabled = append(rec.Enabled, e)
+		}
+		for _, ctrl := range need {
+			if !contains(strings.Fields(sc), ctrl) {
+				steps = append(steps, cgStep{cur, ctrl})
 			}
 		}
 		next := path.Join(comps[:i+1]...)
-		if _, err := ops.read(next, "cgroup.controllers"); err != nil {
-			progress(sdk.Progress{Message: "mkdir " + ops.abs(next)})
-			if _, err := r.k.run(ctx, conn, n, "mkdir", ops.abs(next)); err != nil {
-				return fail(real(planned), fmt.Errorf("creating %s on %s: %s", next, n.Name, toolErr(err)))
-			}
-			if !contains(rec.Created, next) {
-				rec.Created = append(rec.Created, next)
-			}
+		if exists {
+			_, err := ops.read(next, "cgroup.controllers")
+			exists = err == nil
+		}
+		if !exists {
+			steps = append(steps, cgStep{dir: next})
 		}
 		cur = next
+	}
+	// What destroy must undo is on the node, durably, before the first
+	// change: a reply lost after it (a killed CLI or plugin, a dropped
+	// link) cannot lose it.
+	add := restore.Record{}
+	for _, st := range steps {
+		if st.ctrl == "" {
+			add["created"] = append(add["created"], st.dir)
+		} else {
+			add["enabled"] = append(add["enabled"], st.dir+":"+st.ctrl)
+		}
+	}
+	if len(add) > 0 {
+		if err := records.Append(ctx, conn, n.Become, recKey, add); err != nil {
+			return fail(req.Prior, fmt.Errorf("recording what destroy must undo, before changing anything: %w", err))
+		}
+	}
+	for _, st := range steps {
+		if st.ctrl == "" {
+			progress(sdk.Progress{Message: "mkdir " + ops.abs(st.dir)})
+			if _, err := r.k.run(ctx, conn, n, "mkdir", ops.abs(st.dir)); err != nil {
+				return fail(real(planned), fmt.Errorf("creating %s on %s: %s", st.dir, n.Name, toolErr(err)))
+			}
+			if !contains(rec.Created, st.dir) {
+				rec.Created = append(rec.Created, st.dir)
+			}
+			continue
+		}
+		progress(sdk.Progress{Message: fmt.Sprintf("enable %s in %s", st.ctrl, ops.abs(st.dir))})
+		if err := ops.write(st.dir, "cgroup.subtree_control", "+"+st.ctrl); err != nil {
+			return fail(real(planned), err)
+		}
+		if e := st.dir + ":" + st.ctrl; !contains(rec.Enabled, e) {
+			rec.Enabled = append(rec.Enabled, e)
+		}
 	}
 	// Limits: set ones are written; ones dropped from config go back to "max".
 	for _, l := range limits {

@@ -46,11 +46,17 @@
 // A cgroup v2 group under the cgroup root. Apply creates it (and any missing
 // ancestors, recorded), enables the needed controllers (memory, cpu, pids)
 // in the ancestors' cgroup.subtree_control (recording exactly which ones it
-// enabled), writes the limits and reads them back. Read reports drift when a
+// enabled), writes the limits and reads them back. What it will create and
+// enable is appended to a restore record on the node (kind kmod_cgroup,
+// keyed by the group's absolute path) before the first change, so a reply
+// lost after the change loses none of it: Read of a recovered instance (no
+// private data) takes the facts from the record, and Destroy takes them
+// from private data and the record together. Read reports drift when a
 // limit file changed. Destroy removes the group if it is empty (else an
 // error lists the pids inside), removes the ancestors it created and
-// disables only the controllers it enabled. A node without cgroup v2 gets an
-// error saying so.
+// disables only the controllers it enabled (a recorded group that is gone
+// or never was made is fine), then removes the record; a warning keeps it
+// for the next destroy. A node without cgroup v2 gets an error saying so.
 //
 // # Simulated kernels
 //

@@ -87,6 +87,13 @@ func (c Config) records() restore.Store {
 	return restore.Store{Kind: "kmod_module", Dir: c.RestoreDir}
 }
 
+// cgroupRecords is where kmod_cgroup's restore records live, keyed by the
+// group's absolute path: the ancestors it creates and the controllers it
+// enables, written before it creates or enables them.
+func (c Config) cgroupRecords() restore.Store {
+	return restore.Store{Kind: "kmod_cgroup", Dir: c.RestoreDir}
+}
+
 // New returns the kmod provider for the real kernel: /sys, /sys/fs/cgroup,
 // modprobe and rmmod. It reads no environment: nothing set by accident
 // can point it elsewhere (tests build their own, see NewWithConfig).

@@ -188,6 +188,44 @@ func TestRealKernel(t *testing.T) {
 		}
 	})
 
+	t.Run("cgroup: the create's reply is lost; destroy still undoes what it made", func(t *testing.T) {
+		// The CLI, the plugin or the link dies after the apply changed the
+		// node and before its reply was stored: the engine rebuilds the
+		// instance from its journal intent (no private data), refreshes
+		// it, and later destroys it. What the apply created and enabled
+		// must come back from the node's restore record.
+		rootBefore := sh(t, "cat /sys/fs/cgroup/cgroup.subtree_control")
+		cfg := cgCfg(t, p, map[string]cty.Value{"path": cty.StringVal("lost/serve"), "memory_max": cty.StringVal("1g"), "pids_max": cty.StringVal("50")})
+		plan := sdktest.Plan(t, p, cgType, n, cty.NilVal, nil, cfg)
+		lost, _ := sdktest.Apply(t, p, cgType, n, cty.NullVal(cfg.Type()), plan.Planned, cfg, plan.PlannedPrivate)
+		if en := strList(lost.NewState.GetAttr("enabled_controllers")); len(en) == 0 {
+			t.Fatalf("the apply enabled nothing (root subtree_control was %q): the test needs it to", rootBefore)
+		}
+		if got := sh(t, "ls -A /var/lib/sparkform/restore/kmod_cgroup | wc -l"); got != "1" {
+			t.Fatalf("%s restore records after the apply, want 1", got)
+		}
+		res := sdktest.Read(t, p, cgType, n, recovered(plan.Planned), plan.PlannedPrivate)
+		for _, attr := range []string{"enabled_controllers", "created_paths"} {
+			if got, want := strList(res.NewState.GetAttr(attr)), strList(lost.NewState.GetAttr(attr)); strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("refreshed %s = %q, want the lost reply's %q", attr, got, want)
+			}
+		}
+		del := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: cgType, Node: n,
+			Prior: res.NewState, Planned: cty.NullVal(cfg.Type()), Config: cty.NullVal(cfg.Type()), Private: res.Private}, nil)
+		if len(del.Diagnostics) > 0 || !del.NewState.IsNull() {
+			t.Fatalf("destroy: want no diagnostics and a null state, got %v %#v", del.Diagnostics, del.NewState)
+		}
+		if got := sh(t, "[ -e /sys/fs/cgroup/lost ] && echo there || echo gone"); got != "gone" {
+			t.Fatalf("the group's ancestor sparkform created: %s", got)
+		}
+		if got := sh(t, "cat /sys/fs/cgroup/cgroup.subtree_control"); got != rootBefore {
+			t.Fatalf("root subtree_control %q, was %q before", got, rootBefore)
+		}
+		if got := sh(t, "ls -A /var/lib/sparkform/restore/kmod_cgroup 2>/dev/null | wc -l"); got != "0" {
+			t.Fatalf("%s restore records left after the destroy", got)
+		}
+	})
+
 	t.Run("batched read of both types is one round trip each", func(t *testing.T) {
 		st, priv := sdktest.Create(t, p, modType, n, modCfg(t, p, "loop", nil, ""))
 		cst, cpriv := sdktest.Create(t, p, cgType, n, cgCfg(t, p, map[string]cty.Value{"path": cty.StringVal("batch"), "pids_max": cty.StringVal("50")}))
