@@ -241,9 +241,14 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 	switch {
 	case c == nil || !ap.filter.instance(addr):
 		obj, _ := ap.object(addr)
-		b.set(k, valueFromState(obj, ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]))
+		schema := ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]
+		sens := sensitiveAttrs(schema.Block)
+		if c != nil {
+			sens = c.SensitiveAttrs
+		}
+		b.set(k, markSensitive(valueFromState(obj, schema), sens))
 	case c.Action == plans.NoOp || c.Action == plans.Delete:
-		b.set(k, c.Before)
+		b.set(k, markSensitive(c.Before, c.SensitiveAttrs))
 	default:
 		return false
 	}
@@ -263,9 +268,10 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 	var mu sync.Mutex
 	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.Module.Resources[key].Addr.Type), len(cis), func(i int) {
 		ci := cis[i]
-		val, d := ap.applyInstance(ctx, prov, key, ci, ap.changes[ci.Addr])
+		c := ap.changes[ci.Addr]
+		val, d := ap.applyInstance(ctx, prov, key, ci, c)
 		if val != cty.NilVal {
-			b.set(ci.Key, val)
+			b.set(ci.Key, markSensitive(val, unionSorted(c.SensitiveAttrs, ci.SensitiveAttrs)))
 		}
 		mu.Lock()
 		diags = append(diags, d...)

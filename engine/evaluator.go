@@ -400,7 +400,7 @@ func (ev *evaluator) evalOutput(name string) (cty.Value, hcl.Diagnostics) {
 	if config.HasSensitive(v) && !o.Sensitive {
 		rng := o.Expr.Range()
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Output refers to sensitive values",
-			Detail:  "The value of output \"" + name + "\" comes from sensitive(). Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
+			Detail:  "The value of output \"" + name + "\" is sensitive: it comes from sensitive(), directly or through a resource attribute set from one, or from an attribute its provider marks sensitive. Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
 			Subject: &rng})
 	}
 	v, _ = v.UnmarkDeep()

@@ -62,6 +62,34 @@ func sensitiveAttrs(b *sdk.Block) []string {
 	return out
 }
 
+// markSensitive marks the top-level attributes of an instance's value
+// named in attrs (the schema's sensitive ones and those whose config came
+// from sensitive()) as sensitive, for the references to it: a reference
+// to one carries the mark as one to var.x = sensitive(...) does, so a
+// dependent's plan hides it and an output must say sensitive = true.
+// Provider values never carry marks; this marks the evaluator's copy.
+func markSensitive(v cty.Value, attrs []string) cty.Value {
+	if len(attrs) == 0 || v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.IsMarked() || !v.Type().IsObjectType() {
+		return v
+	}
+	var m map[string]cty.Value
+	for _, a := range attrs {
+		if !v.Type().HasAttribute(a) {
+			continue
+		}
+		if m == nil {
+			m = v.AsValueMap()
+		}
+		if av := m[a]; !av.HasMark(config.SensitiveMark) {
+			m[a] = av.Mark(config.SensitiveMark)
+		}
+	}
+	if m == nil {
+		return v
+	}
+	return cty.ObjectVal(m)
+}
+
 // unionSorted is the sorted union of two name lists.
 func unionSorted(a, b []string) []string {
 	if len(b) == 0 {

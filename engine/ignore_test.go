@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -51,5 +53,43 @@ func TestApplyIgnoreChangesNested(t *testing.T) {
 				t.Errorf("got %#v\nwant %#v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMarkSensitive: the named top-level attributes of an instance's value
+// are marked for the references to it; nothing else is, and values it
+// cannot mark attribute by attribute are left as they are.
+func TestMarkSensitive(t *testing.T) {
+	obj := cty.ObjectVal(map[string]cty.Value{"input": cty.StringVal("hunter2"), "id": cty.StringVal("x1"),
+		"tags": cty.MapVal(map[string]cty.Value{"a": cty.StringVal("b")})})
+	marked := func(v cty.Value, attr string) bool { return v.GetAttr(attr).HasMark(config.SensitiveMark) }
+	for _, tc := range []struct {
+		name  string
+		v     cty.Value
+		attrs []string
+		want  []string // attributes marked after
+	}{
+		{"one attribute", obj, []string{"input"}, []string{"input"}},
+		{"two, one not in the type", obj, []string{"input", "nope", "tags"}, []string{"input", "tags"}},
+		{"none named", obj, nil, nil},
+		{"already marked", markSensitive(obj, []string{"input"}), []string{"input"}, []string{"input"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := markSensitive(tc.v, tc.attrs)
+			for _, a := range []string{"input", "id", "tags"} {
+				if want := slices.Contains(tc.want, a); marked(got, a) != want {
+					t.Errorf("%s marked = %v, want %v", a, marked(got, a), want)
+				}
+			}
+			if plain, _ := got.UnmarkDeep(); !plain.RawEquals(obj) {
+				t.Errorf("the value changed: %#v", plain)
+			}
+		})
+	}
+	ty := obj.Type()
+	for _, v := range []cty.Value{cty.NilVal, cty.NullVal(ty), cty.UnknownVal(ty), cty.DynamicVal, cty.StringVal("s"), obj.Mark(config.SensitiveMark)} {
+		if got := markSensitive(v, []string{"input"}); !got.RawEquals(v) && v != cty.NilVal {
+			t.Errorf("markSensitive(%#v) = %#v, want it unchanged", v, got)
+		}
 	}
 }
