@@ -242,7 +242,7 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 	case c == nil || !ap.filter.instance(addr):
 		obj, _ := ap.object(addr)
 		schema := ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]
-		sens := sensitiveAttrs(schema.Block)
+		sens := instanceSensitive(schema.Block, nil)
 		if c != nil {
 			sens = c.SensitiveAttrs
 		}
@@ -271,7 +271,8 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		c := ap.changes[ci.Addr]
 		val, d := ap.applyInstance(ctx, prov, key, ci, c)
 		if val != cty.NilVal {
-			b.set(ci.Key, markSensitive(val, unionSorted(c.SensitiveAttrs, ci.SensitiveAttrs)))
+			b.set(ci.Key, markSensitive(val, unionSorted(c.SensitiveAttrs,
+				instanceSensitive(ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type].Block, ci.SensitiveAttrs))))
 		}
 		mu.Lock()
 		diags = append(diags, d...)

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -60,6 +61,27 @@ func sensitiveAttrs(b *sdk.Block) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// instanceSensitive is what an instance's change hides and its references
+// carry marked: the schema's sensitive attributes, those whose config came
+// from sensitive() (configSens), and the attributes sensitive with any of
+// them (sdk.Attribute.SensitiveWith: sparkform_data's output with its input).
+func instanceSensitive(b *sdk.Block, configSens []string) []string {
+	sens := unionSorted(sensitiveAttrs(b), configSens)
+	if len(sens) == 0 {
+		return nil
+	}
+	var with []string
+	for name, a := range b.Attributes {
+		for _, w := range a.SensitiveWith {
+			if slices.Contains(sens, w) && !slices.Contains(sens, name) {
+				with = append(with, name)
+				break
+			}
+		}
+	}
+	return unionSorted(sens, with)
 }
 
 // markSensitive marks the top-level attributes of an instance's value

@@ -93,3 +93,31 @@ func TestMarkSensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceSensitive: the schema's sensitive attributes, the config's,
+// and those sensitive with any of them.
+func TestInstanceSensitive(t *testing.T) {
+	b := &sdk.Block{Attributes: map[string]*sdk.Attribute{
+		"input":  {Type: cty.String, Optional: true},
+		"token":  {Type: cty.String, Optional: true, Sensitive: true},
+		"output": {Type: cty.String, Computed: true, SensitiveWith: []string{"input"}},
+		"hash":   {Type: cty.String, Computed: true, SensitiveWith: []string{"token", "input"}},
+		"id":     {Type: cty.String, Computed: true},
+	}}
+	for _, tc := range []struct {
+		config []string
+		want   []string
+	}{
+		{nil, []string{"hash", "token"}},
+		{[]string{"input"}, []string{"hash", "input", "output", "token"}},
+		{[]string{"id"}, []string{"hash", "id", "token"}},
+	} {
+		if got := instanceSensitive(b, tc.config); !slices.Equal(got, tc.want) {
+			t.Errorf("config %v: got %v, want %v", tc.config, got, tc.want)
+		}
+	}
+	plain := &sdk.Block{Attributes: map[string]*sdk.Attribute{"output": {Type: cty.String, Computed: true, SensitiveWith: []string{"input"}}}}
+	if got := instanceSensitive(plain, nil); got != nil {
+		t.Errorf("nothing sensitive: got %v", got)
+	}
+}

@@ -138,7 +138,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		Before: priorVal, After: planned, RequiresReplace: replacePaths, PriorPrivate: priorPrivate,
 		PlannedPrivate: plannedPrivate, Dependencies: pl.cg.resourceDeps[key], SchemaVersion: schema.Version,
 		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
-		SensitiveAttrs:      unionSorted(sensitiveAttrs(schema.Block), ci.SensitiveAttrs),
+		SensitiveAttrs:      instanceSensitive(schema.Block, ci.SensitiveAttrs),
 		Notes:               notes,
 	}
 	if prior != nil {

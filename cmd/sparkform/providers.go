@@ -66,7 +66,7 @@ func blockJSON(b *sdk.Block) map[string]any {
 	for n, a := range b.Attributes {
 		ty, _ := ctyjson.MarshalType(a.Type)
 		attrs[n] = map[string]any{"type": json.RawMessage(ty), "description": a.Description, "required": a.Required,
-			"optional": a.Optional, "computed": a.Computed, "force_new": a.ForceNew, "sensitive": a.Sensitive}
+			"optional": a.Optional, "computed": a.Computed, "force_new": a.ForceNew, "sensitive": a.Sensitive, "sensitive_with": a.SensitiveWith}
 	}
 	blocks := map[string]any{}
 	for n, nb := range b.BlockTypes {

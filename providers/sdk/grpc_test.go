@@ -44,7 +44,7 @@ var thingSchema = &sdk.ResourceSchema{
 			"id":     {Type: cty.String, Computed: true, Description: "the id"},
 			"name":   {Type: cty.String, Required: true, ForceNew: true},
 			"secret": {Type: cty.String, Optional: true, Sensitive: true},
-			"dyn":    {Type: cty.DynamicPseudoType, Optional: true},
+			"dyn":    {Type: cty.DynamicPseudoType, Optional: true, SensitiveWith: []string{"secret"}},
 			"tags":   {Type: cty.Map(cty.String), Optional: true, Computed: true},
 			"ports":  {Type: cty.Set(cty.Number), Optional: true},
 			"nested": {Type: cty.Object(map[string]cty.Type{"a": cty.List(cty.Bool), "b": cty.Tuple([]cty.Type{cty.String, cty.Number})}), Optional: true},
@@ -247,7 +247,7 @@ func compareBlock(t *testing.T, where string, want, got *sdk.Block) {
 		}
 		gc, wc := *ga, *wa
 		gc.Type, wc.Type = cty.NilType, cty.NilType
-		if gc != wc {
+		if !reflect.DeepEqual(gc, wc) {
 			t.Errorf("%s.%s = %+v; want %+v", where, name, gc, wc)
 		}
 	}
@@ -703,7 +703,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
 		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply"},
 		reflect.TypeFor[sdk.Block]():          {"Attributes", "BlockTypes"},
-		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive"},
+		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive", "SensitiveWith"},
 		reflect.TypeFor[sdk.NestedBlock]():    {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},
 	}
 	for rt, fields := range carried {

@@ -84,6 +84,11 @@ type Attribute struct {
 	// ForceNew marks an attribute whose change replaces the object.
 	ForceNew  bool
 	Sensitive bool
+	// SensitiveWith names attributes of the same block whose value this
+	// one repeats or derives from: when one of them is sensitive (by the
+	// schema or because its config came from sensitive()), so is this
+	// one. sparkform_data's output is sensitive with its input.
+	SensitiveWith []string
 }
 
 // NestingMode says how a nested block repeats.

@@ -576,13 +576,16 @@ func (x *Block) GetBlockTypes() map[string]*NestedBlock {
 type Attribute struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cty type as JSON (ctyjson.MarshalType).
-	Type          []byte `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Required      bool   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
-	Optional      bool   `protobuf:"varint,4,opt,name=optional,proto3" json:"optional,omitempty"`
-	Computed      bool   `protobuf:"varint,5,opt,name=computed,proto3" json:"computed,omitempty"`
-	ForceNew      bool   `protobuf:"varint,6,opt,name=force_new,json=forceNew,proto3" json:"force_new,omitempty"`
-	Sensitive     bool   `protobuf:"varint,7,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
+	Type        []byte `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Required    bool   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
+	Optional    bool   `protobuf:"varint,4,opt,name=optional,proto3" json:"optional,omitempty"`
+	Computed    bool   `protobuf:"varint,5,opt,name=computed,proto3" json:"computed,omitempty"`
+	ForceNew    bool   `protobuf:"varint,6,opt,name=force_new,json=forceNew,proto3" json:"force_new,omitempty"`
+	Sensitive   bool   `protobuf:"varint,7,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
+	// Attributes of the same block whose sensitivity this one shares (it
+	// repeats or derives from their values).
+	SensitiveWith []string `protobuf:"bytes,8,rep,name=sensitive_with,json=sensitiveWith,proto3" json:"sensitive_with,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -664,6 +667,13 @@ func (x *Attribute) GetSensitive() bool {
 		return x.Sensitive
 	}
 	return false
+}
+
+func (x *Attribute) GetSensitiveWith() []string {
+	if x != nil {
+		return x.SensitiveWith
+	}
+	return nil
 }
 
 type NestedBlock struct {
@@ -3075,7 +3085,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2 .sparkform.provider.v1.AttributeR\x05value:\x028\x01\x1aa\n" +
 	"\x0fBlockTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x128\n" +
-	"\x05value\x18\x02 \x01(\v2\".sparkform.provider.v1.NestedBlockR\x05value:\x028\x01\"\xd0\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\".sparkform.provider.v1.NestedBlockR\x05value:\x028\x01\"\xf7\x01\n" +
 	"\tAttribute\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\fR\x04type\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
@@ -3083,7 +3093,8 @@ const file_provider_proto_rawDesc = "" +
 	"\boptional\x18\x04 \x01(\bR\boptional\x12\x1a\n" +
 	"\bcomputed\x18\x05 \x01(\bR\bcomputed\x12\x1b\n" +
 	"\tforce_new\x18\x06 \x01(\bR\bforceNew\x12\x1c\n" +
-	"\tsensitive\x18\a \x01(\bR\tsensitive\"\xbf\x02\n" +
+	"\tsensitive\x18\a \x01(\bR\tsensitive\x12%\n" +
+	"\x0esensitive_with\x18\b \x03(\tR\rsensitiveWith\"\xbf\x02\n" +
 	"\vNestedBlock\x12H\n" +
 	"\anesting\x18\x01 \x01(\x0e2..sparkform.provider.v1.NestedBlock.NestingModeR\anesting\x122\n" +
 	"\x05block\x18\x02 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\x12\x1b\n" +
