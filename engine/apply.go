@@ -271,8 +271,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		c := ap.changes[ci.Addr]
 		val, d := ap.applyInstance(ctx, prov, key, ci, c)
 		if val != cty.NilVal {
-			b.set(ci.Key, markSensitive(val, unionSorted(c.SensitiveAttrs,
-				instanceSensitive(ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type].Block, ci.SensitiveAttrs))))
+			b.set(ci.Key, markSensitive(val, c.SensitiveAttrs))
 		}
 		mu.Lock()
 		diags = append(diags, d...)

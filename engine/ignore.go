@@ -85,8 +85,8 @@ func instanceSensitive(b *sdk.Block, configSens []string) []string {
 }
 
 // markSensitive marks the top-level attributes of an instance's value
-// named in attrs (the schema's sensitive ones and those whose config came
-// from sensitive()) as sensitive, for the references to it: a reference
+// named in attrs (instanceSensitive's, kept in the change) as sensitive,
+// for the references to it: a reference
 // to one carries the mark as one to var.x = sensitive(...) does, so a
 // dependent's plan hides it and an output must say sensitive = true.
 // Provider values never carry marks; this marks the evaluator's copy.
