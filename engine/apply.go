@@ -9,6 +9,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -212,7 +213,9 @@ func (ap *applier) applyBlock(ctx context.Context, key string) hcl.Diagnostics {
 	}
 	var work []*configInstance
 	for _, ci := range cis {
-		if !ap.settled(key, b, ci.Key, ci.Addr) {
+		done, d := ap.settled(key, b, ci.Key, ci.Addr)
+		diags = append(diags, d...)
+		if !done {
 			work = append(work, ci)
 		}
 	}
@@ -223,8 +226,8 @@ func (ap *applier) applyBlock(ctx context.Context, key string) hcl.Diagnostics {
 // when the plan changes it, and publishes its value.
 func (ap *applier) applyInstanceVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
 	b := ap.ev.resourceValues(iv.block)
-	if ap.settled(iv.block, b, iv.key, iv.addr) {
-		return nil
+	if done, d := ap.settled(iv.block, b, iv.key, iv.addr); done {
+		return d
 	}
 	ci, diags := ap.ev.evalInstance(iv)
 	if diags.HasErrors() {
@@ -236,23 +239,37 @@ func (ap *applier) applyInstanceVertex(ctx context.Context, iv *instanceVertex) 
 // settled publishes the value of an instance that this apply does not
 // create or update (no change, a no-op, a delete, or outside -target) and
 // reports true; it reports false for one to apply.
-func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr string) bool {
+func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr string) (bool, hcl.Diagnostics) {
 	c := ap.changes[addr]
 	switch {
 	case c == nil || !ap.filter.instance(addr):
 		obj, _ := ap.object(addr)
 		schema := ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]
+		// An instance outside -target is not evaluated: what its last
+		// change hid is in its state.
 		sens := instanceSensitive(schema.Block, nil)
+		if obj != nil {
+			sens = unionSorted(sens, obj.SensitiveAttrs)
+		}
 		if c != nil {
-			sens = c.SensitiveAttrs
+			sens = unionSorted(sens, c.SensitiveAttrs)
 		}
 		b.set(k, markSensitive(valueFromState(obj, schema), sens))
 	case c.Action == plans.NoOp || c.Action == plans.Delete:
 		b.set(k, markSensitive(c.Before, c.SensitiveAttrs))
+		if obj, ok := ap.object(addr); ok && c.Action == plans.NoOp && !slices.Equal(obj.SensitiveAttrs, c.SensitiveAttrs) {
+			// What the plan hid changed (or state predates keeping it):
+			// the record says so now, without a provider call.
+			cp := *obj
+			cp.SensitiveAttrs = c.SensitiveAttrs
+			if err := ap.store(&cp); err != nil {
+				return true, hcl.Diagnostics{errDiag("Cannot store "+addr, err.Error())}
+			}
+		}
 	default:
-		return false
+		return false, nil
 	}
-	return true
+	return true, nil
 }
 
 // applyInstances applies instances of block key, as many at once as the
@@ -334,7 +351,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	// holds what recovery needs to find an interrupted create on its node
 	// (its identity attributes come from configuration).
 	obj := &stateObject{Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: c.Provider, Node: ci.Node,
-		Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version}
+		Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version, SensitiveAttrs: c.SensitiveAttrs}
 	intent := func() cty.Value { return intentValue(c.After, cfg) }
 	var pr sdk.PlanApplyResponse
 	resp, err := ap.callApply(ctx, obj, intent, ci.Addr, string(c.Action), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {

@@ -57,7 +57,8 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 			fmt.Sprintf("Provider %s found no object with id %q on %s.", sdk.ProviderNameOf(r.Addr.Type), id, nodeLabel(found.Node))))
 	}
 	in := &stateObject{Addr: addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: found.Node,
-		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version}
+		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version,
+		SensitiveAttrs: instanceSensitive(cg.schemas[r.Addr.Type].Block, found.SensitiveAttrs)}
 	if err := e.putObject(in); err != nil {
 		return append(diags, errDiag("Cannot store "+addr, err.Error()))
 	}

@@ -61,6 +61,9 @@ type stateObject struct {
 	Dependencies  []string
 	Tainted       bool
 	SchemaVersion int64
+	// SensitiveAttrs are the attributes the change that stored the object
+	// hid (instanceSensitive), kept in state for what reads it alone.
+	SensitiveAttrs []string
 
 	// stored, when set, holds the record bytes Value was decoded from:
 	// record uses them instead of encoding Value again. Whoever changes
@@ -305,7 +308,7 @@ func fillStateObject(in *stateObject, r *state.Resource, v cty.Value, nodes node
 	*in = stateObject{
 		Addr: r.Address, Resource: resourceOfInstance(r.Address), Type: r.Type, Provider: r.Provider,
 		Node: n, Value: v, Private: r.Private, Dependencies: r.Dependencies,
-		Tainted: r.Status == statusTainted, SchemaVersion: r.SchemaVersion,
+		Tainted: r.Status == statusTainted, SchemaVersion: r.SchemaVersion, SensitiveAttrs: r.SensitiveAttrs,
 	}
 	return nil
 }
@@ -332,7 +335,7 @@ func (in *stateObject) record() (*state.Resource, error) {
 	return &state.Resource{
 		Address: in.Addr, Type: in.Type, Provider: in.Provider, Node: nodeJSON,
 		SchemaVersion: in.SchemaVersion, Value: val, ValueType: typ, Private: in.Private,
-		Dependencies: in.Dependencies, Status: st, UpdatedAt: time.Now().UTC(),
+		Dependencies: in.Dependencies, SensitiveAttrs: in.SensitiveAttrs, Status: st, UpdatedAt: time.Now().UTC(),
 	}, nil
 }
 

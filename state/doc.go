@@ -9,7 +9,7 @@
 //
 //   - meta:      lineage (random id made at creation), serial, format version;
 //   - resources: one key per resource instance address -> Resource record
-//     (format 2: compact binary, record.go), so a write costs O(log N) and
+//     (formats 2 and 3: compact binary, record.go), so a write costs O(log N) and
 //     never rewrites the whole state;
 //   - interned:  the parts many records share (node details, type,
 //     provider, the value's cty type), stored once and referred to by id;

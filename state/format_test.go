@@ -118,6 +118,61 @@ func TestFormat1FileOpensAndMigrates(t *testing.T) {
 	})
 }
 
+// testdata/format2.db was written by sparkform a222680 at format 2: three
+// sparkform_data instances (a updated once, so it has history) and an
+// output. It reads as it is; the first writer only raises its version to 3
+// (no record is rewritten), after which a record can carry sensitive
+// attribute names.
+func TestFormat2FileOpensAndUpgrades(t *testing.T) {
+	path := copyFixture(t, "format2.db")
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readEverything(t, r)
+	r.Close()
+	if before.Meta.Version != 2 || len(before.Resources) != 3 || len(before.History["sparkform_data.a"]) != 2 || before.Outputs["a_output"].Value == nil {
+		t.Fatalf("the fixture does not read as the format-2 state it is: %+v", before)
+	}
+	records := func() map[string]string {
+		out := map[string]string{}
+		forEachRecord(t, path, func(bucket string, k, v []byte) {
+			if bucket != "meta" {
+				out[bucket+"/"+string(k)] = string(v)
+			}
+		})
+		return out
+	}
+	raw := records()
+
+	s := openStore(t, path)
+	after := readEverything(t, s)
+	if after.Meta.Version != FormatVersion {
+		t.Errorf("after a writer opened it: format %d, want %d", after.Meta.Version, FormatVersion)
+	}
+	before.Meta.Version = after.Meta.Version
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("the upgrade changed what readers see:\nbefore %+v\nafter %+v", before, after)
+	}
+	next := *after.Resources[0]
+	next.SensitiveAttrs = []string{"input", "output"}
+	if err := s.PutResource(&next); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Resource(next.Address)
+	if err != nil || !reflect.DeepEqual(got.SensitiveAttrs, next.SensitiveAttrs) {
+		t.Fatalf("after a write: %+v, %v", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range records() {
+		if was, ok := raw[k]; ok && was != v && k != "resources/"+next.Address && !strings.HasPrefix(k, "history/"+next.Address+"\x00") {
+			t.Errorf("%s was rewritten by the upgrade", k)
+		}
+	}
+}
+
 // forEachRecord calls fn with every key and value of every bucket.
 func forEachRecord(t *testing.T, path string, fn func(bucket string, k, v []byte)) {
 	t.Helper()
@@ -153,14 +208,15 @@ func TestNewerFormatRefused(t *testing.T) {
 func fullRecord(addr string) *Resource {
 	return &Resource{
 		Address: addr, Type: "kmod_module", Provider: "kmod",
-		Node:          json.RawMessage(`{"Name":"node.spark[\"a\"]","Host":"10.0.0.1"}`),
-		SchemaVersion: -3,
-		Value:         []byte{0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'x', 0xa1, 'p', 0xc0, 0x00},
-		ValueType:     json.RawMessage(`["object",{"name":"string","p":"dynamic"}]`),
-		Private:       []byte("restore\x00\xff"),
-		Dependencies:  []string{"node.spark", `kmod_module.other["a"]`, ""},
-		Status:        StatusTainted,
-		UpdatedAt:     time.Date(2026, 12, 3, 11, 0, 0, 123456789, time.UTC),
+		Node:           json.RawMessage(`{"Name":"node.spark[\"a\"]","Host":"10.0.0.1"}`),
+		SchemaVersion:  -3,
+		Value:          []byte{0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'x', 0xa1, 'p', 0xc0, 0x00},
+		ValueType:      json.RawMessage(`["object",{"name":"string","p":"dynamic"}]`),
+		Private:        []byte("restore\x00\xff"),
+		Dependencies:   []string{"node.spark", `kmod_module.other["a"]`, ""},
+		SensitiveAttrs: []string{"params", ""},
+		Status:         StatusTainted,
+		UpdatedAt:      time.Date(2026, 12, 3, 11, 0, 0, 123456789, time.UTC),
 	}
 }
 
@@ -350,5 +406,36 @@ func TestOpenWithoutWritesWritesNothing(t *testing.T) {
 	}
 	if fi, err := os.Stat(BackupPath(path)); err != nil || !fi.ModTime().Equal(bak.ModTime()) {
 		t.Errorf("the last-good copy was rewritten: %v", err)
+	}
+}
+
+// TestRecordSensitiveAttrsDamaged: a record whose flag promises sensitive
+// attribute names it does not hold, or holds cut short, is ErrFormat,
+// never a panic or a record with fewer names.
+func TestRecordSensitiveAttrsDamaged(t *testing.T) {
+	r := &Resource{Address: "a.b", Type: "a", Status: StatusReady}
+	plain, err := EncodeResource(r, r.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SensitiveAttrs = []string{"token"}
+	full, err := EncodeResource(r, r.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := bytes.Clone(plain)
+	flagged[1] |= flagSensitive // flags is one byte here
+	for name, data := range map[string][]byte{
+		"flag without a list": flagged,
+		"count of none":       append(bytes.Clone(flagged), 0),
+		"cut in a name":       full[:len(full)-2],
+		"count past the end":  append(bytes.Clone(flagged), 9, 1, 'x'),
+	} {
+		if got, err := DecodeResource(data, r.Address); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: got %+v, %v; want ErrFormat", name, got, err)
+		}
+	}
+	if got, err := DecodeResource(full, r.Address); err != nil || !reflect.DeepEqual(got.SensitiveAttrs, []string{"token"}) {
+		t.Errorf("whole record: %+v, %v", got, err)
 	}
 }

@@ -20,13 +20,15 @@ import (
 // in a history entry) is
 //
 //	byte    recordTag
-//	uvarint flags         flagTainted | flagInline
+//	uvarint flags         flagTainted | flagInline | flagSensitive
 //	bytes   address       empty: the address is the record's key
 //	ref     type, provider, node, value type
 //	varint  schema version
 //	varint  updated at    Unix nanoseconds, 0 for none
 //	bytes   value, private
 //	uvarint n, then n × bytes: dependencies
+//	uvarint n, then n × bytes: sensitive attributes (with flagSensitive
+//	                           only; format 3)
 //
 // where bytes is a uvarint length and that many bytes, and a ref is a
 // string that many records share: in the local file a uvarint id into the
@@ -35,9 +37,10 @@ import (
 // with flagInline (etcd, and records handed to other backends) a ref is
 // spelled out as bytes.
 const (
-	recordTag   = 0x02
-	flagTainted = 1 << 0
-	flagInline  = 1 << 1
+	recordTag     = 0x02
+	flagTainted   = 1 << 0
+	flagInline    = 1 << 1
+	flagSensitive = 1 << 2
 )
 
 // interner assigns ids to refs (the local file's interned bucket).
@@ -95,6 +98,9 @@ func appendResource(buf []byte, r *Resource, key string, in interner) ([]byte, e
 	if in == nil {
 		flags |= flagInline
 	}
+	if len(r.SensitiveAttrs) > 0 {
+		flags |= flagSensitive
+	}
 	e.buf = append(e.buf, recordTag)
 	e.uvarint(flags)
 	if r.Address == key {
@@ -117,6 +123,12 @@ func appendResource(buf []byte, r *Resource, key string, in interner) ([]byte, e
 	e.uvarint(uint64(len(r.Dependencies)))
 	for _, d := range r.Dependencies {
 		e.str(d)
+	}
+	if len(r.SensitiveAttrs) > 0 {
+		e.uvarint(uint64(len(r.SensitiveAttrs)))
+		for _, a := range r.SensitiveAttrs {
+			e.str(a)
+		}
 	}
 	return e.buf, e.err
 }
@@ -220,7 +232,7 @@ func decodeResource(data []byte, key string, st strs) (*Resource, error) {
 	}
 	d.b = d.b[1:]
 	flags := d.uvarint("flags")
-	if flags&^(flagTainted|flagInline) != 0 {
+	if flags&^(flagTainted|flagInline|flagSensitive) != 0 {
 		return nil, corrupt(key, fmt.Sprintf("unknown flags 0x%x", flags))
 	}
 	inline := flags&flagInline != 0
@@ -246,6 +258,18 @@ func decodeResource(data []byte, key string, st strs) (*Resource, error) {
 		r.Dependencies = make([]string, n)
 		for i := range r.Dependencies {
 			r.Dependencies[i] = d.str("dependency")
+		}
+	}
+	if flags&flagSensitive != 0 {
+		n := d.uvarint("sensitive attributes")
+		if n == 0 || n > uint64(len(d.b)) { // the flag says some; each takes a byte
+			d.fail("sensitive attributes")
+		}
+		if d.bad == "" {
+			r.SensitiveAttrs = make([]string, n)
+			for i := range r.SensitiveAttrs {
+				r.SensitiveAttrs[i] = d.str("sensitive attribute")
+			}
 		}
 	}
 	switch {

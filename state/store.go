@@ -216,6 +216,10 @@ func (s *BoltStore) init() error {
 			if err != nil {
 				return err
 			}
+			if m.Version == 2 {
+				// Format 3 only adds to records what new writes carry.
+				return tx.Bucket(bucketMeta).Put(keyVersion, u64(FormatVersion))
+			}
 			if m.Version < FormatVersion {
 				return migrate(tx, s.convert)
 			}

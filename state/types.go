@@ -14,8 +14,11 @@ import (
 // FormatVersion is the layout version this build writes. It reads
 // every version up to it: a format-1 file (JSON records) is read as it
 // is and converted to format 2 (compact records, see record.go) when a
-// writer opens it.
-const FormatVersion = 2
+// writer opens it. Format 3 records may carry the names of sensitive
+// attributes (Resource.SensitiveAttrs); a format-2 file needs no
+// conversion, only its version raised, so that an older sparkform says
+// it cannot read it instead of calling such a record corrupt.
+const FormatVersion = 3
 
 // HistoryLimit is how many prior records are kept per address.
 const HistoryLimit = 20
@@ -48,8 +51,12 @@ type Resource struct {
 	ValueType     json.RawMessage `json:"value_type,omitempty"`
 	Private       []byte          `json:"private,omitempty"`
 	Dependencies  []string        `json:"dependencies,omitempty"` // config-level addresses
-	Status        Status          `json:"status"`
-	UpdatedAt     time.Time       `json:"updated_at"` // set by the store on write
+	// SensitiveAttrs are the top-level attributes of Value that plans and
+	// `state show` hide (sensitive by the schema or set from sensitive()),
+	// kept so that what reads the state alone hides them too.
+	SensitiveAttrs []string  `json:"sensitive_attributes,omitempty"`
+	Status         Status    `json:"status"`
+	UpdatedAt      time.Time `json:"updated_at"` // set by the store on write
 }
 
 // resourceJSON is Resource without its JSON methods.

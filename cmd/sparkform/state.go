@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,11 @@ func (m *meta) renderRecord(r *state.Resource) error {
 		if av.IsNull() {
 			continue
 		}
-		fmt.Fprintf(m.stdout, "    %s%s = %s\n", a, strings.Repeat(" ", width-len(a)), rd.value(av, "    "))
+		shown := rd.value(av, "    ")
+		if slices.Contains(r.SensitiveAttrs, a) {
+			shown = "(sensitive value)"
+		}
+		fmt.Fprintf(m.stdout, "    %s%s = %s\n", a, strings.Repeat(" ", width-len(a)), shown)
 	}
 	fmt.Fprintln(m.stdout, "}")
 	return nil

@@ -172,9 +172,9 @@ func (s *Store) init() error {
 	if err == nil {
 		s.serial = m.Serial
 		if m.Version < state.FormatVersion {
-			// Records of format 1 (JSON) stay readable and become format
-			// 2 as they are written; the version tells an older sparkform
-			// that it can no longer read this state.
+			// Records of format 1 (JSON) and 2 stay readable and become
+			// format 3 as they are written; the version tells an older
+			// sparkform that it can no longer read this state.
 			tr, err := s.c.Txn(ctx).If(s.lock.held()).Then(
 				clientv3.OpPut(s.k.meta("version"), strconv.Itoa(state.FormatVersion))).Commit()
 			if err != nil {
