@@ -254,9 +254,9 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 		if c != nil {
 			sens = unionSorted(sens, c.SensitiveAttrs)
 		}
-		b.set(k, markSensitive(valueFromState(obj, schema), sens))
+		b.set(k, MarkSensitive(valueFromState(obj, schema), sens))
 	case c.Action == plans.NoOp || c.Action == plans.Delete:
-		b.set(k, markSensitive(c.Before, c.SensitiveAttrs))
+		b.set(k, MarkSensitive(c.Before, c.SensitiveAttrs))
 		if obj, ok := ap.object(addr); ok && c.Action == plans.NoOp && !slices.Equal(obj.SensitiveAttrs, c.SensitiveAttrs) {
 			// What the plan hid changed (or state predates keeping it):
 			// the record says so now, without a provider call.
@@ -288,7 +288,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		c := ap.changes[ci.Addr]
 		val, d := ap.applyInstance(ctx, prov, key, ci, c)
 		if val != cty.NilVal {
-			b.set(ci.Key, markSensitive(val, c.SensitiveAttrs))
+			b.set(ci.Key, MarkSensitive(val, c.SensitiveAttrs))
 		}
 		mu.Lock()
 		diags = append(diags, d...)

@@ -84,13 +84,14 @@ func instanceSensitive(b *sdk.Block, configSens []string) []string {
 	return unionSorted(sens, with)
 }
 
-// markSensitive marks the top-level attributes of an instance's value
-// named in attrs (instanceSensitive's, kept in the change) as sensitive,
-// for the references to it: a reference
+// MarkSensitive marks the top-level attributes of an instance's value
+// named in attrs (instanceSensitive's, kept in the change and in state) as
+// sensitive (config.SensitiveMark): for the references to it, and for
+// renderers of state. A reference
 // to one carries the mark as one to var.x = sensitive(...) does, so a
 // dependent's plan hides it and an output must say sensitive = true.
 // Provider values never carry marks; this marks the evaluator's copy.
-func markSensitive(v cty.Value, attrs []string) cty.Value {
+func MarkSensitive(v cty.Value, attrs []string) cty.Value {
 	if len(attrs) == 0 || v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.IsMarked() || !v.Type().IsObjectType() {
 		return v
 	}

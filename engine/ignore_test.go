@@ -72,10 +72,10 @@ func TestMarkSensitive(t *testing.T) {
 		{"one attribute", obj, []string{"input"}, []string{"input"}},
 		{"two, one not in the type", obj, []string{"input", "nope", "tags"}, []string{"input", "tags"}},
 		{"none named", obj, nil, nil},
-		{"already marked", markSensitive(obj, []string{"input"}), []string{"input"}, []string{"input"}},
+		{"already marked", MarkSensitive(obj, []string{"input"}), []string{"input"}, []string{"input"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := markSensitive(tc.v, tc.attrs)
+			got := MarkSensitive(tc.v, tc.attrs)
 			for _, a := range []string{"input", "id", "tags"} {
 				if want := slices.Contains(tc.want, a); marked(got, a) != want {
 					t.Errorf("%s marked = %v, want %v", a, marked(got, a), want)
@@ -88,8 +88,8 @@ func TestMarkSensitive(t *testing.T) {
 	}
 	ty := obj.Type()
 	for _, v := range []cty.Value{cty.NilVal, cty.NullVal(ty), cty.UnknownVal(ty), cty.DynamicVal, cty.StringVal("s"), obj.Mark(config.SensitiveMark)} {
-		if got := markSensitive(v, []string{"input"}); !got.RawEquals(v) && v != cty.NilVal {
-			t.Errorf("markSensitive(%#v) = %#v, want it unchanged", v, got)
+		if got := MarkSensitive(v, []string{"input"}); !got.RawEquals(v) && v != cty.NilVal {
+			t.Errorf("MarkSensitive(%#v) = %#v, want it unchanged", v, got)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (e *Engine) importTarget(ctx context.Context, key, addr string, objs map[st
 			if k == key && ci.Addr == addr {
 				found = ci
 			}
-			b.set(ci.Key, markSensitive(valueFromState(objs[ci.Addr], schema), instanceSensitive(schema.Block, ci.SensitiveAttrs)))
+			b.set(ci.Key, MarkSensitive(valueFromState(objs[ci.Addr], schema), instanceSensitive(schema.Block, ci.SensitiveAttrs)))
 		}
 		return d
 	}

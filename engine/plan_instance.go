@@ -104,7 +104,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	pl.changes = append(pl.changes, ch)
 	pl.seen[ci.Addr] = true
 	pl.mu.Unlock()
-	b.set(ci.Key, markSensitive(ch.After, ch.SensitiveAttrs))
+	b.set(ci.Key, MarkSensitive(ch.After, ch.SensitiveAttrs))
 	return diags
 }
 

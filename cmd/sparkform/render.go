@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -496,6 +497,10 @@ func (r *renderer) writeQuoted(b textWriter, s string) {
 func (r *renderer) writeValue(b textWriter, v cty.Value, indent string) {
 	if v == cty.NilVal {
 		b.WriteString("null")
+		return
+	}
+	if v.HasMark(config.SensitiveMark) {
+		b.WriteString(r.c(faint, "(sensitive value)"))
 		return
 	}
 	if !v.IsKnown() {

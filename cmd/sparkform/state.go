@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,6 +27,7 @@ func (m *meta) renderRecord(r *state.Resource) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Address, err)
 	}
+	v = engine.MarkSensitive(v, r.SensitiveAttrs)
 	var n sdk.Node
 	_ = json.Unmarshal(r.Node, &n)
 	fmt.Fprintf(m.stdout, "# %s:", r.Address)
@@ -49,11 +49,7 @@ func (m *meta) renderRecord(r *state.Resource) error {
 		if av.IsNull() {
 			continue
 		}
-		shown := rd.value(av, "    ")
-		if slices.Contains(r.SensitiveAttrs, a) {
-			shown = "(sensitive value)"
-		}
-		fmt.Fprintf(m.stdout, "    %s%s = %s\n", a, strings.Repeat(" ", width-len(a)), shown)
+		fmt.Fprintf(m.stdout, "    %s%s = %s\n", a, strings.Repeat(" ", width-len(a)), rd.value(av, "    "))
 	}
 	fmt.Fprintln(m.stdout, "}")
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,12 @@ func newStateHistoryCommand(m *meta) *cobra.Command {
 			if len(hs) == 0 {
 				fmt.Fprintf(m.stdout, "No history for %s.\n", args[0])
 			}
+			// What the instance hides now is hidden in its earlier values
+			// too (records from before state kept it name none).
+			var hidden []string
+			if cur, err := st.Resource(args[0]); err == nil {
+				hidden = cur.SensitiveAttrs
+			}
 			for _, h := range hs {
 				fmt.Fprintf(m.stdout, "serial %d  %s  %s", h.Serial, h.Time.Format("2006-01-02 15:04:05"), h.Action)
 				if h.Peer != "" {
@@ -33,6 +40,7 @@ func newStateHistoryCommand(m *meta) *cobra.Command {
 				fmt.Fprintln(m.stdout)
 				if h.Prior != nil {
 					v, _ := engine.ResourceValue(h.Prior)
+					v = engine.MarkSensitive(v, append(slices.Clone(hidden), h.Prior.SensitiveAttrs...))
 					fmt.Fprintf(m.stdout, "  before: %s\n", (&renderer{}).value(v, "  "))
 				} else {
 					fmt.Fprintln(m.stdout, "  before: (not in state)")
