@@ -786,23 +786,39 @@ func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 			diags = append(diags, d...)
 			continue
 		}
+		// A sensitive argument gives a marked result: whether it passed
+		// is not secret, but the message may be.
+		cond, _ = cond.UnmarkDeep()
 		if cond.IsNull() || !cond.IsKnown() {
 			continue
 		}
 		if c, err := convert.Convert(cond, cty.Bool); err != nil || c.True() {
 			continue
 		}
-		msg := fmt.Sprintf("The value of var.%s failed its validation.", e.v.Name)
-		if mv, d := val.ErrorMessage.Value(vctx); !d.HasErrors() {
-			if s, err := convert.Convert(mv, cty.String); err == nil && !s.IsNull() && s.IsKnown() {
-				msg = s.AsString()
-			}
-		}
+		msg := validationMessage(val.ErrorMessage, vctx, fmt.Sprintf("The value of var.%s failed its validation.", e.v.Name))
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for module argument",
 			Detail:  fmt.Sprintf("%s\n\nThis is the argument %q of %s, checked by the validation rule at %s.", msg, e.v.Name, e.instance, posString(val.DeclRange)),
 			Subject: e.rng.Ptr()})
 	}
 	return cv, diags
+}
+
+// validationMessage is a failed validation's error_message, or dflt when
+// it cannot be had as a known string. One made from a sensitive value is
+// not shown.
+func validationMessage(expr hcl.Expression, ctx *hcl.EvalContext, dflt string) string {
+	mv, d := expr.Value(ctx)
+	if d.HasErrors() {
+		return dflt
+	}
+	if HasSensitive(mv) {
+		return dflt + " (Its error message refers to a sensitive value, so it is not shown.)"
+	}
+	mv, _ = mv.UnmarkDeep()
+	if s, err := convert.Convert(mv, cty.String); err == nil && !s.IsNull() && s.IsKnown() {
+		return s.AsString()
+	}
+	return dflt
 }
 
 func (e *moduleVarExpr) Variables() []hcl.Traversal {

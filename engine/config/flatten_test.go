@@ -425,3 +425,29 @@ output "last" { value = sparkform_data.b.output }
 		t.Errorf("k7's local.l = %#v %v", v, d)
 	}
 }
+
+// TestFlattenValidationSensitive: a module argument from sensitive() is
+// validated like any other (it used to panic: the condition's result is
+// marked), and a failure does not show a message made from it.
+func TestFlattenValidationSensitive(t *testing.T) {
+	_, diags := flatten(t, map[string]string{
+		"main.sf.hcl": `module "m" {
+  source   = "./m"
+  for_each = { ok = "hunter2", bad = "pw" }
+  tok      = sensitive(each.value)
+}`,
+		"m/main.sf.hcl": `variable "tok" {
+  type = string
+  validation {
+    condition     = length(var.tok) > 3
+    error_message = "tok ${var.tok} is too short."
+  }
+}`,
+	}, map[string]cty.Value{})
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `module.m["bad"]`) {
+		t.Fatalf("want one error, for module.m[\"bad\"]: %v", diags)
+	}
+	if d := diags[0].Detail; strings.Contains(d, "pw is too short") || !strings.Contains(d, "failed its validation") || !strings.Contains(d, "sensitive value") {
+		t.Errorf("the message: %s", d)
+	}
+}

@@ -249,6 +249,7 @@ func (m *Module) validateVariables(vals map[string]cty.Value) hcl.Diagnostics {
 			if d.HasErrors() {
 				continue
 			}
+			cond, _ = cond.UnmarkDeep() // a sensitive() default
 			if cond.IsNull() || !cond.IsKnown() {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid validation result",
 					Detail: "The condition gave null or an unknown value; it must be true or false.", Subject: val.Condition.Range().Ptr()})
@@ -263,12 +264,7 @@ func (m *Module) validateVariables(vals map[string]cty.Value) hcl.Diagnostics {
 			if cond.True() {
 				continue
 			}
-			msg := fmt.Sprintf("The value of var.%s failed its validation.", name)
-			if mv, d := val.ErrorMessage.Value(ctx); !d.HasErrors() {
-				if s, err := convert.Convert(mv, cty.String); err == nil && !s.IsNull() && s.IsKnown() {
-					msg = s.AsString()
-				}
-			}
+			msg := validationMessage(val.ErrorMessage, ctx, fmt.Sprintf("The value of var.%s failed its validation.", name))
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
 				Detail:  fmt.Sprintf("%s\n\nThis was checked by the validation rule at %s.", msg, posString(val.DeclRange)),
 				Subject: val.Condition.Range().Ptr()})
