@@ -60,19 +60,26 @@ func copyFixture(t *testing.T, name string) string {
 	return path
 }
 
+// readFixture copies testdata/NAME to a state path and reads everything
+// in it with a reader (which converts nothing).
+func readFixture(t *testing.T, name string) (string, everything) {
+	t.Helper()
+	path := copyFixture(t, name)
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return path, readEverything(t, r)
+}
+
 // testdata/format1.db was written by sparkform at format 1 (JSON
 // records): three sparkform_data instances, history (creates and an
 // update), an output and a journal intent. It reads as it is, and the
 // first writer converts it to format 2 without changing anything a reader
 // sees.
 func TestFormat1FileOpensAndMigrates(t *testing.T) {
-	path := copyFixture(t, "format1.db")
-	r, err := OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := readEverything(t, r)
-	r.Close()
+	path, before := readFixture(t, "format1.db")
 	if before.Meta.Version != 1 || len(before.Resources) != 3 || len(before.Intents) != 1 ||
 		len(before.History["sparkform_data.a"]) != 2 || before.Outputs["a_output"].Value == nil {
 		t.Fatalf("the fixture does not read as the format-1 state it is: %+v", before)
@@ -124,13 +131,7 @@ func TestFormat1FileOpensAndMigrates(t *testing.T) {
 // (no record is rewritten), after which a record can carry sensitive
 // attribute names.
 func TestFormat2FileOpensAndUpgrades(t *testing.T) {
-	path := copyFixture(t, "format2.db")
-	r, err := OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := readEverything(t, r)
-	r.Close()
+	path, before := readFixture(t, "format2.db")
 	if before.Meta.Version != 2 || len(before.Resources) != 3 || len(before.History["sparkform_data.a"]) != 2 || before.Outputs["a_output"].Value == nil {
 		t.Fatalf("the fixture does not read as the format-2 state it is: %+v", before)
 	}
