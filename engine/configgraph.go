@@ -106,6 +106,31 @@ func (e *Engine) releaseGraph() {
 	e.graphMu.Unlock()
 }
 
+// releaseBody lets the body of r go, with its decoder, once a walk is done
+// with it: ~2 KB of syntax tree per block (config.Resource.ReleaseBody; a
+// later walk on this engine parses it again). Only a block of one
+// instance: a walk is done with it when it is done with that instance.
+func (cg *configGraph) releaseBody(r *config.Resource) {
+	if r.Count != nil || r.ForEach != nil {
+		return
+	}
+	if body := r.ReleaseBody(); body != nil {
+		if s := cg.schemas[r.Addr.Type]; s != nil {
+			cg.decoders.Forget(body, s.Block)
+		}
+	}
+}
+
+// releaseBodies lets every resource body go, and the configuration graph
+// that holds their decoders: for a destroy, which reads neither
+// (nodeConfig).
+func (e *Engine) releaseBodies() {
+	e.releaseGraph()
+	for _, r := range e.Module.Resources {
+		r.ReleaseBody()
+	}
+}
+
 // resourceSchemas fetches the schema of every resource type the module
 // uses, in parallel: providers start lazily and concurrently.
 func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceSchema, hcl.Diagnostics) {
@@ -169,7 +194,7 @@ func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Referenc
 	add := cg.adder(parsed, &diags)
 	for key, r := range m.Resources {
 		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
-		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Config, cg.schemas[r.Addr.Type].Block).References())...)
+		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Body(), cg.schemas[r.Addr.Type].Block).References())...)
 		travs = append(travs, r.DependsOn...)
 		add(resourceV(key), travs)
 	}

@@ -55,7 +55,7 @@ func (ev *evaluator) expandResource(key string, keep func(addr string) bool) ([]
 
 // decoder is the decoder of r's body against its type's schema.
 func (ev *evaluator) decoder(r *config.Resource) *config.ResourceDecoder {
-	return ev.cg.decoders.Get(r.Config, ev.cg.schemas[r.Addr.Type].Block)
+	return ev.cg.decoders.Get(r.Body(), ev.cg.schemas[r.Addr.Type].Block)
 }
 
 // decodeInstance evaluates one instance's node and configuration in ictx.
@@ -64,7 +64,7 @@ func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDeco
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg, sens, d := dec.Decode(r.Scope.BodyContext(r.Config, ictx))
+	cfg, sens, d := dec.Decode(r.Scope.BodyContext(r.Body(), ictx))
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags

@@ -469,7 +469,7 @@ func fullScopeInstance(t *testing.T, e *Engine, cg *configGraph, ev *evaluator, 
 	nv, diags := r.NodeExpr.Value(ctx)
 	nv, _ = nv.UnmarkDeep()
 	node, err := nodeFromValue(nv)
-	v, d := config.DecodeResource(r.Config, cg.schemas[r.Addr.Type].Block, ctx)
+	v, d := config.DecodeResource(r.Body(), cg.schemas[r.Addr.Type].Block, ctx)
 	if diags = append(diags, d...); diags.HasErrors() || err != nil {
 		t.Fatalf("%s: %s %v", iv.addr, diagString(diags), err)
 	}

@@ -26,6 +26,11 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 	if opts.Mode == "" {
 		opts.Mode = plans.NormalMode
 	}
+	if opts.Mode == plans.DestroyMode {
+		// Neither this plan nor its apply decodes a resource body (a
+		// later walk on this engine parses them again).
+		e.releaseBodies()
+	}
 	p := &plans.Plan{Mode: opts.Mode, Created: time.Now().UTC(), Variables: opts.Variables,
 		Targets: opts.Targets, Replace: opts.Replace, Outputs: map[string]*plans.OutputChange{}}
 	in, diags := e.planInputs(ctx, opts, p)

@@ -105,6 +105,11 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	pl.seen[ci.Addr] = true
 	pl.mu.Unlock()
 	b.set(ci.Key, MarkSensitive(ch.After, ch.SensitiveAttrs))
+	if ch.Action == plans.NoOp {
+		// An apply of this plan settles the instance without evaluating
+		// its configuration again (applier.settled).
+		pl.cg.releaseBody(pl.e.Module.Resources[key])
+	}
 	return diags
 }
 
@@ -129,7 +134,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
 	planned, replacePaths, plannedPrivate, unchanged, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
 	notes, d := planNotes(d)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Body(), &rng)...)
 	if d.HasErrors() {
 		return nil, diags
 	}
@@ -156,7 +161,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	np, _, npriv, _, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
 	more, d := planNotes(d)
 	ch.Notes = append(ch.Notes, more...)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Config, &rng)...)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Body(), &rng)...)
 	if d.HasErrors() {
 		return nil, diags
 	}

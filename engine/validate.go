@@ -134,7 +134,7 @@ func sharedBodiesOnce(m *config.Module, cg *configGraph, keys []string) []string
 	out := keys[:0:0]
 	for _, key := range keys {
 		r := m.Resources[key]
-		sb, ok := r.Config.(*hclsyntax.Body)
+		sb, ok := r.Body().(*hclsyntax.Body)
 		if r.Scope == nil || !ok { // a root block's syntax is its own
 			out = append(out, key)
 			continue
@@ -169,7 +169,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
-		cfg, _, d := cg.decoders.Get(r.Config, schema.Block).Decode(r.Scope.BodyContext(r.Config, ictx))
+		cfg, _, d := cg.decoders.Get(r.Body(), schema.Block).Decode(r.Scope.BodyContext(r.Body(), ictx))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -217,7 +217,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 			for j, key := range b.keys {
 				r := e.Module.Resources[key]
 				rng := r.DeclRange
-				results[i] = append(results[i], sdkDiags(got[j], key, r.Config, &rng)...)
+				results[i] = append(results[i], sdkDiags(got[j], key, r.Body(), &rng)...)
 			}
 		})
 	}

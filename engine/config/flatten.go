@@ -275,6 +275,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			r := inst.Resources[key]
 			c := *r
 			c.Addr.Module, c.Scope = p, scope
+			c.src = nil // the module's body, shared by every instance: never released
 			c.ForEach, c.Count, c.NodeExpr = scope.wrap(r.ForEach), scope.wrap(r.Count), scope.wrap(r.NodeExpr)
 			c.NodeBlock = f.staticNode(c.NodeExpr)
 			c.DependsOn = make([]hcl.Traversal, 0, len(r.DependsOn)+len(deps))
@@ -593,7 +594,7 @@ func moduleTraversals(m *Module) []hcl.Traversal {
 	for _, k := range sortedKeys(m.Resources) {
 		r := m.Resources[k]
 		add(ExprReferences(r.ForEach, r.Count, r.NodeExpr))
-		add(syntaxTraversals(r.Config, nil)) // depends_on: rewritten per instance
+		add(syntaxTraversals(r.Body(), nil)) // depends_on: rewritten per instance
 	}
 	for _, n := range sortedKeys(m.Outputs) {
 		add(ExprReferences(m.Outputs[n].Expr))
@@ -617,13 +618,21 @@ func (rw *rewriter) expr(e hcl.Expression) {
 	}
 }
 
-func (rw *rewriter) visit(n hclsyntax.Node) {
+// visit rewrites every reference under n in place, and reports whether it
+// rewrote any.
+func (rw *rewriter) visit(n hclsyntax.Node) bool {
+	changed := false
 	hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
 		if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
-			st.Traversal = rw.traversal(st.Traversal)
+			tr := rw.traversal(st.Traversal)
+			if len(tr) > 0 && len(st.Traversal) > 0 && &tr[0] != &st.Traversal[0] {
+				changed = true
+			}
+			st.Traversal = tr
 		}
 		return nil
 	})
+	return changed
 }
 
 func (rw *rewriter) node(n *Node) {
@@ -638,8 +647,9 @@ func (rw *rewriter) resource(r *Resource) {
 	rw.expr(r.ForEach)
 	rw.expr(r.Count)
 	rw.expr(r.NodeExpr)
-	if b, ok := r.Config.(*hclsyntax.Body); ok {
-		rw.visit(b)
+	if b, ok := r.Body().(*hclsyntax.Body); ok && rw.visit(b) {
+		// Parsed again, the body would lack the rewrite.
+		r.src = nil
 	}
 	for i, tr := range r.DependsOn {
 		r.DependsOn[i] = rw.traversal(tr)

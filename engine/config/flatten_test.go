@@ -128,7 +128,7 @@ output "all" { value = module.r }
 	// body is the module's, shared: its scope maps them).
 	b := flat.Resources[`module.r["two"].sparkform_data.b`]
 	var refs []string
-	for _, tr := range b.Scope.Flat(BodyReferences(b.Config, nil)) {
+	for _, tr := range b.Scope.Flat(BodyReferences(b.Body(), nil)) {
 		refs = append(refs, traversalString(tr))
 	}
 	if j := strings.Join(refs, " "); !strings.Contains(j, `sparkform_data["module.r[\"two\"].a"]`) || !strings.Contains(j, `local["module.r[\"two\"].var.nodes"]`) {
@@ -382,7 +382,7 @@ output "last" { value = sparkform_data.b.output }
 			if got == nil {
 				t.Fatalf("no %s.%s", p, key)
 			}
-			if got.Config != r.Config {
+			if got.Body() != r.Body() {
 				t.Fatalf("%s.%s has a body of its own, want the module's (parsed once)", p, key)
 			}
 			if got.Scope.Prefix() != p {
@@ -397,7 +397,7 @@ output "last" { value = sparkform_data.b.output }
 	// evaluates k7's values.
 	b := flat.Resources[`module.m["k7"].sparkform_data.b`]
 	var refs []string
-	for _, tr := range b.Scope.Flat(BodyReferences(b.Config, nil)) {
+	for _, tr := range b.Scope.Flat(BodyReferences(b.Body(), nil)) {
 		refs = append(refs, traversalString(tr))
 	}
 	if j := strings.Join(refs, " "); j != `node["module.m[\"k7\"].n"] sparkform_data["module.m[\"k7\"].a"].output` {
@@ -409,8 +409,8 @@ output "last" { value = sparkform_data.b.output }
 			`module.m["k8"].a`: cty.ObjectVal(map[string]cty.Value{"output": cty.StringVal("a8")}),
 		}),
 	}}
-	attrs, _ := b.Config.JustAttributes()
-	if v, d := attrs["input"].Expr.Value(b.Scope.BodyContext(b.Config, flatCtx)); d.HasErrors() || !v.RawEquals(cty.StringVal("a7")) {
+	attrs, _ := b.Body().JustAttributes()
+	if v, d := attrs["input"].Expr.Value(b.Scope.BodyContext(b.Body(), flatCtx)); d.HasErrors() || !v.RawEquals(cty.StringVal("a7")) {
 		t.Errorf("k7's b input = %#v %v, want a7", v, d)
 	}
 	// A local of the module, wrapped for the instance.

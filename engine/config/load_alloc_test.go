@@ -15,7 +15,7 @@ import (
 // TestLoadKeepsNoBodyCopy: a loaded resource block keeps its syntax and
 // its Resource, not also a copy of its body with the meta-arguments hidden
 // (PartialContent's remain: a Body and two maps, ~0.6 KB per block, ~6 MB
-// of the bench's 10,000-block shape, live for the whole run). Resource.Config
+// of the bench's 10,000-block shape, live for the whole run). Resource.Body
 // is the block's own body.
 func TestLoadKeepsNoBodyCopy(t *testing.T) {
 	const n = 2000
@@ -43,7 +43,7 @@ func TestLoadKeepsNoBodyCopy(t *testing.T) {
 		t.Errorf("a resource block keeps %d B after loading, want <= 2750 (no second copy of its body)", perBlock)
 	}
 	for _, r := range mod.Resources {
-		if attrs, _ := withoutMeta(r.Config).JustAttributes(); len(attrs) != 1 || attrs["input"] == nil {
+		if attrs, _ := withoutMeta(r.Body()).JustAttributes(); len(attrs) != 1 || attrs["input"] == nil {
 			t.Fatalf("%s: the schema sees %v, want input alone", r.Addr, attrs)
 		}
 	}
@@ -77,14 +77,16 @@ func TestLoadKeepsNoBlockHeaders(t *testing.T) {
 	}
 	runtime.KeepAlive(mod)
 	t.Logf("%d B kept per block", perBlock)
-	// 2,417 B with the blocks, 2,084 B without (go1.26, amd64).
-	if perBlock > 2250 {
-		t.Errorf("a resource block keeps %d B after loading, want <= 2250 (no parsed block header)", perBlock)
+	// 2,417 B with the blocks, 2,084 B without (go1.26, amd64); 2,212 B
+	// with the bodySource a released body is parsed again from (-race:
+	// 2,268 B).
+	if perBlock > 2350 {
+		t.Errorf("a resource block keeps %d B after loading, want <= 2350 (no parsed block header)", perBlock)
 	}
 	r := mod.Resources["sparkform_data.r1234"]
 	f := mod.Files[r.DeclRange.Filename]
 	type nav interface{ ContextString(int) string }
-	at := r.Config.(*hclsyntax.Body).Attributes["input"].Expr.Range().Start.Byte
+	at := r.Body().(*hclsyntax.Body).Attributes["input"].Expr.Range().Start.Byte
 	if got, want := f.Nav.(nav).ContextString(at), `resource "sparkform_data" "r1234"`; got != want {
 		t.Errorf("a diagnostic in %s is in %q, want %q", r.Addr, got, want)
 	}
@@ -121,7 +123,7 @@ func TestResourceDecoderKeepsNoAttributeCopy(t *testing.T) {
 	specsOf(schema) // the schema's specs are built once, not per body
 	before := heap()
 	for _, r := range mod.Resources {
-		ds = append(ds, NewResourceDecoder(r.Config, schema))
+		ds = append(ds, NewResourceDecoder(r.Body(), schema))
 	}
 	perBlock := (heap() - before) / n
 	runtime.KeepAlive(ds)
@@ -170,7 +172,7 @@ func TestDecodersKeepLittlePerBody(t *testing.T) {
 	ds := make([]*ResourceDecoder, 0, n)
 	before := heap()
 	for _, r := range mod.Resources {
-		ds = append(ds, NewResourceDecoder(r.Config, schema))
+		ds = append(ds, NewResourceDecoder(r.Body(), schema))
 	}
 	alone := int64(heap()-before) / n
 	runtime.KeepAlive(ds)
@@ -178,13 +180,13 @@ func TestDecodersKeepLittlePerBody(t *testing.T) {
 	before = heap()
 	c := &Decoders{}
 	for _, r := range mod.Resources {
-		c.Get(r.Config, schema)
+		c.Get(r.Body(), schema)
 	}
 	kept := int64(heap()-before) / n
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(mod)
 	for _, r := range mod.Resources {
-		if c.Get(r.Config, schema) != c.Get(r.Config, schema) {
+		if c.Get(r.Body(), schema) != c.Get(r.Body(), schema) {
 			t.Fatal("two decoders for one body")
 		}
 		break

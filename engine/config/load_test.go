@@ -131,7 +131,7 @@ func TestLoadSeed(t *testing.T) {
 		t.Errorf("ranges: type %v decl %v", c.TypeRange, c.DeclRange)
 	}
 	// Meta-arguments are not part of the body the provider schema sees.
-	attrs, _ := withoutMeta(c.Config).JustAttributes()
+	attrs, _ := withoutMeta(c.Body()).JustAttributes()
 	for _, meta := range []string{"node", "for_each", "depends_on"} {
 		if _, ok := attrs[meta]; ok {
 			t.Errorf("meta-argument %s left in Config", meta)

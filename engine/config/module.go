@@ -111,16 +111,20 @@ type Resource struct {
 	NodeBlock string
 	DependsOn []hcl.Traversal
 	Lifecycle Lifecycle
-	// Config is the block's body, decoded against the provider's schema
-	// (ResourceDecoder, DecodeResource), which skip the meta-arguments
-	// (node, for_each, count, depends_on, lifecycle) it also holds. In a module instance it is the module's, shared
-	// by every instance and written in the module's names: its references
-	// are Scope.Flat(...) of them, and it decodes in
-	// Scope.BodyContext(Config, ctx).
-	Config               hcl.Body
+	// body is the block's body (Body), decoded against the provider's
+	// schema (ResourceDecoder, DecodeResource), which skip the
+	// meta-arguments (node, for_each, count, depends_on, lifecycle) it
+	// also holds. In a module instance it is the module's, shared by every
+	// instance and written in the module's names: its references are
+	// Scope.Flat(...) of them, and it decodes in Scope.BodyContext(body,
+	// ctx). nil while released (ReleaseBody).
+	body                 hcl.Body
 	DeclRange, TypeRange hcl.Range
 	// Scope is the module instance the block belongs to; nil in the root.
 	Scope *InstanceScope
+	// src is where the body can be parsed again once released; nil for a
+	// body that must not be released (see ReleaseBody).
+	src *bodySource
 }
 
 // Lifecycle is a resource's `lifecycle` block.
@@ -314,6 +318,7 @@ func (m *Module) loadFile(f *hcl.File) hcl.Diagnostics {
 				diags = append(diags, duplicate("resource", key, prev.DeclRange, r.DeclRange))
 				continue
 			}
+			r.src = newBodySource(f, b)
 			m.Resources[key] = r
 		}
 	}
@@ -535,7 +540,7 @@ func decodeResourceBlock(b *hcl.Block) (*Resource, hcl.Diagnostics) {
 	// hidden (PartialContent's remain) cost ~0.7 KB per block, kept for
 	// the whole run; decoding hides them instead (withoutMeta).
 	content, _, diags := b.Body.PartialContent(resourceMetaSchema)
-	r := &Resource{Addr: addrs.Resource{Type: typ, Name: name}, Config: b.Body, DeclRange: b.DefRange, TypeRange: b.LabelRanges[0]}
+	r := &Resource{Addr: addrs.Resource{Type: typ, Name: name}, body: b.Body, DeclRange: b.DefRange, TypeRange: b.LabelRanges[0]}
 	r.ForEach, r.Count = expansionExprs(content, &diags)
 	if a, ok := content.Attributes["node"]; ok {
 		r.NodeExpr = a.Expr

@@ -77,9 +77,9 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		k := blockKind{what: "resource " + key, forEach: r.ForEach != nil, counted: r.Count != nil}
 		check(blockKind{what: "the for_each or count of " + key}, ExprReferences(r.ForEach, r.Count))
 		check(k, ExprReferences(r.NodeExpr))
-		check(k, syntaxTraversals(r.Config, map[string]bool{"lifecycle": true}))
+		check(k, syntaxTraversals(r.Body(), map[string]bool{"lifecycle": true}))
 		check(k, r.DependsOn)
-		calls.check(r.ForEach, r.Count, r.NodeExpr, r.Config)
+		calls.check(r.ForEach, r.Count, r.NodeExpr, r.Body())
 	}
 	for _, name := range sortedKeys(m.ModuleCalls) {
 		mc := m.ModuleCalls[name]

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// A resource block's syntax tree is ~2 KB (the body, its attributes, the
+// expressions and every one's ranges): 20 MB of a 10,000-block
+// configuration, kept for the whole run and scanned by every collection.
+// A walk done with a block lets its body go (ReleaseBody); whatever asks
+// for it afterwards (a later walk on the same engine) gets it parsed again
+// from the file's bytes, which Module.Files keeps anyway for diagnostics.
+
+// bodySource is where a root resource block's body is parsed again from.
+type bodySource struct {
+	mu       sync.Mutex
+	src      []byte // the file's, from the block's first byte to its last
+	filename string
+	start    hcl.Pos // where src starts in the file
+}
+
+// newBodySource is b's source in f, or nil when b's body cannot be parsed
+// again on its own (not native syntax, or no bytes kept).
+func newBodySource(f *hcl.File, b *hcl.Block) *bodySource {
+	body, ok := b.Body.(*hclsyntax.Body)
+	if !ok || f == nil {
+		return nil
+	}
+	start, end := b.TypeRange.Start, body.SrcRange.End.Byte
+	if start.Byte < 0 || start.Byte >= end || end > len(f.Bytes) {
+		return nil
+	}
+	return &bodySource{src: f.Bytes[start.Byte:end], filename: b.TypeRange.Filename, start: start}
+}
+
+// parse parses the block again and returns its body. The bytes parsed
+// once without errors, and they do not change, so they parse the same way
+// again; anything else is a bug in sparkform.
+func (s *bodySource) parse() hcl.Body {
+	f, diags := hclsyntax.ParseConfig(s.src, s.filename, s.start)
+	if diags.HasErrors() {
+		panic(fmt.Sprintf("sparkform: parsing the resource block at %s:%d again failed: %s", s.filename, s.start.Line, diags.Error()))
+	}
+	blocks := f.Body.(*hclsyntax.Body).Blocks
+	if len(blocks) != 1 {
+		panic(fmt.Sprintf("sparkform: parsing the resource block at %s:%d again gave %d blocks", s.filename, s.start.Line, len(blocks)))
+	}
+	return blocks[0].Body
+}
+
+// Body is the block's body: the one decoded from the file, or, after
+// ReleaseBody, the same parsed again.
+func (r *Resource) Body() hcl.Body {
+	if r.src == nil {
+		return r.body
+	}
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	if r.body == nil {
+		r.body = r.src.parse()
+	}
+	return r.body
+}
+
+// ReleaseBody lets the block's body go, for a walk that is done with it;
+// Body parses it again if asked. It returns the body let go, for caches
+// keyed by it to forget it, or nil when there is none or the body stays:
+// a module's block (its body is shared by the module's instances), one
+// the flattening rewrote in place, or one not in native syntax.
+func (r *Resource) ReleaseBody() hcl.Body {
+	if r.src == nil {
+		return nil
+	}
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	b := r.body
+	r.body = nil
+	return b
+}
+
+// Released reports whether the body is let go and not yet parsed again.
+func (r *Resource) Released() bool {
+	if r.src == nil {
+		return false
+	}
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	return r.body == nil
+}
