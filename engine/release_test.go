@@ -46,11 +46,17 @@ func TestWalksReleaseBodies(t *testing.T) {
 	}
 	// b and c read the ids of a and b through the bodies parsed again: a
 	// wrong body would plan an update.
-	if p := r.plan(PlanOptions{}); p.HasChanges() {
+	p = r.plan(PlanOptions{})
+	if p.HasChanges() {
 		t.Fatalf("plan after apply, bodies parsed again: %v", actions(p))
 	}
 	if got := released(r); got != all {
 		t.Fatalf("a plan of no-ops released %q, want %q", got, all)
+	}
+	// Its apply settles every instance without parsing a body again.
+	r.apply(p)
+	if got := released(r); got != all {
+		t.Fatalf("the apply of no-ops parsed bodies again: released %q, want %q", got, all)
 	}
 
 	// value changes: d and a update (a's id stays), and the plan keeps the
