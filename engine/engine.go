@@ -70,11 +70,6 @@ type PlanOptions struct {
 	Targets []string
 	// Replace forces replacement of these instances.
 	Replace []string
-	// Final says that no apply of this plan follows on this engine (the
-	// plan command): the walk lets go of what only an apply would use
-	// again, the configuration graph and each resource body once planned.
-	// A later walk on the engine builds and parses them again.
-	Final bool
 }
 
 func (e *Engine) hooks() Hooks {

@@ -35,8 +35,6 @@ type planner struct {
 	localLim limiter
 	// offline: -refresh=false, providers reach no node.
 	offline bool
-	// final: no apply follows (PlanOptions.Final).
-	final bool
 
 	mu      sync.Mutex
 	changes []*plans.ResourceChange
@@ -50,7 +48,7 @@ func newPlanner(e *Engine, in *planInputs, opts PlanOptions) *planner {
 	}
 	return &planner{e: e, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
 		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
-		offline: opts.SkipRefresh, final: opts.Final, seen: map[string]bool{}}
+		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
 
 // planBlock plans a resource block walked whole: its instance keys are
@@ -107,9 +105,9 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	pl.seen[ci.Addr] = true
 	pl.mu.Unlock()
 	b.set(ci.Key, MarkSensitive(ch.After, ch.SensitiveAttrs))
-	if ch.Action == plans.NoOp || pl.final {
-		// An apply of this plan settles a no-op without evaluating its
-		// configuration again (applier.settled).
+	if ch.Action == plans.NoOp {
+		// An apply of this plan settles the instance without evaluating
+		// its configuration again (applier.settled).
 		pl.cg.releaseBody(pl.e.Module.Resources[key])
 	}
 	return diags

@@ -21,12 +21,6 @@ func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOption
 	in.filter.expand(in.cg)
 	pl := newPlanner(e, in, opts)
 	g := in.cg.walkGraph(e.Module, in.filter.vertex, in.filter.instance)
-	if opts.Final {
-		// As in an apply: the walk needs the graph's references, schemas
-		// and decoders, not its vertices and edges (~1 KB per block).
-		in.cg.g = nil
-		e.releaseGraph()
-	}
 	diags = append(diags, e.walk(ctx, g, in.ev, walkFuncs{
 		resource: pl.planBlock, instance: pl.planInstanceVertex, output: e.planOutput(p)})...)
 	if diags.HasErrors() {

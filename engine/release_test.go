@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -91,37 +90,5 @@ func TestWalksReleaseBodies(t *testing.T) {
 	}
 	if got, want := str(b, "sftest_thing.c", "value"), str(b, "sftest_thing.b", "id")+"-c"; got != want {
 		t.Fatalf("c = %q, want %q", got, want)
-	}
-}
-
-// A final plan (the plan command: no apply follows on the engine) lets go
-// of every body once planned and of the configuration graph; an apply on
-// the same engine all the same builds and parses them again.
-func TestFinalPlanReleasesAll(t *testing.T) {
-	const all = "sftest_thing.a sftest_thing.b sftest_thing.c sftest_thing.d"
-	b := newBed(t)
-	r := b.cfg("chain")
-	if d := r.e.Validate(context.Background()); d.HasErrors() {
-		t.Fatal(diagString(d))
-	}
-	if r.e.graph == nil {
-		t.Fatal("Validate built no configuration graph")
-	}
-	p := r.plan(PlanOptions{Final: true})
-	if got := len(actions(p)); got != 4 {
-		t.Fatalf("plan: %v, want 4 creates", actions(p))
-	}
-	if got := released(r); got != all {
-		t.Fatalf("a final plan of creates released %q, want %q", got, all)
-	}
-	if r.e.graph != nil {
-		t.Fatal("a final plan kept the configuration graph")
-	}
-	r.apply(p)
-	if got, want := str(b, "sftest_thing.c", "value"), str(b, "sftest_thing.b", "id")+"-c"; got != want {
-		t.Fatalf("c = %q, want %q", got, want)
-	}
-	if p := r.plan(PlanOptions{Final: true}); p.HasChanges() {
-		t.Fatalf("plan after apply: %v", actions(p))
 	}
 }

@@ -31,8 +31,6 @@ type planFlags struct {
 	json             bool
 	input            bool // -input=false: fail instead of asking
 	lock             bool // -lock=false: read state without the lock (plan only)
-	// final: no apply follows in this process (the plan command).
-	final bool
 }
 
 func addPlanFlags(cmd *cobra.Command, m *meta, f *planFlags, withDestroy bool) {
@@ -94,7 +92,6 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 			if f.json {
 				m.startJSON()
 			}
-			f.final = true
 			p, _, code := m.makePlan(&f, "sparkform plan")
 			if p == nil {
 				return &exitError{code}
@@ -184,7 +181,7 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 	}
 	ctx, stop := m.interruptible()
 	defer stop()
-	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: f.targets, Replace: f.replace, Final: f.final})
+	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: f.targets, Replace: f.replace})
 	if m.diags(ds) || p == nil {
 		return nil, nil, 1
 	}
