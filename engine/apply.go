@@ -225,8 +225,6 @@ func (ap *applier) applyBlock(ctx context.Context, key string) hcl.Diagnostics {
 // applyInstanceVertex applies one instance of a statically expanded block
 // when the plan changes it, and publishes its value.
 func (ap *applier) applyInstanceVertex(ctx context.Context, iv *instanceVertex) hcl.Diagnostics {
-	// An apply is a run's last walk: what it is done with can go.
-	defer ap.cg.releaseBody(ap.e.Module.Resources[iv.block])
 	b := ap.ev.resourceValues(iv.block)
 	if done, d := ap.settled(iv.block, b, iv.key, iv.addr); done {
 		return d

@@ -105,11 +105,6 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 	pl.seen[ci.Addr] = true
 	pl.mu.Unlock()
 	b.set(ci.Key, MarkSensitive(ch.After, ch.SensitiveAttrs))
-	if ch.Action == plans.NoOp {
-		// An apply of this plan settles the instance without evaluating
-		// its configuration again (applier.settled).
-		pl.cg.releaseBody(pl.e.Module.Resources[key])
-	}
 	return diags
 }
 

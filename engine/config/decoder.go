@@ -293,15 +293,3 @@ func Conform(v cty.Value, ty cty.Type) cty.Value {
 	}
 	return cty.ObjectVal(vals)
 }
-
-// Forget drops the decoder of body against schema b, for a body its
-// resource let go (Resource.ReleaseBody): the decoder holds the body.
-func (c *Decoders) Forget(body hcl.Body, b *sdk.Block) {
-	sb, ok := body.(*hclsyntax.Body)
-	if c == nil || !ok {
-		return
-	}
-	c.mu.Lock()
-	delete(c.m, decoderKey{sb, b})
-	c.mu.Unlock()
-}

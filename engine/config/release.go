@@ -11,9 +11,10 @@ import (
 // A resource block's syntax tree is ~2 KB (the body, its attributes, the
 // expressions and every one's ranges): 20 MB of a 10,000-block
 // configuration, kept for the whole run and scanned by every collection.
-// A walk done with a block lets its body go (ReleaseBody); whatever asks
-// for it afterwards (a later walk on the same engine) gets it parsed again
-// from the file's bytes, which Module.Files keeps anyway for diagnostics.
+// A run that reads no body (a destroy) lets them go (ReleaseBody);
+// whatever asks for one afterwards (a later walk on the same engine) gets
+// it parsed again from the file's bytes, which Module.Files keeps anyway
+// for diagnostics.
 
 // bodySource is where a root resource block's body is parsed again from.
 type bodySource struct {
@@ -66,9 +67,9 @@ func (r *Resource) Body() hcl.Body {
 	return r.body
 }
 
-// ReleaseBody lets the block's body go, for a walk that is done with it;
-// Body parses it again if asked. It returns the body let go, for caches
-// keyed by it to forget it, or nil when there is none or the body stays:
+// ReleaseBody lets the block's body go, for a run that reads no more of
+// it; Body parses it again if asked. It returns the body let go, or nil
+// when there is none or the body stays:
 // a module's block (its body is shared by the module's instances), one
 // the flattening rewrote in place, or one not in native syntax.
 func (r *Resource) ReleaseBody() hcl.Body {

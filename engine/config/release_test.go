@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 const releaseRoot = `
@@ -202,29 +200,5 @@ func TestReleasedBodyParsedOnce(t *testing.T) {
 		if b == nil || b != bodies[0] {
 			t.Fatalf("goroutine %d got body %p, goroutine 0 %p", i, b, bodies[0])
 		}
-	}
-}
-
-func TestDecodersForget(t *testing.T) {
-	r := loadRelease(t).Resources["sparkform_data.plain"]
-	schema := &sdk.Block{Attributes: map[string]*sdk.Attribute{
-		"input":            {Type: cty.String, Optional: true},
-		"triggers_replace": {Type: cty.DynamicPseudoType, Optional: true},
-	}}
-	var c Decoders
-	d := c.Get(r.Body(), schema)
-	if c.Len() != 1 || c.Get(r.Body(), schema) != d {
-		t.Fatalf("decoder not kept: %d", c.Len())
-	}
-	c.Forget(r.Body(), &sdk.Block{}) // another schema's: not this one
-	if c.Len() != 1 {
-		t.Fatalf("Forget of another schema dropped the decoder")
-	}
-	c.Forget(r.ReleaseBody(), schema)
-	if c.Len() != 0 {
-		t.Fatalf("Forget kept the decoder: %d", c.Len())
-	}
-	if c.Get(r.Body(), schema) == d {
-		t.Fatal("the body parsed again got the released body's decoder")
 	}
 }
