@@ -150,9 +150,9 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	if diags.HasErrors() {
 		return diags
 	}
-	node := c.Node
-	if c.PriorNode.Transport != "" {
-		node = c.PriorNode // the old object lives where state says it is
+	node := nodeValue(c.Node)
+	if c.PriorNode != nil {
+		node = *c.PriorNode // the old object lives where state says it is
 	}
 	inst := &stateObject{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: node,
 		Value: c.Before, Private: c.PriorPrivate, Dependencies: c.Dependencies, SchemaVersion: c.SchemaVersion}

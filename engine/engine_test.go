@@ -562,8 +562,8 @@ func (b *bed) writeIntent(addr, action string, value cty.Value) {
 func (r *run) nodeOf(t *testing.T) sdk.Node {
 	t.Helper()
 	p := r.plan(PlanOptions{Targets: []string{thA}})
-	if c := p.Change(thA); c != nil {
-		return c.Node
+	if c := p.Change(thA); c != nil && c.Node != nil {
+		return *c.Node
 	}
 	t.Fatal("no change for a")
 	return sdk.Node{}

@@ -170,6 +170,14 @@ func (e *Engine) reachNodes(ctx context.Context, opts PlanOptions, ev *evaluator
 	return e.checkNodes(ctx, cfgNodes, objs)
 }
 
+// nodeValue is *n, or the zero Node (no node) for nil.
+func nodeValue(n *sdk.Node) sdk.Node {
+	if n == nil {
+		return sdk.Node{}
+	}
+	return *n
+}
+
 // repointNodes makes each object reach its node the way the configuration
 // says now (a new address, key or known_hosts file), not the way state
 // last recorded it; only for the same machine: a node whose address
@@ -182,10 +190,11 @@ func repointNodes(nodes map[string]sdk.Node, objs map[string]*stateObject) {
 	}
 }
 
-// deleteChange is the change that deletes in.
-func deleteChange(in *stateObject, reason string) *plans.ResourceChange {
+// deleteChange is the change of plan p that deletes in.
+func deleteChange(p *plans.Plan, in *stateObject, reason string) *plans.ResourceChange {
+	node := p.Node(in.Node)
 	return &plans.ResourceChange{
-		Addr: in.Addr, Resource: in.Resource, Type: in.Type, Provider: in.Provider, Node: in.Node, PriorNode: in.Node,
+		Addr: in.Addr, Resource: in.Resource, Type: in.Type, Provider: in.Provider, Node: node, PriorNode: node,
 		Action: plans.Delete, Reason: reason, Before: in.Value, After: cty.NullVal(in.Value.Type()),
 		PriorPrivate: in.Private, Dependencies: in.Dependencies, SchemaVersion: in.SchemaVersion,
 	}

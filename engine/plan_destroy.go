@@ -15,7 +15,7 @@ import (
 func (e *Engine) planDestroy(in *planInputs, p *plans.Plan) hcl.Diagnostics {
 	in.filter.expand(nil)
 	for addr := range destroySet(in.prior, in.filter) {
-		p.Changes = append(p.Changes, deleteChange(in.prior[addr], ""))
+		p.Changes = append(p.Changes, deleteChange(p, in.prior[addr], ""))
 	}
 	diags := e.checkPreventDestroy(p)
 	for name, before := range e.priorOutputs() {

@@ -21,6 +21,7 @@ import (
 // planner plans every resource instance of one walk.
 type planner struct {
 	e       *Engine
+	plan    *plans.Plan // whose nodes the changes share (Plan.Node)
 	cg      *configGraph
 	ev      *evaluator
 	prior   map[string]*stateObject
@@ -41,12 +42,12 @@ type planner struct {
 	seen    map[string]bool // instance addresses planned
 }
 
-func newPlanner(e *Engine, in *planInputs, opts PlanOptions) *planner {
+func newPlanner(e *Engine, p *plans.Plan, in *planInputs, opts PlanOptions) *planner {
 	replace := map[string]bool{}
 	for _, r := range opts.Replace {
 		replace[r] = true
 	}
-	return &planner{e: e, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
+	return &planner{e: e, plan: p, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
 		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
 		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
@@ -134,7 +135,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		return nil, diags
 	}
 	ch := &plans.ResourceChange{
-		Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: ci.Node,
+		Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: pl.plan.Node(ci.Node),
 		Before: priorVal, After: planned, RequiresReplace: replacePaths, PriorPrivate: priorPrivate,
 		PlannedPrivate: plannedPrivate, Dependencies: pl.cg.resourceDeps[key], SchemaVersion: schema.Version,
 		CreateBeforeDestroy: r.Lifecycle.CreateBeforeDestroy,
@@ -142,7 +143,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		Notes:               notes,
 	}
 	if prior != nil {
-		ch.PriorNode = prior.Node
+		ch.PriorNode = pl.plan.Node(prior.Node)
 	}
 	// A plan the provider kept as the prior sent, when that prior is
 	// state's (decoded from its bytes: wholly known, unmarked), is that

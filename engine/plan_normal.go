@@ -19,14 +19,14 @@ import (
 // those of planInputs.
 func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOptions, p *plans.Plan, diags hcl.Diagnostics) (*plans.Plan, hcl.Diagnostics) {
 	in.filter.expand(in.cg)
-	pl := newPlanner(e, in, opts)
+	pl := newPlanner(e, p, in, opts)
 	g := in.cg.walkGraph(e.Module, in.filter.vertex, in.filter.instance)
 	diags = append(diags, e.walk(ctx, g, in.ev, walkFuncs{
 		resource: pl.planBlock, instance: pl.planInstanceVertex, output: e.planOutput(p)})...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	p.Changes = append(pl.changes, e.orphanDeletes(in, pl.seen)...)
+	p.Changes = append(pl.changes, e.orphanDeletes(p, in, pl.seen)...)
 	for _, a := range opts.Replace {
 		if c := p.Change(a); c == nil || !c.Action.IsReplace() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Nothing to replace at " + a,
@@ -55,7 +55,7 @@ func (e *Engine) planOutput(p *plans.Plan) func(string, cty.Value) {
 
 // orphanDeletes are the deletes of what is in state but no longer
 // produced by the configuration (within the targets).
-func (e *Engine) orphanDeletes(in *planInputs, seen map[string]bool) []*plans.ResourceChange {
+func (e *Engine) orphanDeletes(p *plans.Plan, in *planInputs, seen map[string]bool) []*plans.ResourceChange {
 	var out []*plans.ResourceChange
 	for addr, obj := range in.prior {
 		if seen[addr] || !in.filter.instance(addr) {
@@ -71,7 +71,7 @@ func (e *Engine) orphanDeletes(in *planInputs, seen map[string]bool) []*plans.Re
 		if strings.HasSuffix(addr, deposedSuffix) {
 			reason = "a deposed object left by an earlier create_before_destroy"
 		}
-		out = append(out, deleteChange(obj, reason))
+		out = append(out, deleteChange(p, obj, reason))
 	}
 	return out
 }

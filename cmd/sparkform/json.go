@@ -138,7 +138,7 @@ func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 	for _, c := range p.Changes {
 		before, _ := jsonValue(c.Before)
 		after, unk := jsonValue(c.After)
-		jc := jsonChange{Address: c.Addr, Type: c.Type, Provider: c.Provider, Node: c.Node.Name,
+		jc := jsonChange{Address: c.Addr, Type: c.Type, Provider: c.Provider, Node: c.NodeName(),
 			Actions: actionsOf(c.Action), Reason: c.Reason, Before: before, After: after}
 		if unk != false {
 			jc.Unknown = unk

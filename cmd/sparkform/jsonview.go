@@ -192,7 +192,7 @@ func (v *jsonView) plan(p *plans.Plan) {
 		if c.Action == plans.NoOp {
 			continue
 		}
-		ch := map[string]any{"resource": jsonResource(c.Addr, c.Provider, c.Node.Name), "action": uiAction(c.Action)}
+		ch := map[string]any{"resource": jsonResource(c.Addr, c.Provider, c.NodeName()), "action": uiAction(c.Action)}
 		if c.Reason != "" {
 			ch["reason"] = c.Reason
 		}

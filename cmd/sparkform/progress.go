@@ -454,7 +454,7 @@ func (d *jsonDisplay) describe(p *plans.Plan) {
 	defer d.mu.Unlock()
 	d.where = map[string][2]string{}
 	for _, c := range p.Changes {
-		d.where[c.Addr] = [2]string{c.Provider, c.Node.Name}
+		d.where[c.Addr] = [2]string{c.Provider, c.NodeName()}
 	}
 }
 

@@ -172,9 +172,9 @@ func (r *renderer) plan(p *plans.Plan) {
 		tw.WriteString(r.c(bold, c.Addr))
 		tw.WriteByte(' ')
 		tw.WriteString(verb(c.Action))
-		if c.Node.Name != "" {
+		if c.NodeName() != "" {
 			tw.WriteString(" on ")
-			tw.WriteString(c.Node.Name)
+			tw.WriteString(c.NodeName())
 		}
 		tw.WriteByte('\n')
 		if c.Reason != "" {

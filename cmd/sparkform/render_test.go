@@ -30,7 +30,7 @@ func benchPlan(n int, module bool, action plans.Action) *plans.Plan {
 			seed := cty.StringVal(fmt.Sprintf("seed-%d", i))
 			known := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal(fmt.Sprintf("%016x", i*10+r)), "input": seed, "output": seed})
 			c := &plans.ResourceChange{Addr: addr, Resource: res, Type: "sparkform_data", Provider: "sparkform",
-				Node: sdk.Node{Name: "node.local"}, Action: action}
+				Node: &sdk.Node{Name: "node.local"}, Action: action}
 			if action == plans.Delete {
 				c.Before, c.After = known, cty.NullVal(ty)
 			} else {

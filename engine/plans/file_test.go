@@ -28,8 +28,8 @@ func TestRoundTrip(t *testing.T) {
 		Variables: map[string]cty.Value{"n": cty.NumberIntVal(2)},
 		Changes: []*ResourceChange{{
 			Addr: `gitkit_checkout.kit["a"]`, Resource: "gitkit_checkout.kit", Type: "gitkit_checkout",
-			Provider: "gitkit", Node: sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.1", Port: 22},
-			PriorNode: sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.2", Port: 22},
+			Provider: "gitkit", Node: &sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.1", Port: 22},
+			PriorNode: &sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.2", Port: 22},
 			Action:    DeleteThenCreate, Before: cty.NullVal(cty.DynamicPseudoType), After: after,
 			RequiresReplace: []cty.Path{cty.GetAttrPath("commit"), cty.GetAttrPath("m").Index(cty.StringVal("k"))},
 			PlannedPrivate:  []byte("x"),

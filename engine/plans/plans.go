@@ -1,7 +1,9 @@
 package plans
 
 import (
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -56,10 +58,13 @@ type ResourceChange struct {
 	Resource string // config address, e.g. gitkit_checkout.kit
 	Type     string
 	Provider string
-	Node     sdk.Node
+	// Node is where the instance lives, shared by every change of the plan
+	// on that node (Plan.Node): a Node is 176 bytes, two per change.
+	Node *sdk.Node
 	// PriorNode is where the existing object lives (differs from Node
-	// when a replacement moves it to another node).
-	PriorNode sdk.Node
+	// when a replacement moves it to another node); nil when there is no
+	// existing object.
+	PriorNode *sdk.Node
 	Action    Action
 	// Reason explains an action the config alone does not ("tainted",
 	// "replace requested", "no longer in configuration", ...).
@@ -119,6 +124,45 @@ type Plan struct {
 	// has passed since it was reviewed, so apply refreshes every instance
 	// before its first change and refuses the plan if a node moved on.
 	Saved bool
+
+	nodesMu sync.Mutex
+	nodes   []*sdk.Node // Node's
+}
+
+// NodeName is the name of c's node, "" when it names none.
+func (c *ResourceChange) NodeName() string {
+	if c.Node == nil {
+		return ""
+	}
+	return c.Node.Name
+}
+
+// Node is the plan's one *sdk.Node equal to n, for its changes' Node and
+// PriorNode: a plan's changes are on a few nodes, and a Node is 176 bytes.
+// It is nil for the zero Node (no node). Safe for concurrent use.
+func (p *Plan) Node(n sdk.Node) *sdk.Node {
+	if n.Transport == "" {
+		return nil
+	}
+	p.nodesMu.Lock()
+	defer p.nodesMu.Unlock()
+	for _, have := range p.nodes {
+		if sameNode(have, &n) {
+			return have
+		}
+	}
+	p.nodes = append(p.nodes, &n)
+	return &n
+}
+
+// sameNode reports whether a and b agree in every field (reflect.DeepEqual
+// boxed both, two allocations per change; TestSameNodeEveryField holds this
+// to every field of sdk.Node).
+func sameNode(a, b *sdk.Node) bool {
+	return a.Name == b.Name && a.Transport == b.Transport && a.Host == b.Host && a.Port == b.Port &&
+		a.User == b.User && a.IdentityFile == b.IdentityFile && slices.Equal(a.IdentityFiles, b.IdentityFiles) &&
+		a.IdentitiesOnly == b.IdentitiesOnly && a.KnownHosts == b.KnownHosts && a.Become == b.Become &&
+		a.Timeout == b.Timeout && slices.EqualFunc(a.ProxyJump, b.ProxyJump, func(x, y sdk.Node) bool { return sameNode(&x, &y) })
 }
 
 // Counts returns how many instances each action touches.

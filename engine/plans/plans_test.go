@@ -1,0 +1,126 @@
+package plans
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+func TestPlanNodeShared(t *testing.T) {
+	var p Plan
+	a := sdk.Node{Name: "node.a", Transport: "ssh", Host: "10.0.0.1", Port: 22, IdentityFiles: []string{"k"}}
+	a2 := a
+	a2.IdentityFiles = []string{"k"} // equal, not the same slice
+	b := a
+	b.Host = "10.0.0.2"
+	if p.Node(sdk.Node{}) != nil {
+		t.Error("the zero Node gave a pointer, want nil (no node)")
+	}
+	pa := p.Node(a)
+	if pa == nil || pa.Host != "10.0.0.1" {
+		t.Fatalf("Node(a) = %v", pa)
+	}
+	if p.Node(a2) != pa {
+		t.Error("an equal Node got a pointer of its own")
+	}
+	if pb := p.Node(b); pb == pa || pb.Host != "10.0.0.2" {
+		t.Errorf("Node(b) = %v, want b's own", pb)
+	}
+	a.Host = "changed" // the plan keeps its own copy
+	if pa.Host != "10.0.0.1" {
+		t.Error("the plan's node follows the caller's variable")
+	}
+
+	// Changes planned at once share one node.
+	var q Plan
+	got := make([]*sdk.Node, 16)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = q.Node(b)
+		}()
+	}
+	wg.Wait()
+	for i, n := range got {
+		if n != got[0] {
+			t.Fatalf("goroutine %d got %p, goroutine 0 %p", i, n, got[0])
+		}
+	}
+}
+
+// A plan read from a file shares one *sdk.Node per node among its
+// changes, and a change without a prior node reads back without one.
+func TestReadSharesNodes(t *testing.T) {
+	n := sdk.Node{Name: "node.a", Transport: "local"}
+	p := &Plan{Lineage: "L", Mode: NormalMode}
+	for _, addr := range []string{"sparkform_data.a", "sparkform_data.b"} {
+		p.Changes = append(p.Changes, &ResourceChange{Addr: addr, Resource: addr, Type: "sparkform_data", Provider: "sparkform",
+			Node: &sdk.Node{Name: n.Name, Transport: n.Transport}, Action: Create,
+			Before: cty.NullVal(cty.String), After: cty.StringVal("x")})
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := got.Change("sparkform_data.a"), got.Change("sparkform_data.b")
+	if a == nil || b == nil || a.Node == nil || a.Node != b.Node || a.Node.Name != n.Name || a.Node.Transport != n.Transport {
+		t.Fatalf("nodes read back: %v %v", a, b)
+	}
+	if a.PriorNode != nil || a.NodeName() != "node.a" {
+		t.Errorf("PriorNode %v, NodeName %q", a.PriorNode, a.NodeName())
+	}
+	if (&ResourceChange{}).NodeName() != "" {
+		t.Error("NodeName of a change without a node")
+	}
+}
+
+// sameNode compares every field of sdk.Node: a field it skipped would make
+// two different nodes one (a change reaching the wrong host).
+func TestSameNodeEveryField(t *testing.T) {
+	base := sdk.Node{Name: "n", Transport: "ssh", Host: "h", Port: 22, User: "u", IdentityFile: "k",
+		IdentityFiles: []string{"a"}, IdentitiesOnly: true, KnownHosts: "kh",
+		ProxyJump: []sdk.Node{{Name: "j", Transport: "ssh", Host: "jh"}}, Become: true, Timeout: 5}
+	b := base
+	if !sameNode(&base, &b) {
+		t.Fatal("a node differs from its copy")
+	}
+	typ := reflect.TypeOf(base)
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		other := base
+		other.IdentityFiles = slices.Clone(base.IdentityFiles)
+		other.ProxyJump = slices.Clone(base.ProxyJump)
+		v := reflect.ValueOf(&other).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Int, reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Slice:
+			if f.Name == "ProxyJump" {
+				other.ProxyJump[0].Host = "other"
+			} else {
+				v.Set(reflect.Append(v, reflect.ValueOf("b")))
+			}
+		default:
+			t.Fatalf("field %s of kind %s: teach sameNode and this test about it", f.Name, v.Kind())
+		}
+		if sameNode(&base, &other) {
+			t.Errorf("nodes differing in %s are the same to sameNode", f.Name)
+		}
+	}
+}
