@@ -36,14 +36,7 @@ func TestRoundTrip(t *testing.T) {
 		}},
 		Outputs: map[string]*OutputChange{"o": {Before: cty.NullVal(cty.String), After: cty.UnknownVal(cty.String)}},
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Read(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := roundTrip(t, p)
 	c := got.Changes[0]
 	if !c.After.RawEquals(after) {
 		t.Errorf("after = %#v", c.After)

@@ -56,6 +56,20 @@ func TestPlanNodeShared(t *testing.T) {
 	}
 }
 
+// roundTrip is p written to a plan file and read back.
+func roundTrip(t *testing.T, p *Plan) *Plan {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // A plan read from a file shares one *sdk.Node per node among its
 // changes, and a change without a prior node reads back without one.
 func TestReadSharesNodes(t *testing.T) {
@@ -66,14 +80,7 @@ func TestReadSharesNodes(t *testing.T) {
 			Node: &sdk.Node{Name: n.Name, Transport: n.Transport}, Action: Create,
 			Before: cty.NullVal(cty.String), After: cty.StringVal("x")})
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Read(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := roundTrip(t, p)
 	a, b := got.Change("sparkform_data.a"), got.Change("sparkform_data.b")
 	if a == nil || b == nil || a.Node == nil || a.Node != b.Node || a.Node.Name != n.Name || a.Node.Transport != n.Transport {
 		t.Fatalf("nodes read back: %v %v", a, b)
