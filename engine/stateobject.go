@@ -297,9 +297,13 @@ func fillStateObject(in *stateObject, r *state.Resource, v cty.Value, nodes node
 	if len(r.Node) > 0 {
 		var ok bool
 		if n, ok = nodes[string(r.Node)]; !ok {
-			if err := json.Unmarshal(r.Node, &n); err != nil {
+			// Decoded into a node of its own: &n given to json.Unmarshal
+			// would move n to the heap for every record, cached or not.
+			dec := new(sdk.Node)
+			if err := json.Unmarshal(r.Node, dec); err != nil {
 				return fmt.Errorf("state record %s: node: %w", r.Address, err)
 			}
+			n = *dec
 			if nodes != nil {
 				nodes[string(r.Node)] = n
 			}

@@ -131,3 +131,14 @@ func TestSameNodeEveryField(t *testing.T) {
 		}
 	}
 }
+
+// Looking up a node the plan has allocates nothing: a plan asks once or
+// twice per change.
+func TestPlanNodeFoundAllocatesNothing(t *testing.T) {
+	var p Plan
+	n := sdk.Node{Name: "node.a", Transport: "ssh", Host: "h", IdentityFiles: []string{"k"}}
+	p.Node(n)
+	if allocs := testing.AllocsPerRun(100, func() { p.Node(n) }); allocs != 0 {
+		t.Errorf("Node of a known node allocates %.0f times, want 0", allocs)
+	}
+}
