@@ -150,7 +150,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	if diags.HasErrors() {
 		return diags
 	}
-	node := nodeValue(c.Node)
+	node := plans.NodeValue(c.Node)
 	if c.PriorNode != nil {
 		node = *c.PriorNode // the old object lives where state says it is
 	}

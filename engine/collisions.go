@@ -67,7 +67,7 @@ func (e *Engine) checkCollisions(ctx context.Context, p *plans.Plan) hcl.Diagnos
 			continue
 		}
 		what := strings.Join(parts, ", ")
-		key := c.Type + "\x00" + nodeIdentity(nodeValue(c.Node)) + "\x00" + strings.Join(folded, ", ")
+		key := c.Type + "\x00" + nodeIdentity(plans.NodeValue(c.Node)) + "\x00" + strings.Join(folded, ", ")
 		prev, ok := seen[key]
 		if !ok {
 			seen[key] = owner{addr: c.Addr, what: what}
@@ -87,7 +87,7 @@ func (e *Engine) checkCollisions(ctx context.Context, p *plans.Plan) hcl.Diagnos
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Two instances manage the same object",
 			Detail: fmt.Sprintf("%s and %s would both manage the %s with %s on %s: each apply would undo the other, and destroying one would take away what the other still uses.\n\n"+
 				"Hint: let one instance own it and pass its value to the other (a module input, a reference), or give them different %s.",
-				a, b, c.Type, what, nodeLabel(nodeValue(c.Node)), identityNames(parts))})
+				a, b, c.Type, what, nodeLabel(plans.NodeValue(c.Node)), identityNames(parts))})
 	}
 	sort.SliceStable(diags, func(i, j int) bool { return diags[i].Detail < diags[j].Detail })
 	return diags

@@ -170,14 +170,6 @@ func (e *Engine) reachNodes(ctx context.Context, opts PlanOptions, ev *evaluator
 	return e.checkNodes(ctx, cfgNodes, objs)
 }
 
-// nodeValue is *n, or the zero Node (no node) for nil.
-func nodeValue(n *sdk.Node) sdk.Node {
-	if n == nil {
-		return sdk.Node{}
-	}
-	return *n
-}
-
 // repointNodes makes each object reach its node the way the configuration
 // says now (a new address, key or known_hosts file), not the way state
 // last recorded it; only for the same machine: a node whose address

@@ -60,7 +60,7 @@ func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[
 		}
 		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Saved plan no longer matches the nodes",
 			Detail: fmt.Sprintf("%s changed on %s since the plan was made: %s. Nothing was changed on any node; run plan again to review what apply would do now.",
-				c.Addr, nodeLabel(nodeValue(c.Node)), what)}
+				c.Addr, nodeLabel(plans.NodeValue(c.Node)), what)}
 		if r, ok := e.Module.Resources[c.Resource]; ok {
 			rng := r.DeclRange
 			d.Subject = &rng

@@ -169,7 +169,8 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 	for _, key := range keys {
 		r := e.Module.Resources[key]
 		schema := cg.schemas[r.Addr.Type]
-		cfg, _, d := cg.decoders.Get(r.Body(), schema.Block).Decode(r.Scope.BodyContext(r.Body(), ictx))
+		body := r.Body()
+		cfg, _, d := cg.decoders.Get(body, schema.Block).Decode(r.Scope.BodyContext(body, ictx))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

@@ -40,8 +40,11 @@ type instanceVertex struct {
 // own key: every mention of A in r's block is A[each.key] (for_each) or
 // A[count.index] (count).
 func sameKeyReferences(r *config.Resource) map[string]bool {
+	if r.ForEach == nil && r.Count == nil {
+		return nil
+	}
 	body, ok := r.Body().(*hclsyntax.Body)
-	if !ok || (r.ForEach == nil && r.Count == nil) {
+	if !ok {
 		return nil
 	}
 	keyRoot, keyAttr := "each", "key"

@@ -191,7 +191,7 @@ func Write(w io.Writer, p *Plan) error {
 	}
 	for _, c := range p.Changes {
 		fc := fileChange{
-			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: nodeOrZero(c.Node), PriorNode: nodeOrZero(c.PriorNode),
+			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: NodeValue(c.Node), PriorNode: NodeValue(c.PriorNode),
 			Action: c.Action, Reason: c.Reason, Notes: c.Notes, Before: enc(c.Before), After: enc(c.After),
 			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
 			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
@@ -350,12 +350,4 @@ func (p *Plan) CheckFresh(lineage string, serial uint64) error {
 		return fmt.Errorf("%w: the state changed since the plan was made (serial %d, now %d); run plan again", ErrStalePlan, p.Serial, serial)
 	}
 	return nil
-}
-
-// nodeOrZero is *n, or the zero Node (the file's "none") for nil.
-func nodeOrZero(n *sdk.Node) sdk.Node {
-	if n == nil {
-		return sdk.Node{}
-	}
-	return *n
 }

@@ -129,6 +129,15 @@ type Plan struct {
 	nodes   []*sdk.Node // Node's
 }
 
+// NodeValue is *n, or the zero Node (no node, as a plan file writes it)
+// for nil: a change's Node or PriorNode where a Node value is wanted.
+func NodeValue(n *sdk.Node) sdk.Node {
+	if n == nil {
+		return sdk.Node{}
+	}
+	return *n
+}
+
 // NodeName is the name of c's node, "" when it names none.
 func (c *ResourceChange) NodeName() string {
 	if c.Node == nil {
