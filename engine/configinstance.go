@@ -44,7 +44,7 @@ func (ev *evaluator) expandResource(key string, keep func(addr string) bool) ([]
 		if keep != nil && !keep(addr) {
 			continue
 		}
-		ri, d := ev.decodeInstance(r, dec, addr, k, ev.instanceScope(base, exp, k))
+		ri, d := ev.decodeInstance(r, dec, addr, k, &instanceEval{ctx: ev.instanceScope(base, exp, k)})
 		diags = append(diags, d...)
 		if ri != nil {
 			out = append(out, ri)
@@ -58,13 +58,30 @@ func (ev *evaluator) decoder(r *config.Resource) *config.ResourceDecoder {
 	return ev.cg.decoders.Get(r.Body(), ev.cg.schemas[r.Addr.Type].Block)
 }
 
-// decodeInstance evaluates one instance's node and configuration in ictx.
-func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDecoder, addr string, k addrs.InstanceKey, ictx *hcl.EvalContext) (*configInstance, hcl.Diagnostics) {
-	node, diags := ev.instanceNode(r, ictx)
+// instanceEval is where an instance's expressions are evaluated: in its
+// context, which build makes on first use when ctx is not given, and,
+// for a plain reference, through resolve when it is set
+// (config.ResourceDecoder.DecodeRefs).
+type instanceEval struct {
+	ctx     *hcl.EvalContext
+	build   func() *hcl.EvalContext
+	resolve func(hcl.Traversal) (cty.Value, bool)
+}
+
+func (ie *instanceEval) context() *hcl.EvalContext {
+	if ie.build != nil {
+		ie.ctx, ie.build = ie.build(), nil
+	}
+	return ie.ctx
+}
+
+// decodeInstance evaluates one instance's node and configuration in ie.
+func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDecoder, addr string, k addrs.InstanceKey, ie *instanceEval) (*configInstance, hcl.Diagnostics) {
+	node, diags := ev.instanceNode(r, ie)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg, sens, d := dec.Decode(r.Scope.BodyContext(r.Body(), ictx))
+	cfg, sens, d := dec.DecodeRefs(ie.resolve, func() *hcl.EvalContext { return r.Scope.BodyContext(r.Body(), ie.context()) })
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags
@@ -77,7 +94,7 @@ func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDeco
 // variable the caller set to one: Resource.NodeBlock), is that block's
 // value for every instance: it is read as a node once
 // (blockValues.asNode).
-func (ev *evaluator) instanceNode(r *config.Resource, ictx *hcl.EvalContext) (sdk.Node, hcl.Diagnostics) {
+func (ev *evaluator) instanceNode(r *config.Resource, ie *instanceEval) (sdk.Node, hcl.Diagnostics) {
 	var node sdk.Node
 	var err error
 	var diags hcl.Diagnostics
@@ -95,7 +112,7 @@ func (ev *evaluator) instanceNode(r *config.Resource, ictx *hcl.EvalContext) (sd
 		node, err = b.asNode()
 	} else {
 		var nv cty.Value
-		if nv, diags = r.NodeExpr.Value(ictx); diags.HasErrors() {
+		if nv, diags = r.NodeExpr.Value(ie.context()); diags.HasErrors() {
 			return node, diags
 		}
 		node, err = nodeOf(nv)
@@ -127,7 +144,52 @@ func nodeOf(v cty.Value) (sdk.Node, error) {
 }
 
 // evalInstance evaluates one instance vertex's node and configuration.
+// The root module's block of one instance (most of a generated
+// configuration's) builds its context only for what is neither a
+// constant nor a plain reference to another resource (resolveRef).
 func (ev *evaluator) evalInstance(iv *instanceVertex) (*configInstance, hcl.Diagnostics) {
 	r := ev.mod.Resources[iv.block]
-	return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, ev.instanceContext(iv))
+	if r.Scope != nil || r.Count != nil || r.ForEach != nil || len(iv.sameKeyDeps) > 0 {
+		return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, &instanceEval{ctx: ev.instanceContext(iv)})
+	}
+	ie := &instanceEval{build: func() *hcl.EvalContext { return ev.instanceContext(iv) }, resolve: ev.resolveRef}
+	return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, ie)
+}
+
+// resolveRef is the value that tr, a root-module reference to a resource
+// block (TYPE.NAME and then any attributes and indexes), has in the
+// evaluation context of an instance of a single-instance root block
+// (scope): there TYPE is an object whose attribute NAME is the block's
+// value, so following tr gives what following tr[2:] from that value
+// gives, with the same diagnostics. It reads the value without building
+// the context. False for any other reference, a block with no value in
+// this walk, or a traversal with diagnostics: evaluating it in the
+// context reports them.
+func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
+	if len(tr) < 2 {
+		return cty.NilVal, false
+	}
+	root, ok := tr[0].(hcl.TraverseRoot)
+	if !ok || root.Name == "module" || addrs.ReservedRoot(root.Name) {
+		return cty.NilVal, false
+	}
+	name, ok := tr[1].(hcl.TraverseAttr)
+	if !ok || cty.NormalizeString(name.Name) != name.Name {
+		return cty.NilVal, false
+	}
+	// The key as scope finds it (addrs.Resource.String), built without
+	// a heap allocation for names up to the buffer's size.
+	var buf [64]byte
+	key := append(append(append(buf[:0], root.Name...), '.'), name.Name...)
+	ev.mu.RLock()
+	b := ev.res[string(key)]
+	ev.mu.RUnlock()
+	if b == nil {
+		return cty.NilVal, false
+	}
+	v, diags := tr[2:].TraverseRel(b.value())
+	if len(diags) > 0 {
+		return cty.NilVal, false
+	}
+	return v, true
 }

@@ -215,11 +215,31 @@ func (d *ResourceDecoder) References() []hcl.Traversal {
 // attributes that held a sensitive() value, sorted. The value is not for
 // use when diags has errors.
 func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
+	return d.DecodeRefs(nil, func() *hcl.EvalContext { return ctx })
+}
+
+// DecodeRefs is Decode with the evaluation context built only if needed.
+// On the direct path an attribute whose expression is a plain reference
+// (a scope traversal such as gitkit_checkout.kit.path) takes its value
+// from resolve, when resolve has one, and needs no context; every other
+// attribute, and a body on the general path, is evaluated in ctx(), asked
+// for at most once. An instance's context holds an object per name it
+// references (~3.6 KB built per single-instance block), and most such
+// blocks set only constants and plain references.
+//
+// resolve must give exactly what the traversal evaluates to in ctx() when
+// that evaluation has no diagnostics, and false otherwise or when unsure.
+// A resolved value that does not convert to the attribute's type is
+// evaluated again in ctx(), so the diagnostics are always Decode's
+// (TestDecodeRefsMatches). A nil resolve resolves nothing.
+func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, bool), ctxOf func() *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
 	if d.set == nil {
-		v, diags := DecodeResource(d.body, d.block, ctx)
+		v, diags := DecodeResource(d.body, d.block, ctxOf())
 		v, sens := TakeSensitive(v)
 		return Conform(v, d.sp.ty), sens, diags
 	}
+	var ctx *hcl.EvalContext
+	var haveCtx bool
 	var diags hcl.Diagnostics
 	var sens []string
 	vals := make(map[string]cty.Value, len(d.sp.attrs))
@@ -235,9 +255,18 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 			vals[a.name] = d.consts[i]
 			continue
 		default:
-			var ds hcl.Diagnostics
-			v, ds = decodeAttr(a.spec.Name, a.decode, attr, ctx)
-			diags = append(diags, ds...)
+			var ok bool
+			if resolve != nil {
+				v, ok = resolveAttr(resolve, a.decode, attr)
+			}
+			if !ok {
+				if !haveCtx {
+					ctx, haveCtx = ctxOf(), true
+				}
+				var ds hcl.Diagnostics
+				v, ds = decodeAttr(a.spec.Name, a.decode, attr, ctx)
+				diags = append(diags, ds...)
+			}
 		}
 		if sdk.HasMarks(v) {
 			if HasSensitive(v) {
@@ -251,6 +280,25 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 		vals[a.name] = v
 	}
 	return cty.ObjectVal(vals), sens, diags
+}
+
+// resolveAttr is decodeAttr's value for attr when its expression is a
+// plain reference that resolve gives and whose value converts to ty; false
+// otherwise (decodeAttr then evaluates it and reports what is wrong).
+func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, attr *hclsyntax.Attribute) (cty.Value, bool) {
+	st, ok := attr.Expr.(*hclsyntax.ScopeTraversalExpr)
+	if !ok {
+		return cty.NilVal, false
+	}
+	v, ok := resolve(st.Traversal)
+	if !ok {
+		return cty.NilVal, false
+	}
+	conv, err := convert.Convert(v, ty)
+	if err != nil {
+		return cty.NilVal, false
+	}
+	return conv, true
 }
 
 // decodeAttr is hcldec's AttrSpec decode of one attribute set in the body.

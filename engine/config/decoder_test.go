@@ -107,6 +107,8 @@ func TestResourceDecoderMatches(t *testing.T) {
 		{"conversions", "name = 5\nsize = \"7\"\non = \"true\"\nlist = [\"1\", 2]", flatBlock, true, 4},
 		{"functions", "name = upper(\"a\")\nlist = [for i in range(3) : i + count.index]\ntags = { for k in [\"a\", \"b\"] : k => \"${k}${each.key}\" }", flatBlock, true, 0},
 		{"conditional", "name = count.index > 1 ? \"big\" : \"small\"\ninput = var.later == \"\" ? \"a\" : \"b\"", flatBlock, true, 0},
+		{"plain references", "name = var.s\ninput = sparkform_data.kn[\"k\u00e9\"].id\nany = var.secret\nsize = var.n\ntags = var.secrets", flatBlock, true, 0},
+		{"plain reference errors", "name = var.s\nsize = var.s\ninput = var.nope\nany = sparkform_data.kn.x", flatBlock, true, 0},
 		{"type error", "name = \"a\"\nsize = \"six\"", flatBlock, true, 1},
 		{"type errors and unknown", "name = \"a\"\nsize = [1]\non = {}\ninput = var.later", flatBlock, true, 1},
 		{"eval error", "name = var.nope\ninput = each.value.missing", flatBlock, true, 0},
@@ -147,8 +149,21 @@ func TestResourceDecoderMatches(t *testing.T) {
 				}
 				ctx := decoderCtx()
 				wantV, wantS, wantD := decodeSlow(body, tt.block, ctx)
-				for run := 0; run < 2; run++ { // the decoder is reused
+				// DecodeRefs with a resolve that reads each reference
+				// from ctx, as the evaluator's does, decodes the same.
+				resolve := func(tr hcl.Traversal) (cty.Value, bool) {
+					v, diags := tr.TraverseAbs(ctx)
+					return v, len(diags) == 0
+				}
+				for run := 0; run < 4; run++ { // the decoder is reused
 					gotV, gotS, gotD := d.Decode(ctx)
+					if run >= 2 {
+						asked := 0
+						gotV, gotS, gotD = d.DecodeRefs(resolve, func() *hcl.EvalContext { asked++; return ctx })
+						if asked > 1 {
+							t.Errorf("DecodeRefs asked for the context %d times", asked)
+						}
+					}
 					if gotD.HasErrors() != wantD.HasErrors() || diagSet(gotD) != diagSet(wantD) {
 						t.Fatalf("diagnostics\n got %s\nwant %s", render(gotD), render(wantD))
 					}
@@ -167,6 +182,53 @@ func TestResourceDecoderMatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodeRefsContext: DecodeRefs asks for no context when every
+// attribute is a constant or a reference resolve gives, and evaluates in
+// the context a reference resolve does not give or whose value does not
+// convert (the diagnostics are then Decode's).
+func TestDecodeRefsContext(t *testing.T) {
+	ctx := decoderCtx()
+	fromCtx := func(tr hcl.Traversal) (cty.Value, bool) {
+		v, diags := tr.TraverseAbs(ctx)
+		return v, len(diags) == 0
+	}
+	d := NewResourceDecoder(body(t, "name = \"a\"\ninput = var.s\nsize = var.n"), flatBlock)
+	for _, tt := range []struct {
+		name    string
+		resolve func(hcl.Traversal) (cty.Value, bool)
+		asked   int
+		size    cty.Value
+	}{
+		{"all resolved", fromCtx, 0, cty.NumberIntVal(3)},
+		{"var.n not resolved", func(tr hcl.Traversal) (cty.Value, bool) {
+			if tr.RootName() == "var" && tr[1].(hcl.TraverseAttr).Name == "n" {
+				return cty.NilVal, false
+			}
+			return fromCtx(tr)
+		}, 1, cty.NumberIntVal(3)},
+		{"var.n does not convert", func(tr hcl.Traversal) (cty.Value, bool) {
+			if tr[1].(hcl.TraverseAttr).Name == "n" {
+				return cty.StringVal("six"), true
+			}
+			return fromCtx(tr)
+		}, 1, cty.NumberIntVal(3)},
+		{"nil resolve", nil, 1, cty.NumberIntVal(3)},
+	} {
+		asked := 0
+		v, _, diags := d.DecodeRefs(tt.resolve, func() *hcl.EvalContext { asked++; return ctx })
+		if diags.HasErrors() || asked != tt.asked || !v.GetAttr("size").RawEquals(tt.size) || v.GetAttr("input").AsString() != "plain" {
+			t.Errorf("%s: %#v %v, context asked %d times, want %d", tt.name, v, diags, asked, tt.asked)
+		}
+	}
+	// A value that does not convert, evaluated in the context: Decode's error.
+	bad := NewResourceDecoder(body(t, "name = \"a\"\nsize = var.s"), flatBlock)
+	_, _, want := bad.Decode(ctx)
+	_, _, got := bad.DecodeRefs(fromCtx, func() *hcl.EvalContext { return ctx })
+	if !want.HasErrors() || diagSet(got) != diagSet(want) {
+		t.Errorf("diagnostics\n got %s\nwant %s", render(got), render(want))
 	}
 }
 
