@@ -149,11 +149,43 @@ func nodeOf(v cty.Value) (sdk.Node, error) {
 // constant nor a plain reference to another resource (resolveRef).
 func (ev *evaluator) evalInstance(iv *instanceVertex) (*configInstance, hcl.Diagnostics) {
 	r := ev.mod.Resources[iv.block]
-	if r.Scope != nil || r.Count != nil || r.ForEach != nil || len(iv.sameKeyDeps) > 0 {
+	if r.Count != nil || r.ForEach != nil || len(iv.sameKeyDeps) > 0 {
 		return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, &instanceEval{ctx: ev.instanceContext(iv)})
 	}
 	ie := &instanceEval{build: func() *hcl.EvalContext { return ev.instanceContext(iv) }, resolve: ev.resolveRef}
+	if r.Scope != nil {
+		ie.resolve = func(tr hcl.Traversal) (cty.Value, bool) { return ev.resolveScoped(r.Scope, tr) }
+	}
 	return ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, ie)
+}
+
+// resolveScoped is resolveRef for a block of a module instance, whose
+// references are in the module's own names: the flat local or block tr
+// reads (config.InstanceScope.FlatRef), then the rest of tr from its
+// value, as in the context BodyContext builds.
+func (ev *evaluator) resolveScoped(s *config.InstanceScope, tr hcl.Traversal) (cty.Value, bool) {
+	key, local, rest, ok := s.FlatRef(tr)
+	if !ok {
+		return cty.NilVal, false
+	}
+	var v cty.Value
+	ev.mu.RLock()
+	if local {
+		v, ok = ev.locals[key]
+	} else if b := ev.res[key]; b != nil {
+		v = b.value()
+	} else {
+		ok = false
+	}
+	ev.mu.RUnlock()
+	if !ok {
+		return cty.NilVal, false
+	}
+	v, diags := rest.TraverseRel(v)
+	if len(diags) > 0 {
+		return cty.NilVal, false
+	}
+	return v, true
 }
 
 // resolveRef is the value that tr, a root-module reference to a resource

@@ -613,3 +613,184 @@ func TestSameKeyContextAllocations(t *testing.T) {
 		t.Errorf("the context of a same-key instance allocates %.0f objects, want <= 14 (it was 18 with a map of names per type)", n)
 	}
 }
+
+// TestEvalInstanceLazyMatchesEager: an instance of a single-instance
+// block, root or in a module instance, evaluates to exactly what its
+// whole context gives (instanceContext, then the module's names from it:
+// config.InstanceScope.BodyContext), though it reads its plain references
+// without one (resolveRef, resolveScoped): variables of every kind
+// (sensitive, unknown, objects, a default), locals, path.module, the
+// module's blocks whole, by attribute and by index, one beside a
+// reference that needs the context, and references that only the
+// context evaluates (module outputs, each, nodes).
+func TestEvalInstanceLazyMatchesEager(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"main.sf.hcl": `
+node "local" {
+  transport = "local"
+}
+locals {
+  keys = { "a" = "e\u0301", "b" = "x" }
+}
+resource "sparkform_data" "seed" {
+  node  = node.local
+  input = "s"
+}
+module "m" {
+  source   = "./m"
+  for_each = local.keys
+  seed     = "${each.key}-${each.value}"
+  obj      = { id = sparkform_data.seed.id, k = each.key }
+  secret   = sensitive(each.value)
+  host     = node.local
+}
+resource "sparkform_data" "after" {
+  node  = node.local
+  input = module.m["a"].last
+  triggers_replace = sparkform_data.seed
+}
+`,
+		"m/main.sf.hcl": `
+variable "seed" {}
+variable "obj" {}
+variable "secret" {}
+variable "host" {}
+variable "dflt" {
+  default = { n = 1 }
+}
+locals {
+  twice = "${var.seed}${var.seed}"
+}
+resource "sparkform_data" "r0" {
+  node             = var.host
+  input            = var.seed
+  triggers_replace = var.obj.id
+}
+resource "sparkform_data" "r1" {
+  node             = var.host
+  input            = sparkform_data.r0.id
+  triggers_replace = var.secret
+}
+resource "sparkform_data" "r2" {
+  node             = var.host
+  input            = sparkform_data.r1
+  triggers_replace = local.twice
+}
+resource "sparkform_data" "cnt" {
+  count = 2
+  node  = var.host
+  input = sparkform_data.r2.output
+}
+resource "sparkform_data" "r3" {
+  node             = var.host
+  input            = [sparkform_data.cnt[1].id, var.dflt.n]
+  triggers_replace = path.module
+}
+resource "sparkform_data" "r4" {
+  node             = var.host
+  input            = sparkform_data.cnt[0].input
+  triggers_replace = module.inner.out
+}
+module "inner" {
+  source = "./inner"
+  v      = sparkform_data.r3.id
+}
+output "last" {
+  value = sparkform_data.r4.id
+}
+`,
+		"m/inner/main.sf.hcl": `
+variable "v" {}
+output "out" {
+  value = var.v
+}
+`}
+	for name, src := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sr := newShapeRun(t, "count", 10)
+	e := &Engine{Module: loadShape(t, dir), Providers: sr.provs}
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	var ev *evaluator
+	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
+		ev = newEvaluator(e.Module, cg, nil)
+		if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+			t.Fatal(diagString(diags))
+		}
+		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+		var mu sync.Mutex
+		lazy := 0
+		diags := e.walk(context.Background(), g, ev, walkFuncs{instance: func(_ context.Context, iv *instanceVertex) hcl.Diagnostics {
+			ci, diags := ev.evalInstance(iv)
+			if diags.HasErrors() {
+				return diags
+			}
+			r := e.Module.Resources[iv.block]
+			want, wantD := ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, &instanceEval{ctx: ev.instanceContext(iv)})
+			if wantD.HasErrors() || !ci.Config.RawEquals(want.Config) || !reflect.DeepEqual(ci.Node, want.Node) || !reflect.DeepEqual(ci.SensitiveAttrs, want.SensitiveAttrs) {
+				t.Errorf("%s:\n got %#v %+v %q\nwant %#v %+v %q %s", iv.addr, ci.Config, ci.Node, ci.SensitiveAttrs, want.Config, want.Node, want.SensitiveAttrs, diagString(wantD))
+			}
+			if r.Count == nil && r.ForEach == nil {
+				mu.Lock()
+				lazy++
+				mu.Unlock()
+			}
+			id := cty.UnknownVal(cty.String)
+			if known {
+				id = cty.StringVal("id-" + iv.addr)
+			}
+			ev.resourceValues(iv.block).set(iv.key, cty.ObjectVal(map[string]cty.Value{"id": id,
+				"input": ci.Config.GetAttr("input"), "output": ci.Config.GetAttr("input"), "triggers_replace": ci.Config.GetAttr("triggers_replace")}))
+			return diags
+		}})
+		if diags.HasErrors() {
+			t.Fatal(diagString(diags))
+		}
+		if lazy != 12 { // seed, after, and r0-r4 in both instances
+			t.Fatalf("%d single-instance blocks evaluated, want 12", lazy)
+		}
+	}
+	// The module's plain references resolve, to what the context gives
+	// them; the others do not.
+	iv := &instanceVertex{block: `module.m["a"].sparkform_data.r3`, key: addrs.NoKey, addr: `module.m["a"].sparkform_data.r3`}
+	r := e.Module.Resources[iv.block]
+	// The flat context of every local and block (as fullScopeInstance).
+	full := &config.Scope{BaseDir: e.Module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
+	for _, r := range e.Module.Resources {
+		if full.Resources[r.Addr.Type] == nil {
+			full.Resources[r.Addr.Type] = map[string]cty.Value{}
+		}
+		full.Resources[r.Addr.Type][r.Addr.ScopeKey()] = ev.res[r.Addr.String()].value()
+	}
+	flat := full.EvalContext()
+	for src, want := range map[string]bool{"var.seed": true, "var.dflt.n": true, "var.obj.k": true, "var.secret": true, "local.twice": true, "path.module": true,
+		"sparkform_data.r1.id": true, "sparkform_data.r1": true, "sparkform_data.cnt[1].id": true,
+		"module.inner.out": false, "each.key": false, "node.x": false, "sparkform_data.nope.id": false, "sparkform_data.r1.nope": false, "var.nope": false} {
+		tr, d := hclsyntax.ParseTraversalAbs([]byte(src), "t.sf.hcl", hcl.InitialPos)
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		got, ok := ev.resolveScoped(r.Scope, tr)
+		if ok != want {
+			t.Errorf("resolveScoped(%s): %v, want %v", src, ok, want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		// A context of exactly these references, as BodyContext builds one.
+		ctx := r.Scope.BodyContext(&hclsyntax.Body{Attributes: hclsyntax.Attributes{"x": {Name: "x", Expr: &hclsyntax.ScopeTraversalExpr{Traversal: tr}}}}, flat)
+		if v, d := tr.TraverseAbs(ctx); d.HasErrors() || !got.RawEquals(v) {
+			t.Errorf("resolveScoped(%s) = %#v, want %#v (%s)", src, got, v, diagString(d))
+		}
+	}
+}

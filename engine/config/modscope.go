@@ -85,6 +85,31 @@ func (s *InstanceScope) BodyContext(body hcl.Body, ctx *hcl.EvalContext) *hcl.Ev
 	return s.context(ctx, s.syn.traversals(body, func() []hcl.Traversal { return syntaxTraversals(body, nil) }))
 }
 
+// FlatRef is what tr, a reference in the module's own names, reads in
+// the flat configuration, for the engine to read it without
+// BodyContext's context: a flat local (var.NAME, local.NAME,
+// path.module; local is true and key is the local's flat name) or one of
+// the module's resource blocks (TYPE.NAME; key is the block's address),
+// and the traversal after that name. In BodyContext's context tr has
+// exactly that value followed by rest. ok is false for any other
+// reference (module.*, node.*, each, count, a block the module does not
+// define), which only the context evaluates. (A variable or local the
+// module does not define is a flat local the walk has no value of.)
+func (s *InstanceScope) FlatRef(tr hcl.Traversal) (key string, local bool, rest hcl.Traversal, ok bool) {
+	if s == nil || tr.RootName() == "module" {
+		return "", false, nil, false
+	}
+	root, name, rest, ok := s.rw.flatName(tr)
+	switch {
+	case !ok || root == "node":
+		return "", false, nil, false
+	case root == "local":
+		return name, true, rest, true
+	}
+	p := s.rw.prefix
+	return addrs.Resource{Module: p, Type: root, Name: name[len(p)+1:]}.String(), false, rest, true
+}
+
 // wrap is e as this instance sees it: flat references, evaluated in the
 // module's own names.
 func (s *InstanceScope) wrap(e hcl.Expression) hcl.Expression {
