@@ -177,8 +177,14 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 	// call's are rewritten in place (the root's syntax is its own), a
 	// module instance's are wrapped (its module's syntax is shared).
 	args := make(map[string]hcl.Expression, len(mc.Args))
+	keyed := map[string]bool{} // the arguments that read each or count
 	for n, a := range mc.Args {
 		args[n] = rw.wrap(a.Expr)
+		for _, tr := range a.Expr.Variables() {
+			if root := tr.RootName(); root == "each" || root == "count" {
+				keyed[n] = true
+			}
+		}
 	}
 	forEach, count := rw.wrap(mc.ForEach), rw.wrap(mc.Count)
 	var deps []hcl.Traversal
@@ -241,7 +247,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			v := inst.Variables[vn]
 			ve := &moduleVarExpr{v: v, each: each, countIndex: countIndex, instance: p, rng: mc.DeclRange}
 			if a, ok := mc.Args[vn]; ok {
-				ve.inner, ve.rng = args[vn], a.Expr.Range()
+				ve.inner, ve.rng, ve.keyed = args[vn], a.Expr.Range(), keyed[vn]
 			}
 			f.flat.Locals[p+".var."+vn] = &Local{Name: p + ".var." + vn, Expr: ve, DeclRange: v.DeclRange}
 			if ve.inner != nil && v.Type == cty.DynamicPseudoType && v.typeDefaults == nil && len(v.Validations) == 0 {
@@ -750,8 +756,11 @@ type moduleVarExpr struct {
 	inner      hcl.Expression // nil: the default
 	each       *EachValues
 	countIndex cty.Value
-	instance   string
-	rng        hcl.Range
+	// keyed says inner reads each or count: only then is it evaluated
+	// in a context that adds them (an object and a map per evaluation).
+	keyed    bool
+	instance string
+	rng      hcl.Range
 }
 
 var _ hcl.Expression = (*moduleVarExpr)(nil)
@@ -761,7 +770,7 @@ func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 		return e.v.Default, nil
 	}
 	child := ctx
-	if e.each != nil || e.countIndex != cty.NilVal {
+	if e.keyed && (e.each != nil || e.countIndex != cty.NilVal) {
 		child = ctx.NewChild()
 		child.Variables = map[string]cty.Value{}
 		if e.each != nil {
@@ -786,6 +795,9 @@ func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 		return cty.UnknownVal(e.v.Type), append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for module argument",
 			Detail:  fmt.Sprintf("The argument %q of %s does not match the type of its variable, %s: %s. The variable is declared at %s.", e.v.Name, e.instance, typeString(e.v.Type), convErr(err), posString(e.v.DeclRange)),
 			Subject: e.rng.Ptr()})
+	}
+	if len(e.v.Validations) == 0 {
+		return cv, diags
 	}
 	// Validations run on what is known: a condition that depends on an
 	// unknown part (validate, values known only after apply) is skipped.
