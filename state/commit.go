@@ -16,9 +16,18 @@ import (
 
 var randRead = rand.Read
 
-// maxBatch bounds one group commit so a huge queue cannot build one
-// transaction of unbounded size.
-const maxBatch = 1000
+// maxBatch and maxBatchBytes bound one group commit so a huge queue
+// cannot build one transaction of unbounded size: at most maxBatch writes,
+// and no write joins a batch that already holds maxBatchBytes of records.
+// Results arrive in the walk's order, not their addresses', so each
+// commit rewrites most leaf pages whatever its size: a 10,000-instance
+// destroy in batches of 1,000 made 8,669 pwrites and 22 fdatasyncs, in
+// batches of 4,096 2,704 and 8, and its peak RSS fell by 11-15 MiB (its
+// apply: 4,580 and 29 -> 2,716 and 19).
+const (
+	maxBatch      = 4096
+	maxBatchBytes = 16 << 20
+)
 
 // maxLinger bounds how long a batch waits for writers that were in the
 // previous batch to come back. In an apply they come back after a
@@ -42,7 +51,21 @@ type op struct {
 	fn   opFunc
 	done chan error
 	addr string // a queued Complete's address, for its error
+	size int    // the bytes of record it writes, about (maxBatchBytes)
 }
+
+// opBatch is the writes of one group commit.
+type opBatch struct {
+	ops   []*op
+	bytes int
+}
+
+func (b *opBatch) add(o *op) {
+	b.ops = append(b.ops, o)
+	b.bytes += o.size
+}
+
+func (b *opBatch) full() bool { return len(b.ops) >= maxBatch || b.bytes >= maxBatchBytes }
 
 // commitCtx is shared by the ops of one batch.
 type commitCtx struct {
@@ -77,9 +100,9 @@ func (s *BoltStore) submit(fn opFunc) error {
 // submitDeferred queues fn without waiting (Complete): the commit loop
 // commits the queue in order, so fn is durable once any write queued after
 // it returns, or Flush or Close does.
-func (s *BoltStore) submitDeferred(addr string, fn opFunc) error {
+func (s *BoltStore) submitDeferred(addr string, size int, fn opFunc) error {
 	s.pending.Add(1)
-	if err := s.enqueue(&op{fn: fn, addr: addr}); err != nil {
+	if err := s.enqueue(&op{fn: fn, addr: addr, size: size}); err != nil {
 		s.pending.Add(-1)
 		return err
 	}
@@ -193,38 +216,39 @@ func (s *BoltStore) commitLoop() {
 		if !ok {
 			return
 		}
-		batch := []*op{first}
+		b := &opBatch{}
+		b.add(first)
 	fill:
-		for len(batch) < maxBatch {
+		for !b.full() {
 			select {
 			case o, ok := <-s.queue:
 				if !ok {
 					break fill
 				}
-				batch = append(batch, o)
+				b.add(o)
 			default:
 				break fill
 			}
 		}
 		// Results alone (no one waits for them) wait for more.
-		if waitedOps(batch) == 0 && len(batch) < maxBatch {
-			batch = s.gatherDeferred(batch)
+		if waitedOps(b.ops) == 0 && !b.full() {
+			s.gatherDeferred(b)
 		}
 		// Writers released by the previous commit re-submit within
 		// microseconds; without this wait they would miss the batch that
 		// starts at once and two half-size batches would alternate. Only
 		// writers that wait count: a deferred Complete comes with no one
 		// waiting for it.
-		if want, waited := int(s.lastWaiting.Load()), waitedOps(batch); waited < want {
+		if want, waited := int(s.lastWaiting.Load()), waitedOps(b.ops); waited < want {
 			timer := time.NewTimer(maxLinger)
 		gather:
-			for waited < want && len(batch) < maxBatch {
+			for waited < want && !b.full() {
 				select {
 				case o, ok := <-s.queue:
 					if !ok {
 						break gather
 					}
-					batch = append(batch, o)
+					b.add(o)
 					if o.done != nil {
 						waited++
 					}
@@ -241,9 +265,9 @@ func (s *BoltStore) commitLoop() {
 			}
 		}
 		if faultBeforeCommit != nil {
-			faultBeforeCommit(deferredAddrs(batch))
+			faultBeforeCommit(deferredAddrs(b.ops))
 		}
-		s.runBatch(batch)
+		s.runBatch(b.ops)
 		if held && time.Since(heldSince) > holdMax {
 			release()
 			time.Sleep(readerGap)
@@ -258,24 +282,23 @@ func (s *BoltStore) commitLoop() {
 // came, a 10,000-instance apply of sparkform_data made ~55 commits of
 // ~180 results, each rewriting the bbolt leaves its random addresses fall
 // in.
-func (s *BoltStore) gatherDeferred(batch []*op) []*op {
+func (s *BoltStore) gatherDeferred(b *opBatch) {
 	timer := time.NewTimer(deferLinger)
 	defer timer.Stop()
-	for len(batch) < maxBatch {
+	for !b.full() {
 		select {
 		case o, ok := <-s.queue:
 			if !ok {
-				return batch
+				return
 			}
-			batch = append(batch, o)
+			b.add(o)
 			if o.done != nil {
-				return batch
+				return
 			}
 		case <-timer.C:
-			return batch
+			return
 		}
 	}
-	return batch
 }
 
 func (s *BoltStore) runBatch(batch []*op) {
@@ -425,12 +448,21 @@ func (s *BoltStore) Complete(addr string, result *Resource) error {
 			return del(tx, c)
 		}
 	}
-	return s.submitDeferred(addr, func(tx *bolt.Tx, c *commitCtx) error {
+	return s.submitDeferred(addr, recordSize(result), func(tx *bolt.Tx, c *commitCtx) error {
 		if err := write(tx, c); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketJournal).Delete(key)
 	})
+}
+
+// recordSize is about how many bytes storing r writes (0 for nil, a
+// delete), for maxBatchBytes.
+func recordSize(r *Resource) int {
+	if r == nil {
+		return 0
+	}
+	return len(r.Address) + len(r.Node) + len(r.Value) + len(r.ValueType) + len(r.Private)
 }
 
 // DeleteResource removes addr from state (history keeps the record). An

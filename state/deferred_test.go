@@ -123,7 +123,7 @@ func TestDeferredErrorPropagates(t *testing.T) {
 	must(t, s.PutIntent(&Intent{Address: "a.ok", Action: "create"}))
 	// Complete's own op with a failure injected: what a bbolt Put that
 	// fails inside the transaction looks like to the commit loop.
-	must(t, s.submitDeferred("a.bad", func(*bolt.Tx, *commitCtx) error { return boom }))
+	must(t, s.submitDeferred("a.bad", 0, func(*bolt.Tx, *commitCtx) error { return boom }))
 	must(t, s.Complete("a.ok", testResource("a.ok", "done")))
 	if err := s.PutIntent(&Intent{Address: "a.next", Action: "create"}); !errors.Is(err, boom) || !strings.Contains(err.Error(), "a.bad") {
 		t.Errorf("PutIntent after a failed Complete: %v, want the failure naming a.bad", err)
@@ -220,6 +220,42 @@ func TestDeferredCompletesShareCommit(t *testing.T) {
 			if _, err := s.Resource(fmt.Sprintf("a.%s[%d]", end.name, i)); err != nil {
 				t.Errorf("after %s: %v", end.name, err)
 			}
+		}
+	}
+}
+
+// A batch takes no more writes once it holds maxBatchBytes of records:
+// five queued Completes of 5 MiB each commit as four (20 MiB, the fourth
+// joining at 15) and then one, not as one transaction of 25 MiB.
+func TestDeferredBatchBytes(t *testing.T) {
+	defer func(d time.Duration) { deferLinger = d }(deferLinger)
+	deferLinger = time.Minute
+	path := statePath(t)
+	checkOnCleanup(t, path)
+	s, err := Open(path, Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := strings.Repeat("x", 5<<19) // input and output: a 5 MiB value
+	commits := s.commits.Load()
+	for i := range 5 {
+		a := fmt.Sprintf("a.big[%d]", i)
+		must(t, s.Complete(a, testResource(a, big)))
+	}
+	// The first four fill a batch, committed at once; the fifth waits for
+	// more until Flush.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.commits.Load()-commits < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, s.Flush())
+	if got := s.commits.Load() - commits; got != 2 {
+		t.Errorf("5 Completes of 5 MiB made %d commits, want 2 (a full batch, then the rest at Flush)", got)
+	}
+	for i := range 5 {
+		if _, err := s.Resource(fmt.Sprintf("a.big[%d]", i)); err != nil {
+			t.Error(err)
 		}
 	}
 }
