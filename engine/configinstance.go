@@ -189,11 +189,12 @@ func (ev *evaluator) resolveScoped(s *config.InstanceScope, tr hcl.Traversal) (c
 }
 
 // resolveRef is the value that tr, a root-module reference to a resource
-// block (TYPE.NAME and then any attributes and indexes), has in the
-// evaluation context of an instance of a single-instance root block
-// (scope): there TYPE is an object whose attribute NAME is the block's
-// value, so following tr gives what following tr[2:] from that value
-// gives, with the same diagnostics. It reads the value without building
+// block or a local (TYPE.NAME or local.NAME, then any attributes and
+// indexes), has in the evaluation context of an instance of a
+// single-instance root block (scope): there TYPE (local) is an object
+// whose attribute NAME is the block's (local's) value, so following tr
+// gives what following tr[2:] from that value gives, with the same
+// diagnostics. It reads the value without building
 // the context. False for any other reference, a block with no value in
 // this walk, or a traversal with diagnostics: evaluating it in the
 // context reports them.
@@ -202,24 +203,35 @@ func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
 		return cty.NilVal, false
 	}
 	root, ok := tr[0].(hcl.TraverseRoot)
-	if !ok || root.Name == "module" || addrs.ReservedRoot(root.Name) {
+	if !ok || root.Name == "module" || (root.Name != "local" && addrs.ReservedRoot(root.Name)) {
 		return cty.NilVal, false
 	}
 	name, ok := tr[1].(hcl.TraverseAttr)
 	if !ok || cty.NormalizeString(name.Name) != name.Name {
 		return cty.NilVal, false
 	}
-	// The key as scope finds it (addrs.Resource.String), built without
-	// a heap allocation for names up to the buffer's size.
-	var buf [64]byte
-	key := append(append(append(buf[:0], root.Name...), '.'), name.Name...)
-	ev.mu.RLock()
-	b := ev.res[string(key)]
-	ev.mu.RUnlock()
-	if b == nil {
-		return cty.NilVal, false
+	var v cty.Value
+	if root.Name == "local" {
+		ev.mu.RLock()
+		v, ok = ev.locals[name.Name]
+		ev.mu.RUnlock()
+		if !ok {
+			return cty.NilVal, false
+		}
+	} else {
+		// The key as scope finds it (addrs.Resource.String), built
+		// without a heap allocation for names up to the buffer's size.
+		var buf [64]byte
+		key := append(append(append(buf[:0], root.Name...), '.'), name.Name...)
+		ev.mu.RLock()
+		b := ev.res[string(key)]
+		ev.mu.RUnlock()
+		if b == nil {
+			return cty.NilVal, false
+		}
+		v = b.value()
 	}
-	v, diags := tr[2:].TraverseRel(b.value())
+	v, diags := tr[2:].TraverseRel(v)
 	if len(diags) > 0 {
 		return cty.NilVal, false
 	}

@@ -157,7 +157,7 @@ func TestResolveRef(t *testing.T) {
 		{"sparkform_data.c1_2.id", true},  // not reached yet: unknown
 		{"sparkform_data.c9_9.id", false}, // no such block
 		{"node.local", false},
-		{"local.x", false},
+		{"local.x", false}, // no such local
 		{"var.x", false},
 		{"each.key", false},
 		{"module.m.out", false},
@@ -424,7 +424,7 @@ func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator,
 // shared across blocks, node.NAME read once, the prepared decoder, plain
 // references read without a context (resolveRef: a sensitive value, a
 // whole block, indexed ones, one beside a reference that needs the
-// context, a single block without node); with
+// context, locals, a single block without node); with
 // count.index, each.key and each.value in every position, unknowns,
 // nulls, sensitive values and strings NFC changes.
 func TestEvalInstanceMatchesFullScope(t *testing.T) {
@@ -478,7 +478,8 @@ resource "sparkform_data" "plain_mixed" {
   triggers_replace = [local.secret, sparkform_data.plain_indexed.output]
 }
 resource "sparkform_data" "plain_local" {
-  input = local.keys
+  input            = local.keys
+  triggers_replace = local.secret
 }
 `
 	if err := os.WriteFile(filepath.Join(dir, "main.sf.hcl"), []byte(src), 0o644); err != nil {
