@@ -162,6 +162,7 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 		// let go below).
 		cg.g = nil
 		ap.filter, ap.ev, ap.cg = filter, ev, cg
+		ap.e.releaseInstanceBodies(cg)
 	}
 	// An apply is a run's last walk: the engine's configuration graph
 	// (~1 KB per block; a destroy walks without it) is not kept alive
@@ -362,7 +363,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	if err != nil {
 		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, err.Error())}
 	}
-	diags := sdkDiags(resp.Diagnostics, ci.Addr, r.Body(), &rng)
+	diags := sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng)
 	if resp.OutcomeUnknown {
 		return cty.NilVal, append(diags, keptIntent(ci.Addr))
 	}

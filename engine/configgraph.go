@@ -124,6 +124,31 @@ func (e *Engine) releaseBodies() {
 	}
 }
 
+// releaseInstanceBodies lets go, before a plan's or apply's walk, the
+// syntax of every root block of one instance (no count, no for_each)
+// whose decoder needs no body: the block keeps the decoder
+// (config.Resource.ReleaseBodyFor), which keeps only the expressions it
+// evaluates, and the Body, its attribute map and the syntax attributes
+// go (~700 B a block; see TestPlanReleasesInstanceBodies). Nothing in
+// the walk asks for such a body: a provider diagnostic that names an
+// attribute parses it again (sdkDiags). Blocks of many instances and
+// module blocks (whose body their instances share) keep theirs.
+func (e *Engine) releaseInstanceBodies(cg *configGraph) {
+	for _, r := range e.Module.Resources {
+		if r.Count != nil || r.ForEach != nil || r.Scope != nil || r.Released() {
+			continue
+		}
+		s := cg.schemas[r.Addr.Type]
+		if s == nil {
+			continue
+		}
+		body := r.Body()
+		if r.ReleaseBodyFor(cg.decoders.Get(body, s.Block)) {
+			cg.decoders.Forget(body, s.Block)
+		}
+	}
+}
+
 // resourceSchemas fetches the schema of every resource type the module
 // uses, in parallel: providers start lazily and concurrently.
 func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceSchema, hcl.Diagnostics) {
@@ -187,7 +212,7 @@ func (cg *configGraph) addBlocks(m *config.Module) (map[vertex][]*addrs.Referenc
 	add := cg.adder(parsed, &diags)
 	for key, r := range m.Resources {
 		travs := config.ExprReferences(nonNil(r.ForEach, r.Count, r.NodeExpr)...)
-		travs = append(travs, r.Scope.Flat(cg.decoders.Get(r.Body(), cg.schemas[r.Addr.Type].Block).References())...)
+		travs = append(travs, r.Scope.Flat(cg.decoderOf(r).References())...)
 		travs = append(travs, r.DependsOn...)
 		add(resourceV(key), travs)
 	}

@@ -55,7 +55,18 @@ func (ev *evaluator) expandResource(key string, keep func(addr string) bool) ([]
 
 // decoder is the decoder of r's body against its type's schema.
 func (ev *evaluator) decoder(r *config.Resource) *config.ResourceDecoder {
-	return ev.cg.decoders.Get(r.Body(), ev.cg.schemas[r.Addr.Type].Block)
+	return ev.cg.decoderOf(r)
+}
+
+// decoderOf is the decoder of r's body against its type's schema: the one
+// r kept when it let its body go (releaseInstanceBodies), or the one
+// made once per body.
+func (cg *configGraph) decoderOf(r *config.Resource) *config.ResourceDecoder {
+	b := cg.schemas[r.Addr.Type].Block
+	if d := r.KeptDecoder(b); d != nil {
+		return d
+	}
+	return cg.decoders.Get(r.Body(), b)
 }
 
 // instanceEval is where an instance's expressions are evaluated: in its
@@ -81,7 +92,12 @@ func (ev *evaluator) decodeInstance(r *config.Resource, dec *config.ResourceDeco
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg, sens, d := dec.DecodeRefs(ie.resolve, func() *hcl.EvalContext { return r.Scope.BodyContext(r.Body(), ie.context()) })
+	cfg, sens, d := dec.DecodeRefs(ie.resolve, func() *hcl.EvalContext {
+		if r.Scope == nil { // a root block's body may be let go
+			return ie.context()
+		}
+		return r.Scope.BodyContext(r.Body(), ie.context())
+	})
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags

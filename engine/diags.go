@@ -20,8 +20,11 @@ func errDiag(summary, detail string) *hcl.Diagnostic {
 }
 
 // sdkDiags converts provider diagnostics into hcl ones, pointing at the
-// attribute they name when the body has it.
-func sdkDiags(ds sdk.Diagnostics, addr string, body hcl.Body, rng *hcl.Range) hcl.Diagnostics {
+// attribute they name when the body has it. body is asked for only for a
+// diagnostic that names an attribute: a walk lets most root blocks'
+// bodies go (releaseInstanceBodies), and a call without one parses none
+// again.
+func sdkDiags(ds sdk.Diagnostics, addr string, body func() hcl.Body, rng *hcl.Range) hcl.Diagnostics {
 	var out hcl.Diagnostics
 	for _, d := range ds {
 		sev := hcl.DiagError
@@ -33,7 +36,7 @@ func sdkDiags(ds sdk.Diagnostics, addr string, body hcl.Body, rng *hcl.Range) hc
 			hd.Detail = strings.TrimSpace(hd.Detail + "\n\n(" + addr + ")")
 		}
 		if body != nil && len(d.Path) > 0 {
-			hd.Subject = config.AttributeRange(body, d.Path)
+			hd.Subject = config.AttributeRange(body(), d.Path)
 		}
 		if hd.Subject == nil && rng != nil {
 			r := *rng

@@ -48,7 +48,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 	}
 	resp := prov.ImportResource(ctx, sdk.ImportRequest{TypeName: r.Addr.Type, Node: found.Node, ID: id})
 	rng := r.DeclRange
-	diags = append(diags, sdkDiags(resp.Diagnostics, addr, r.Body(), &rng)...)
+	diags = append(diags, sdkDiags(resp.Diagnostics, addr, r.Body, &rng)...)
 	if resp.Diagnostics.HasErrors() {
 		return diags
 	}

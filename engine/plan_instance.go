@@ -130,7 +130,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
 	planned, replacePaths, plannedPrivate, unchanged, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
 	notes, d := planNotes(d)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Body(), &rng)...)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Body, &rng)...)
 	if d.HasErrors() {
 		return nil, diags
 	}
@@ -157,7 +157,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	np, _, npriv, _, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
 	more, d := planNotes(d)
 	ch.Notes = append(ch.Notes, more...)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Body(), &rng)...)
+	diags = append(diags, sdkDiags(d, ci.Addr, r.Body, &rng)...)
 	if d.HasErrors() {
 		return nil, diags
 	}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/sparkform/sparkform/engine/plans"
 )
 
@@ -31,14 +33,15 @@ func str(b *bed, addr, name string) string {
 
 // A destroy lets go of every resource body and the configuration graph
 // before it starts (it reads neither); a plan and apply after it on the
-// same engine build and parse them again, and plan the same.
+// same engine build the graph again, from the decoders the blocks kept,
+// and plan the same.
 func TestDestroyReleasesBodies(t *testing.T) {
 	const all = "sftest_thing.a sftest_thing.b sftest_thing.c sftest_thing.d"
 	b := newBed(t)
 	r := b.cfg("chain", "value=v2")
 	r.converge()
-	if got := released(r); got != "" {
-		t.Fatalf("plan and apply released %q: they read every body", got)
+	if got := released(r); got != all {
+		t.Fatalf("plan and apply released %q, want %q (root blocks of one instance)", got, all)
 	}
 	firstC := str(b, "sftest_thing.c", "value")
 
@@ -57,11 +60,11 @@ func TestDestroyReleasesBodies(t *testing.T) {
 		t.Fatalf("the destroy's apply parsed bodies again: released %q, want %q", got, all)
 	}
 
-	// b and c read a's and b's ids through the bodies parsed again; d
-	// its variable.
+	// b and c read a's and b's ids through the decoders kept; d its
+	// variable. Nothing was parsed again.
 	r.converge()
-	if got := released(r); got != "" {
-		t.Fatalf("bodies still released after a plan and apply: %q", got)
+	if got := released(r); got != all {
+		t.Fatalf("released %q after a plan and apply, want %q", got, all)
 	}
 	if got := str(b, "sftest_thing.d", "value"); got != "v2" {
 		t.Fatalf("d = %q after the bodies were parsed again, want v2", got)
@@ -99,4 +102,55 @@ func TestPlanChangesShareNode(t *testing.T) {
 	r.apply(p)
 	check("no-ops", r.plan(PlanOptions{}), true)
 	check("deletes", r.plan(PlanOptions{Mode: plans.DestroyMode}), true)
+}
+
+// A plan lets go of the bodies of the root blocks of one instance before
+// its walk, keeping their decoders; a counted block and a module's block
+// keep theirs. The apply parses none again and applies what the plan
+// said; a provider diagnostic naming an attribute of a released block
+// parses that block's body again to point at the attribute.
+func TestPlanReleasesInstanceBodies(t *testing.T) {
+	const want = "sftest_thing.a sftest_thing.b sftest_thing.c"
+	b := newBed(t)
+	r := b.cfg("released")
+	p := r.plan(PlanOptions{})
+	if got := released(r); got != want {
+		t.Fatalf("a plan released %q, want %q", got, want)
+	}
+	r.apply(p)
+	if got := released(r); got != want {
+		t.Fatalf("after apply released %q, want %q: a body was parsed again", got, want)
+	}
+	a := str(b, "sftest_thing.a", "id")
+	for addr, value := range map[string]string{"sftest_thing.b": a + "-b", "sftest_thing.c": a + "-b",
+		"sftest_thing.counted[1]": a + "-1", `module.m.sftest_thing.inner`: a + "-b-inner"} {
+		if got := str(b, addr, "value"); got != value {
+			t.Errorf("%s = %q, want %q", addr, got, value)
+		}
+	}
+	if p := r.plan(PlanOptions{}); len(p.Changes) != 0 && !allNoOp(p) {
+		t.Errorf("the plan after apply is not a no-op: %v", actions(p))
+	}
+
+	// c's update fails: the provider's diagnostic names c's fail argument.
+	r = b.cfg("released", "fail=update")
+	_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
+	var subject *hcl.Range
+	for _, d := range diags {
+		if d.Summary == "Test provider failure" {
+			subject = d.Subject
+		}
+	}
+	if subject == nil || subject.Start.Line != 27 || subject.Start.Column != 11 || !strings.HasSuffix(subject.Filename, "released/main.sf.hcl") {
+		t.Fatalf("the failure points at %v, want c's fail argument (main.sf.hcl:27,11)\n%s", subject, diagString(diags))
+	}
+}
+
+func allNoOp(p *plans.Plan) bool {
+	for _, c := range p.Changes {
+		if c.Action != plans.NoOp {
+			return false
+		}
+	}
+	return true
 }

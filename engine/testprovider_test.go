@@ -244,7 +244,7 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 	fail := func(what string) sdk.ApplyResponse {
 		t.tp.log("failed-"+op, req.Address)
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{
-			sdk.Errorf(nil, "Test provider failure", "%s of %s failed because its config says fail = %q", what, req.Address, what)}}
+			sdk.Errorf(cty.GetAttrPath("fail"), "Test provider failure", "%s of %s failed because its config says fail = %q", what, req.Address, what)}}
 	}
 	switch op {
 	case "delete":

@@ -134,8 +134,12 @@ func sharedBodiesOnce(m *config.Module, cg *configGraph, keys []string) []string
 	out := keys[:0:0]
 	for _, key := range keys {
 		r := m.Resources[key]
+		if r.Scope == nil { // a root block's syntax is its own
+			out = append(out, key)
+			continue
+		}
 		sb, ok := r.Body().(*hclsyntax.Body)
-		if r.Scope == nil || !ok { // a root block's syntax is its own
+		if !ok {
 			out = append(out, key)
 			continue
 		}
@@ -168,9 +172,11 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 	var names []string
 	for _, key := range keys {
 		r := e.Module.Resources[key]
-		schema := cg.schemas[r.Addr.Type]
-		body := r.Body()
-		cfg, _, d := cg.decoders.Get(body, schema.Block).Decode(r.Scope.BodyContext(body, ictx))
+		ctx := ictx
+		if r.Scope != nil { // a root block's body may be let go
+			ctx = r.Scope.BodyContext(r.Body(), ictx)
+		}
+		cfg, _, d := cg.decoderOf(r).Decode(ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -218,7 +224,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 			for j, key := range b.keys {
 				r := e.Module.Resources[key]
 				rng := r.DeclRange
-				results[i] = append(results[i], sdkDiags(got[j], key, r.Body(), &rng)...)
+				results[i] = append(results[i], sdkDiags(got[j], key, r.Body, &rng)...)
 			}
 		})
 	}

@@ -27,20 +27,30 @@ import (
 // exactly those of the general path (TestResourceDecoderMatches), which
 // every other body takes.
 type ResourceDecoder struct {
+	// body is nil on the direct path, which does not need it: a root
+	// block's body can go once its decoder is made (the engine's
+	// releaseInstanceBodies), the decoder keeping only what it evaluates.
 	body  hcl.Body
 	block *sdk.Block
 	sp    *blockSpecs
 	// set holds, for the direct path, the attribute each of sp.attrs
-	// takes from the body (nil: not set, or computed-only); nil when the
-	// body takes the general path. The body's own syntax attributes, not
-	// the hcl.Attribute copies Content makes: a decoder lives as long as
-	// its body, and a copy was ~160 B per set attribute per block.
-	set []*hclsyntax.Attribute
+	// takes from the body (expr nil: not set, or computed-only); nil when
+	// the body takes the general path. Only the expression and where the
+	// attribute's name starts (for a diagnostic's context), not the
+	// syntax attribute: its ranges are ~224 B per set attribute per block.
+	set []setAttr
 	// consts holds, for the direct path, the decoded value of each set
 	// attribute whose expression is a constant (literals, templates
 	// without interpolation, tuples and objects of them: no reference,
 	// no function); cty.NilVal for the others.
 	consts []cty.Value
+}
+
+// setAttr is one attribute the body sets: its expression and where its
+// name starts.
+type setAttr struct {
+	expr      hclsyntax.Expression
+	nameStart hcl.Pos
 }
 
 // NewResourceDecoder prepares the decoding of body against schema b.
@@ -58,17 +68,18 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 			return d // the general path reports them, every time
 		}
 	}
-	d.set = make([]*hclsyntax.Attribute, len(d.sp.attrs))
+	d.set = make([]setAttr, len(d.sp.attrs))
+	d.body = nil
 	for i, a := range d.sp.attrs {
 		if a.spec == nil || isMetaAttr(a.name) || sb.Attributes[a.name] == nil {
 			continue
 		}
 		attr := sb.Attributes[a.name]
-		d.set[i] = attr
+		d.set[i] = setAttr{expr: attr.Expr, nameStart: attr.NameRange.Start}
 		if !isConstant(attr.Expr) {
 			continue
 		}
-		v, diags := decodeAttr(a.name, a.decode, attr, nil)
+		v, diags := decodeAttr(a.name, a.decode, d.set[i], nil)
 		if len(diags) > 0 || sdk.HasMarks(v) {
 			continue
 		}
@@ -169,6 +180,22 @@ func (c *Decoders) Len() int {
 	return len(c.m)
 }
 
+// Forget drops the decoder of body against schema b, whose key would keep
+// the body alive: its block holds the decoder itself and lets the body go
+// (engine.releaseInstanceBodies).
+func (c *Decoders) Forget(body hcl.Body, b *sdk.Block) {
+	sb, ok := body.(*hclsyntax.Body)
+	if c == nil || !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, decoderKey{sb, b})
+}
+
+// Direct says d decodes on the direct path, which keeps no body.
+func (d *ResourceDecoder) Direct() bool { return d.set != nil }
+
 // Get is the decoder of body against schema b.
 func (c *Decoders) Get(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 	sb, ok := body.(*hclsyntax.Body)
@@ -203,8 +230,8 @@ func (d *ResourceDecoder) References() []hcl.Traversal {
 	}
 	var out []hcl.Traversal
 	for _, a := range d.set {
-		if a != nil {
-			out = append(out, a.Expr.Variables()...)
+		if a.expr != nil {
+			out = append(out, a.expr.Variables()...)
 		}
 	}
 	return out
@@ -249,7 +276,7 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 		switch attr := d.set[i]; {
 		case a.spec == nil: // computed-only
 			v = cty.NullVal(a.ty)
-		case attr == nil:
+		case attr.expr == nil:
 			v = a.null
 		case d.consts != nil && d.consts[i] != cty.NilVal:
 			vals[a.name] = d.consts[i]
@@ -285,8 +312,8 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 // resolveAttr is decodeAttr's value for attr when its expression is a
 // plain reference that resolve gives and whose value converts to ty; false
 // otherwise (decodeAttr then evaluates it and reports what is wrong).
-func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, attr *hclsyntax.Attribute) (cty.Value, bool) {
-	st, ok := attr.Expr.(*hclsyntax.ScopeTraversalExpr)
+func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, attr setAttr) (cty.Value, bool) {
+	st, ok := attr.expr.(*hclsyntax.ScopeTraversalExpr)
 	if !ok {
 		return cty.NilVal, false
 	}
@@ -302,17 +329,18 @@ func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, att
 }
 
 // decodeAttr is hcldec's AttrSpec decode of one attribute set in the body.
-func decodeAttr(name string, ty cty.Type, attr *hclsyntax.Attribute, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	val, diags := attr.Expr.Value(ctx)
+func decodeAttr(name string, ty cty.Type, attr setAttr, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	val, diags := attr.expr.Value(ctx)
 	conv, err := convert.Convert(val, ty)
 	if err != nil {
+		rng := attr.expr.Range()
 		return cty.UnknownVal(ty.WithoutOptionalAttributesDeep()), append(diags, &hcl.Diagnostic{
 			Severity:    hcl.DiagError,
 			Summary:     "Incorrect attribute value type",
 			Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", name, err.Error()),
-			Subject:     attr.Expr.Range().Ptr(),
-			Context:     hcl.RangeBetween(attr.NameRange, attr.Expr.Range()).Ptr(),
-			Expression:  attr.Expr,
+			Subject:     rng.Ptr(),
+			Context:     &hcl.Range{Filename: rng.Filename, Start: attr.nameStart, End: rng.End},
+			Expression:  attr.expr,
 			EvalContext: ctx,
 		})
 	}

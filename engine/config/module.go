@@ -125,6 +125,8 @@ type Resource struct {
 	// src is where the body can be parsed again once released; nil for a
 	// body that must not be released (see ReleaseBody).
 	src *bodySource
+	// decoder is the decoder ReleaseBodyFor kept when it let the body go.
+	decoder *ResourceDecoder
 }
 
 // Lifecycle is a resource's `lifecycle` block.

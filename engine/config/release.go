@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // A resource block's syntax tree is ~2 KB (the body, its attributes, the
@@ -81,6 +83,38 @@ func (r *Resource) ReleaseBody() hcl.Body {
 	b := r.body
 	r.body = nil
 	return b
+}
+
+// ReleaseBodyFor lets the body go as ReleaseBody does, for walks that
+// decode it with d (its decoder against the block type's schema), which
+// the block keeps (KeptDecoder): on the direct path a decoder holds only
+// the expressions it evaluates, so a plan or apply lets the rest of the
+// tree go before its walk (~700 B per block). It reports false, and lets
+// nothing go, when d needs the body (the general path) or the body stays
+// (see ReleaseBody).
+func (r *Resource) ReleaseBodyFor(d *ResourceDecoder) bool {
+	if r.src == nil || !d.Direct() {
+		return false
+	}
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	r.body, r.decoder = nil, d
+	return true
+}
+
+// KeptDecoder is the decoder ReleaseBodyFor kept, when it was made
+// against schema b; nil otherwise.
+func (r *Resource) KeptDecoder(b *sdk.Block) *ResourceDecoder {
+	if r.src == nil {
+		return nil
+	}
+	r.src.mu.Lock()
+	d := r.decoder
+	r.src.mu.Unlock()
+	if d == nil || d.block != b {
+		return nil
+	}
+	return d
 }
 
 // Released reports whether the body is let go and not yet parsed again.

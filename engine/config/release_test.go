@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -200,5 +201,48 @@ func TestReleasedBodyParsedOnce(t *testing.T) {
 		if b == nil || b != bodies[0] {
 			t.Fatalf("goroutine %d got body %p, goroutine 0 %p", i, b, bodies[0])
 		}
+	}
+}
+
+// ReleaseBodyFor lets a body go and keeps its decoder only where the
+// decoder needs no body (the direct path) and the body may go at all;
+// the kept decoder is had again only for the schema it was made for.
+func TestReleaseBodyForKeepsDecoder(t *testing.T) {
+	flat := loadRelease(t)
+	block := &sdk.Block{Attributes: map[string]*sdk.Attribute{
+		"input":            {Type: cty.DynamicPseudoType, Optional: true},
+		"triggers_replace": {Type: cty.DynamicPseudoType, Optional: true},
+		"id":               {Type: cty.String, Computed: true},
+	}}
+	plain := flat.Resources["sparkform_data.plain"]
+	d := NewResourceDecoder(plain.Body(), block)
+	want, _, diags := d.Decode(RootContext(flat.Dir, map[string]cty.Value{"v": cty.StringVal("x")}))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if !plain.ReleaseBodyFor(d) || !plain.Released() {
+		t.Fatal("the direct-path decoder's body was not let go")
+	}
+	if plain.KeptDecoder(block) != d || plain.KeptDecoder(dockerBlock) != nil {
+		t.Error("the kept decoder is not had for its schema alone")
+	}
+	got, _, diags := plain.KeptDecoder(block).Decode(RootContext(flat.Dir, map[string]cty.Value{"v": cty.StringVal("x")}))
+	if diags.HasErrors() || !got.RawEquals(want) {
+		t.Errorf("the kept decoder decodes %#v (%v), want %#v", got, diags, want)
+	}
+	if !plain.Released() {
+		t.Error("decoding with the kept decoder parsed the body again")
+	}
+
+	// The general path needs the body (a computed-only attribute set).
+	general := flat.Resources["sparkform_data.heredoc"]
+	gd := NewResourceDecoder(general.Body(), &sdk.Block{Attributes: map[string]*sdk.Attribute{"input": {Type: cty.String, Computed: true}}})
+	if general.ReleaseBodyFor(gd) || general.Released() || general.KeptDecoder(gd.block) != nil {
+		t.Error("a general-path decoder's body was let go")
+	}
+	// A module's body stays (its instances share it).
+	inner := flat.Resources[`module.m.sparkform_data.inner`]
+	if inner.ReleaseBodyFor(NewResourceDecoder(inner.Body(), block)) || inner.Released() {
+		t.Error("a module instance's body was let go")
 	}
 }
