@@ -29,14 +29,7 @@ import (
 func TestScopeCostsOnlyReferences(t *testing.T) {
 	sr := newShapeRun(t, "blocks", 100)
 	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	ev := newEvaluator(e.Module, cg, nil)
-	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	_, ev := staticEvaluator(t, e)
 	v := resourceV("sparkform_data.c3_4")
 	ctx := ev.scope(v)
 	if ctx.Parent() != ev.rootContext() {
@@ -95,14 +88,7 @@ func TestConfigGraphBuiltOnce(t *testing.T) {
 func TestEvalInstanceAllocations(t *testing.T) {
 	sr := newShapeRun(t, "blocks", 100)
 	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	ev := newEvaluator(e.Module, cg, nil)
-	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	_, ev := staticEvaluator(t, e)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc"), "input": cty.StringVal("x")})
 	ev.resourceValues("sparkform_data.c3_3").set(addrs.NoKey, prev)
 	iv := &instanceVertex{block: "sparkform_data.c3_4", key: addrs.NoKey, addr: "sparkform_data.c3_4"}
@@ -126,14 +112,7 @@ func TestEvalInstanceAllocations(t *testing.T) {
 func TestResolveRef(t *testing.T) {
 	sr := newShapeRun(t, "blocks", 20)
 	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	ev := newEvaluator(e.Module, cg, nil)
-	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	_, ev := staticEvaluator(t, e)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc").Mark(config.SensitiveMark),
 		"input": cty.ListVal([]cty.Value{cty.StringVal("x"), cty.StringVal("y")}), "output": cty.UnknownVal(cty.String)})
 	ev.resourceValues("sparkform_data.c1_3").set(addrs.NoKey, prev)
@@ -307,24 +286,8 @@ resource "sparkform_data" "checked" {
   node = var.host
 }
 `}
-	for name, src := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sr := newShapeRun(t, "count", 10)
-	e := &Engine{Module: loadShape(t, dir), Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	ev := newEvaluator(e.Module, cg, nil)
-	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	e := engineOfFiles(t, dir, files)
+	cg, ev := staticEvaluator(t, e)
 	// node.local without a value: the same error both ways.
 	// node.local without a value: the same error both ways. (Not for the
 	// module variables set to it: their values, taken from node.local
@@ -482,20 +445,13 @@ resource "sparkform_data" "plain_local" {
   triggers_replace = local.secret
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "main.sf.hcl"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sr := newShapeRun(t, "count", 10)
-	e := &Engine{Module: loadShape(t, dir), Providers: sr.provs}
+	e := engineOfFiles(t, dir, map[string]string{"main.sf.hcl": src})
 	cg, diags := e.buildConfigGraph(context.Background())
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
-		ev := newEvaluator(e.Module, cg, nil)
-		if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-			t.Fatal(diagString(diags))
-		}
+		ev := newStaticEvaluator(t, e, cg)
 		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
 		got := map[string]*configInstance{}
 		var mu sync.Mutex
@@ -507,12 +463,7 @@ resource "sparkform_data" "plain_local" {
 			mu.Lock()
 			got[iv.addr] = ci
 			mu.Unlock()
-			id := cty.UnknownVal(cty.String)
-			if known {
-				id = cty.StringVal("id-" + iv.addr)
-			}
-			ev.resourceValues(iv.block).set(iv.key, cty.ObjectVal(map[string]cty.Value{"id": id,
-				"input": ci.Config.GetAttr("input"), "output": ci.Config.GetAttr("input"), "triggers_replace": ci.Config.GetAttr("triggers_replace")}))
+			publishData(ev, iv, ci, known)
 			return diags
 		}})
 		if diags.HasErrors() {
@@ -589,14 +540,7 @@ func TestSingleBlockValuesAllocations(t *testing.T) {
 func TestSameKeyContextAllocations(t *testing.T) {
 	sr := newShapeRun(t, "count", 100)
 	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	ev := newEvaluator(e.Module, cg, nil)
-	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	cg, ev := staticEvaluator(t, e)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc")})
 	ev.resourceValues("sparkform_data.r3").set(addrs.IntKey(5), prev)
 	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
@@ -707,26 +651,14 @@ output "out" {
   value = var.v
 }
 `}
-	for name, src := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sr := newShapeRun(t, "count", 10)
-	e := &Engine{Module: loadShape(t, dir), Providers: sr.provs}
+	e := engineOfFiles(t, dir, files)
 	cg, diags := e.buildConfigGraph(context.Background())
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	var ev *evaluator
 	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
-		ev = newEvaluator(e.Module, cg, nil)
-		if diags := e.expandStatic(cg, ev); diags.HasErrors() {
-			t.Fatal(diagString(diags))
-		}
+		ev = newStaticEvaluator(t, e, cg)
 		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
 		var mu sync.Mutex
 		lazy := 0
@@ -745,12 +677,7 @@ output "out" {
 				lazy++
 				mu.Unlock()
 			}
-			id := cty.UnknownVal(cty.String)
-			if known {
-				id = cty.StringVal("id-" + iv.addr)
-			}
-			ev.resourceValues(iv.block).set(iv.key, cty.ObjectVal(map[string]cty.Value{"id": id,
-				"input": ci.Config.GetAttr("input"), "output": ci.Config.GetAttr("input"), "triggers_replace": ci.Config.GetAttr("triggers_replace")}))
+			publishData(ev, iv, ci, known)
 			return diags
 		}})
 		if diags.HasErrors() {
@@ -794,4 +721,51 @@ output "out" {
 			t.Errorf("resolveScoped(%s) = %#v, want %#v (%s)", src, got, v, diagString(d))
 		}
 	}
+}
+
+// staticEvaluator builds e's configuration graph and an evaluator of what
+// the configuration knows before a walk (expandStatic), as a plan does.
+func staticEvaluator(t testing.TB, e *Engine) (*configGraph, *evaluator) {
+	t.Helper()
+	cg, diags := e.buildConfigGraph(context.Background())
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	return cg, newStaticEvaluator(t, e, cg)
+}
+
+// newStaticEvaluator is a new evaluator of cg with expandStatic done.
+func newStaticEvaluator(t testing.TB, e *Engine, cg *configGraph) *evaluator {
+	t.Helper()
+	ev := newEvaluator(e.Module, cg, nil)
+	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	return ev
+}
+
+// engineOfFiles writes files (path: source) under dir and is an engine of
+// the configuration there, with sparkform_data's provider.
+func engineOfFiles(t *testing.T, dir string, files map[string]string) *Engine {
+	t.Helper()
+	for name, src := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Engine{Module: loadShape(t, dir), Providers: newShapeRun(t, "count", 10).provs}
+}
+
+// publishData sets iv's value as sparkform_data's plan (known false: id
+// unknown) or apply would from its configuration ci.
+func publishData(ev *evaluator, iv *instanceVertex, ci *configInstance, known bool) {
+	id := cty.UnknownVal(cty.String)
+	if known {
+		id = cty.StringVal("id-" + iv.addr)
+	}
+	ev.resourceValues(iv.block).set(iv.key, cty.ObjectVal(map[string]cty.Value{"id": id,
+		"input": ci.Config.GetAttr("input"), "output": ci.Config.GetAttr("input"), "triggers_replace": ci.Config.GetAttr("triggers_replace")}))
 }

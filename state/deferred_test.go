@@ -186,15 +186,7 @@ func must(t testing.TB, err error) {
 // was committed at once, alone. The linger is set far longer than the
 // test, so that only the waited write can end it.
 func TestDeferredCompletesShareCommit(t *testing.T) {
-	defer func(d time.Duration) { deferLinger = d }(deferLinger)
-	deferLinger = time.Minute
-	path := statePath(t)
-	checkOnCleanup(t, path)
-	s, err := Open(path, Options{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := lingeringStore(t)
 	for _, end := range []struct {
 		name  string
 		write func(i int) error
@@ -228,15 +220,7 @@ func TestDeferredCompletesShareCommit(t *testing.T) {
 // five queued Completes of 5 MiB each commit as four (20 MiB, the fourth
 // joining at 15) and then one, not as one transaction of 25 MiB.
 func TestDeferredBatchBytes(t *testing.T) {
-	defer func(d time.Duration) { deferLinger = d }(deferLinger)
-	deferLinger = time.Minute
-	path := statePath(t)
-	checkOnCleanup(t, path)
-	s, err := Open(path, Options{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := lingeringStore(t)
 	big := strings.Repeat("x", 5<<19) // input and output: a 5 MiB value
 	commits := s.commits.Load()
 	for i := range 5 {
@@ -258,4 +242,25 @@ func TestDeferredBatchBytes(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// lingeringStore is a new store whose Completes queued alone wait a
+// minute for more (deferLinger), longer than any test: only a full batch
+// or a write someone waits for ends the wait.
+func lingeringStore(t *testing.T) *BoltStore {
+	t.Helper()
+	old := deferLinger
+	deferLinger = time.Minute
+	path := statePath(t)
+	checkOnCleanup(t, path)
+	s, err := Open(path, Options{Command: "test"})
+	if err != nil {
+		deferLinger = old
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		deferLinger = old
+	})
+	return s
 }
