@@ -160,9 +160,9 @@ func nodeOf(v cty.Value) (sdk.Node, error) {
 }
 
 // evalInstance evaluates one instance vertex's node and configuration.
-// The root module's block of one instance (most of a generated
-// configuration's) builds its context only for what is neither a
-// constant nor a plain reference to another resource (resolveRef).
+// A block of one instance, root or in a module instance (most blocks of a
+// generated configuration), builds its context only for what is neither
+// a constant nor a plain reference (resolveRef, resolveScoped).
 func (ev *evaluator) evalInstance(iv *instanceVertex) (*configInstance, hcl.Diagnostics) {
 	r := ev.mod.Resources[iv.block]
 	if r.Count != nil || r.ForEach != nil || len(iv.sameKeyDeps) > 0 {
@@ -185,23 +185,20 @@ func (ev *evaluator) resolveScoped(s *config.InstanceScope, tr hcl.Traversal) (c
 		return cty.NilVal, false
 	}
 	var v cty.Value
-	ev.mu.RLock()
 	if local {
-		v, ok = ev.locals[key]
-	} else if b := ev.res[key]; b != nil {
-		v = b.value()
+		v, ok = ev.localValue(key)
 	} else {
-		ok = false
+		ev.mu.RLock()
+		b := ev.res[key]
+		ev.mu.RUnlock()
+		if ok = b != nil; ok {
+			v = b.value()
+		}
 	}
-	ev.mu.RUnlock()
 	if !ok {
 		return cty.NilVal, false
 	}
-	v, diags := rest.TraverseRel(v)
-	if len(diags) > 0 {
-		return cty.NilVal, false
-	}
-	return v, true
+	return followRest(v, rest)
 }
 
 // resolveRef is the value that tr, a root-module reference to a resource
@@ -210,10 +207,10 @@ func (ev *evaluator) resolveScoped(s *config.InstanceScope, tr hcl.Traversal) (c
 // single-instance root block (scope): there TYPE (local) is an object
 // whose attribute NAME is the block's (local's) value, so following tr
 // gives what following tr[2:] from that value gives, with the same
-// diagnostics. It reads the value without building
-// the context. False for any other reference, a block with no value in
-// this walk, or a traversal with diagnostics: evaluating it in the
-// context reports them.
+// diagnostics. It reads the value without building the context. False
+// for any other reference, a block or local with no value in this walk,
+// or a traversal with diagnostics: evaluating it in the context reports
+// them.
 func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
 	if len(tr) < 2 {
 		return cty.NilVal, false
@@ -228,10 +225,7 @@ func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
 	}
 	var v cty.Value
 	if root.Name == "local" {
-		ev.mu.RLock()
-		v, ok = ev.locals[name.Name]
-		ev.mu.RUnlock()
-		if !ok {
+		if v, ok = ev.localValue(name.Name); !ok {
 			return cty.NilVal, false
 		}
 	} else {
@@ -247,7 +241,20 @@ func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
 		}
 		v = b.value()
 	}
-	v, diags := tr[2:].TraverseRel(v)
+	return followRest(v, tr[2:])
+}
+
+// localValue is the walk's value of the (flat) local name.
+func (ev *evaluator) localValue(name string) (cty.Value, bool) {
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	v, ok := ev.locals[name]
+	return v, ok
+}
+
+// followRest is v followed by rest, false when that has diagnostics.
+func followRest(v cty.Value, rest hcl.Traversal) (cty.Value, bool) {
+	v, diags := rest.TraverseRel(v)
 	if len(diags) > 0 {
 		return cty.NilVal, false
 	}

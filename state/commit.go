@@ -51,7 +51,7 @@ type op struct {
 	fn   opFunc
 	done chan error
 	addr string // a queued Complete's address, for its error
-	size int    // the bytes of record it writes, about (maxBatchBytes)
+	size int    // about the bytes of record it writes (a Complete's; maxBatchBytes)
 }
 
 // opBatch is the writes of one group commit.

@@ -258,7 +258,8 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 // that evaluation has no diagnostics, and false otherwise or when unsure.
 // A resolved value that does not convert to the attribute's type is
 // evaluated again in ctx(), so the diagnostics are always Decode's
-// (TestDecodeRefsMatches). A nil resolve resolves nothing.
+// (TestResourceDecoderMatches, TestDecodeRefsContext). A nil resolve
+// resolves nothing.
 func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, bool), ctxOf func() *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
 	if d.set == nil {
 		v, diags := DecodeResource(d.body, d.block, ctxOf())
