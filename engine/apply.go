@@ -162,7 +162,7 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 		// let go below).
 		cg.g = nil
 		ap.filter, ap.ev, ap.cg = filter, ev, cg
-		ap.e.releaseInstanceBodies(cg)
+		ap.e.releaseRootBodies(cg)
 	}
 	// An apply is a run's last walk: the engine's configuration graph
 	// (~1 KB per block; a destroy walks without it) is not kept alive

@@ -124,18 +124,17 @@ func (e *Engine) releaseBodies() {
 	}
 }
 
-// releaseInstanceBodies lets go, before a plan's or apply's walk, the
-// syntax of every root block of one instance (no count, no for_each)
-// whose decoder needs no body: the block keeps the decoder
-// (config.Resource.ReleaseBodyFor), which keeps only the expressions it
-// evaluates, and the Body, its attribute map and the syntax attributes
-// go (~700 B a block; see TestPlanReleasesInstanceBodies). Nothing in
-// the walk asks for such a body: a provider diagnostic that names an
-// attribute parses it again (sdkDiags). Blocks of many instances and
-// module blocks (whose body their instances share) keep theirs.
-func (e *Engine) releaseInstanceBodies(cg *configGraph) {
+// releaseRootBodies lets go, before a plan's or apply's walk, the syntax
+// of every root block whose decoder needs no body: the block keeps the
+// decoder (config.Resource.ReleaseBodyFor), which keeps only the
+// expressions it evaluates, and the Body, its attribute map and the
+// syntax attributes go (~700 B a block; see TestPlanReleasesRootBodies).
+// Nothing in the walk asks for such a body: a provider diagnostic that
+// names an attribute parses it again (sdkDiags). A module's blocks keep
+// theirs (their instances share it; ReleaseBodyFor refuses).
+func (e *Engine) releaseRootBodies(cg *configGraph) {
 	for _, r := range e.Module.Resources {
-		if r.Count != nil || r.ForEach != nil || r.Scope != nil || r.Released() {
+		if r.Scope != nil || r.Released() { // a module's body stays anyway
 			continue
 		}
 		s := cg.schemas[r.Addr.Type]

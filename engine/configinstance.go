@@ -59,7 +59,7 @@ func (ev *evaluator) decoder(r *config.Resource) *config.ResourceDecoder {
 }
 
 // decoderOf is the decoder of r's body against its type's schema: the one
-// r kept when it let its body go (releaseInstanceBodies), or the one
+// r kept when it let its body go (releaseRootBodies), or the one
 // made once per body.
 func (cg *configGraph) decoderOf(r *config.Resource) *config.ResourceDecoder {
 	b := cg.schemas[r.Addr.Type].Block

@@ -22,7 +22,7 @@ func errDiag(summary, detail string) *hcl.Diagnostic {
 // sdkDiags converts provider diagnostics into hcl ones, pointing at the
 // attribute they name when the body has it. body is asked for only for a
 // diagnostic that names an attribute: a walk lets most root blocks'
-// bodies go (releaseInstanceBodies), and a call without one parses none
+// bodies go (releaseRootBodies), and a call without one parses none
 // again.
 func sdkDiags(ds sdk.Diagnostics, addr string, body func() hcl.Body, rng *hcl.Range) hcl.Diagnostics {
 	var out hcl.Diagnostics

@@ -27,9 +27,7 @@ import (
 // block alone (node.local; the one sparkform_data a chain link takes) is
 // that block's cached object, not a new object and type per context.
 func TestScopeCostsOnlyReferences(t *testing.T) {
-	sr := newShapeRun(t, "blocks", 100)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	_, ev := staticEvaluator(t, e)
+	_, _, ev := shapeEvaluator(t, "blocks", 100)
 	v := resourceV("sparkform_data.c3_4")
 	ctx := ev.scope(v)
 	if ctx.Parent() != ev.rootContext() {
@@ -86,9 +84,7 @@ func TestConfigGraphBuiltOnce(t *testing.T) {
 // content checked once per run (config.Decoders), node.local read as a
 // node once.
 func TestEvalInstanceAllocations(t *testing.T) {
-	sr := newShapeRun(t, "blocks", 100)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	_, ev := staticEvaluator(t, e)
+	_, _, ev := shapeEvaluator(t, "blocks", 100)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc"), "input": cty.StringVal("x")})
 	ev.resourceValues("sparkform_data.c3_3").set(addrs.NoKey, prev)
 	iv := &instanceVertex{block: "sparkform_data.c3_4", key: addrs.NoKey, addr: "sparkform_data.c3_4"}
@@ -110,9 +106,7 @@ func TestEvalInstanceAllocations(t *testing.T) {
 // as it does in the instance's context; anything else is left to the
 // context (false), including a traversal that has diagnostics there.
 func TestResolveRef(t *testing.T) {
-	sr := newShapeRun(t, "blocks", 20)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	_, ev := staticEvaluator(t, e)
+	e, _, ev := shapeEvaluator(t, "blocks", 20)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc").Mark(config.SensitiveMark),
 		"input": cty.ListVal([]cty.Value{cty.StringVal("x"), cty.StringVal("y")}), "output": cty.UnknownVal(cty.String)})
 	ev.resourceValues("sparkform_data.c1_3").set(addrs.NoKey, prev)
@@ -538,9 +532,7 @@ func TestSingleBlockValuesAllocations(t *testing.T) {
 // holds that block as an object of the one instance, built straight into
 // the context: a map of names per type first took two more allocations.
 func TestSameKeyContextAllocations(t *testing.T) {
-	sr := newShapeRun(t, "count", 100)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, ev := staticEvaluator(t, e)
+	e, cg, ev := shapeEvaluator(t, "count", 100)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc")})
 	ev.resourceValues("sparkform_data.r3").set(addrs.IntKey(5), prev)
 	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
@@ -721,6 +713,16 @@ output "out" {
 			t.Errorf("resolveScoped(%s) = %#v, want %#v (%s)", src, got, v, diagString(d))
 		}
 	}
+}
+
+// shapeEvaluator is staticEvaluator of an engine of n instances in shape
+// (shapeFiles).
+func shapeEvaluator(t testing.TB, shape string, n int) (*Engine, *configGraph, *evaluator) {
+	t.Helper()
+	sr := newShapeRun(t, shape, n)
+	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	cg, ev := staticEvaluator(t, e)
+	return e, cg, ev
 }
 
 // staticEvaluator builds e's configuration graph and an evaluator of what

@@ -21,7 +21,7 @@ func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOption
 	in.filter.expand(in.cg)
 	pl := newPlanner(e, p, in, opts)
 	g := in.cg.walkGraph(e.Module, in.filter.vertex, in.filter.instance)
-	e.releaseInstanceBodies(in.cg)
+	e.releaseRootBodies(in.cg)
 	diags = append(diags, e.walk(ctx, g, in.ev, walkFuncs{
 		resource: pl.planBlock, instance: pl.planInstanceVertex, output: e.planOutput(p)})...)
 	if diags.HasErrors() {

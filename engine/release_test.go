@@ -41,7 +41,7 @@ func TestDestroyReleasesBodies(t *testing.T) {
 	r := b.cfg("chain", "value=v2")
 	r.converge()
 	if got := released(r); got != all {
-		t.Fatalf("plan and apply released %q, want %q (root blocks of one instance)", got, all)
+		t.Fatalf("plan and apply released %q, want %q (every root block)", got, all)
 	}
 	firstC := str(b, "sftest_thing.c", "value")
 
@@ -104,13 +104,13 @@ func TestPlanChangesShareNode(t *testing.T) {
 	check("deletes", r.plan(PlanOptions{Mode: plans.DestroyMode}), true)
 }
 
-// A plan lets go of the bodies of the root blocks of one instance before
-// its walk, keeping their decoders; a counted block and a module's block
-// keep theirs. The apply parses none again and applies what the plan
+// A plan lets go of the root blocks' bodies before its walk, keeping
+// their decoders; a module's block keeps its body (its instances share
+// it). The apply parses none again and applies what the plan
 // said; a provider diagnostic naming an attribute of a released block
 // parses that block's body again to point at the attribute.
-func TestPlanReleasesInstanceBodies(t *testing.T) {
-	const want = "sftest_thing.a sftest_thing.b sftest_thing.c"
+func TestPlanReleasesRootBodies(t *testing.T) {
+	const want = "sftest_thing.a sftest_thing.b sftest_thing.c sftest_thing.counted"
 	b := newBed(t)
 	r := b.cfg("released")
 	p := r.plan(PlanOptions{})

@@ -29,7 +29,7 @@ import (
 type ResourceDecoder struct {
 	// body is nil on the direct path, which does not need it: a root
 	// block's body can go once its decoder is made (the engine's
-	// releaseInstanceBodies), the decoder keeping only what it evaluates.
+	// releaseRootBodies), the decoder keeping only what it evaluates.
 	body  hcl.Body
 	block *sdk.Block
 	sp    *blockSpecs
@@ -182,7 +182,7 @@ func (c *Decoders) Len() int {
 
 // Forget drops the decoder of body against schema b, whose key would keep
 // the body alive: its block holds the decoder itself and lets the body go
-// (engine.releaseInstanceBodies).
+// (engine.releaseRootBodies).
 func (c *Decoders) Forget(body hcl.Body, b *sdk.Block) {
 	sb, ok := body.(*hclsyntax.Body)
 	if c == nil || !ok {

@@ -13,10 +13,12 @@ import (
 // A resource block's syntax tree is ~2 KB (the body, its attributes, the
 // expressions and every one's ranges): 20 MB of a 10,000-block
 // configuration, kept for the whole run and scanned by every collection.
-// A run that reads no body (a destroy) lets them go (ReleaseBody);
-// whatever asks for one afterwards (a later walk on the same engine) gets
-// it parsed again from the file's bytes, which Module.Files keeps anyway
-// for diagnostics.
+// A run that reads no body (a destroy) lets them go (ReleaseBody); a plan
+// or apply lets go all but what each block's decoder evaluates
+// (ReleaseBodyFor). Whatever asks for a body afterwards (a diagnostic
+// naming an attribute, a later walk on the same engine) gets it parsed
+// again from the file's bytes, which Module.Files keeps anyway for
+// diagnostics.
 
 // bodySource is where a root resource block's body is parsed again from.
 type bodySource struct {

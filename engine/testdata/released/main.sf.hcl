@@ -1,5 +1,5 @@
-# Root blocks of one instance (a, b, c: their bodies go before a walk),
-# a counted block and a module's block (theirs stay). var.fail makes the
+# Root blocks (a, b, c and a counted one: their bodies go before a
+# walk) and a module's block (its body stays). var.fail makes the
 # test provider fail an operation of c, with a diagnostic naming its fail
 # attribute.
 variable "fail" {
