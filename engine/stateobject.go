@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -328,7 +329,7 @@ func (in *stateObject) record() (*state.Resource, error) {
 			return nil, fmt.Errorf("%s: encoding value: %w", in.Addr, err)
 		}
 	}
-	nodeJSON, err := json.Marshal(in.Node)
+	nodeJSON, err := nodeJSONs.marshal(&in.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +342,55 @@ func (in *stateObject) record() (*state.Resource, error) {
 		SchemaVersion: in.SchemaVersion, Value: val, ValueType: typ, Private: in.Private,
 		Dependencies: in.Dependencies, SensitiveAttrs: in.SensitiveAttrs, Status: st, UpdatedAt: time.Now().UTC(),
 	}, nil
+}
+
+// nodeJSONs memoises the JSON of the nodes records name: a run's records
+// are on a few nodes, and marshalling each record's Node again was a
+// ~200 B slice (and the marshalling's garbage) per record written.
+var nodeJSONs nodeJSONMemo
+
+// maxNodeJSONs bounds the memo: nodes past it are marshalled every time.
+const maxNodeJSONs = 64
+
+// nodeJSONMemo is the JSON of up to maxNodeJSONs nodes. The slices it
+// returns are shared: callers only read them. Safe for concurrent use.
+type nodeJSONMemo struct {
+	mu    sync.Mutex
+	nodes []sdk.Node
+	json  [][]byte
+}
+
+func (m *nodeJSONMemo) marshal(n *sdk.Node) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.nodes {
+		if m.nodes[i].Equal(n) {
+			return m.json[i], nil
+		}
+	}
+	b, err := json.Marshal(n)
+	if err != nil || len(m.nodes) >= maxNodeJSONs {
+		return b, err
+	}
+	// A deep copy: the caller's slices may change after it returns.
+	kept := *n
+	kept.IdentityFiles = slices.Clone(n.IdentityFiles)
+	kept.ProxyJump = cloneNodes(n.ProxyJump)
+	m.nodes, m.json = append(m.nodes, kept), append(m.json, b)
+	return b, nil
+}
+
+func cloneNodes(ns []sdk.Node) []sdk.Node {
+	if ns == nil {
+		return nil
+	}
+	out := make([]sdk.Node, len(ns))
+	for i, n := range ns {
+		out[i] = n
+		out[i].IdentityFiles = slices.Clone(n.IdentityFiles)
+		out[i].ProxyJump = cloneNodes(n.ProxyJump)
+	}
+	return out
 }
 
 // resourceOfInstance strips the instance key and a deposed suffix:

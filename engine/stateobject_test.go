@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"os"
@@ -499,5 +501,56 @@ func TestTargetWithHashInModuleKeys(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("-target %s destroys %q; want %q", target, got, want)
 		}
+	}
+}
+
+// TestNodeJSONMemo: records on one node share its JSON, and the memo
+// tells apart nodes that differ in any field, a slice's element included,
+// even when the caller changes its slices afterwards.
+func TestNodeJSONMemo(t *testing.T) {
+	var m nodeJSONMemo
+	want := func(n sdk.Node) []byte {
+		b, err := json.Marshal(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a := sdk.Node{Name: "node.a", Transport: "ssh", Host: "h", IdentityFiles: []string{"k1"},
+		ProxyJump: []sdk.Node{{Name: "j", Host: "jh", IdentityFiles: []string{"jk"}}}}
+	first, err := m.marshal(&a)
+	if err != nil || !bytes.Equal(first, want(a)) {
+		t.Fatalf("marshal = %s, %v; want %s", first, err, want(a))
+	}
+	aWant := want(a)
+	// The caller's slices change: the memo must not see it.
+	a.IdentityFiles[0] = "k2"
+	a.ProxyJump[0].IdentityFiles[0] = "jk2"
+	got, _ := m.marshal(&a)
+	if !bytes.Equal(got, want(a)) {
+		t.Fatalf("after the caller changed its slices, marshal = %s; want %s", got, want(a))
+	}
+	a.IdentityFiles[0], a.ProxyJump[0].IdentityFiles[0] = "k1", "jk"
+	again, _ := m.marshal(&a)
+	if !bytes.Equal(again, aWant) {
+		t.Fatalf("marshal = %s; want %s", again, aWant)
+	}
+	if &again[0] != &first[0] {
+		t.Error("the same node marshalled twice: the memo did not share its JSON")
+	}
+	b := a
+	b.Become = true
+	if got, _ := m.marshal(&b); !bytes.Equal(got, want(b)) {
+		t.Errorf("a node differing in Become got %s; want %s", got, want(b))
+	}
+	// Past maxNodeJSONs, nodes are still marshalled, just not kept.
+	for i := range maxNodeJSONs + 5 {
+		n := sdk.Node{Name: fmt.Sprintf("node.n%d", i), Transport: "local"}
+		if got, _ := m.marshal(&n); !bytes.Equal(got, want(n)) {
+			t.Fatalf("node %d: %s; want %s", i, got, want(n))
+		}
+	}
+	if len(m.nodes) > maxNodeJSONs {
+		t.Errorf("the memo holds %d nodes, want at most %d", len(m.nodes), maxNodeJSONs)
 	}
 }

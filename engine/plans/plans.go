@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -156,7 +155,7 @@ func (p *Plan) Node(n sdk.Node) *sdk.Node {
 	p.nodesMu.Lock()
 	defer p.nodesMu.Unlock()
 	for _, have := range p.nodes {
-		if sameNode(have, &n) {
+		if have.Equal(&n) {
 			return have
 		}
 	}
@@ -166,16 +165,6 @@ func (p *Plan) Node(n sdk.Node) *sdk.Node {
 	*kept = n
 	p.nodes = append(p.nodes, kept)
 	return kept
-}
-
-// sameNode reports whether a and b agree in every field (reflect.DeepEqual
-// boxed both, two allocations per change; TestSameNodeEveryField holds this
-// to every field of sdk.Node).
-func sameNode(a, b *sdk.Node) bool {
-	return a.Name == b.Name && a.Transport == b.Transport && a.Host == b.Host && a.Port == b.Port &&
-		a.User == b.User && a.IdentityFile == b.IdentityFile && slices.Equal(a.IdentityFiles, b.IdentityFiles) &&
-		a.IdentitiesOnly == b.IdentitiesOnly && a.KnownHosts == b.KnownHosts && a.Become == b.Become &&
-		a.Timeout == b.Timeout && slices.EqualFunc(a.ProxyJump, b.ProxyJump, func(x, y sdk.Node) bool { return sameNode(&x, &y) })
 }
 
 // Counts returns how many instances each action touches.
