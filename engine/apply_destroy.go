@@ -156,7 +156,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	}
 	inst := &stateObject{Addr: stateAddr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: node,
 		Value: c.Before, Private: c.PriorPrivate, Dependencies: c.Dependencies, SchemaVersion: c.SchemaVersion}
-	if in, ok := ap.object(addr); ok {
+	if in, ok := ap.object(stateAddr); ok {
 		inst.Tainted, inst.SensitiveAttrs = in.Tainted, in.SensitiveAttrs
 	}
 	// The intent records the object as the plan saw it: when that is the

@@ -990,3 +990,32 @@ func TestBatchWithOneFailure(t *testing.T) {
 	}
 	r.apply(p)
 }
+
+// TestDeposedKeepsItsOwnTaint: when the old half of a
+// create_before_destroy replacement cannot be deleted, the record kept
+// under #deposed is the old object's, taint included. The destroy step
+// took the taint (and hidden attributes) of the object now at the
+// address: the new one, untainted.
+func TestDeposedKeepsItsOwnTaint(t *testing.T) {
+	b := newBed(t)
+	b.cfg("cbd_fail").converge()
+	rec := b.record("sftest_thing.cbd")
+	rec.Status = state.StatusTainted
+	if err := b.st.PutResource(rec); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cfg("cbd_fail")
+	p := r.plan(PlanOptions{})
+	if got := actions(p); got["sftest_thing.cbd"] != plans.CreateThenDelete {
+		t.Fatalf("plan = %v; want the tainted object replaced, create first", got)
+	}
+	if _, diags := r.applyE(context.Background(), p); !diags.HasErrors() {
+		t.Fatal("apply: the old half's delete did not fail")
+	}
+	if got := b.record("sftest_thing.cbd").Status; got == state.StatusTainted {
+		t.Errorf("the new object is %q, want untainted", got)
+	}
+	if got := b.record("sftest_thing.cbd#deposed").Status; got != state.StatusTainted {
+		t.Errorf("the deposed old object is %q, want %q (its own taint)", got, state.StatusTainted)
+	}
+}
