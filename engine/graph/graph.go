@@ -45,6 +45,9 @@ func (g *Graph) Add(v string) int {
 	return i
 }
 
+// Index is v's index (Add's), and whether v is a vertex.
+func (g *Graph) Index(v string) (int, bool) { i, ok := g.index[v]; return i, ok }
+
 // Has reports whether v is a vertex.
 func (g *Graph) Has(v string) bool { _, ok := g.index[v]; return ok }
 
