@@ -6,7 +6,6 @@ package engine
 
 import (
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
@@ -117,7 +116,7 @@ func (ev *evaluator) instanceNode(r *config.Resource, ie *instanceEval) (sdk.Nod
 	var b *blockValues
 	name, ok := r.NodeBlock, r.NodeBlock != "" // a module's: the flattener saw through its names
 	if !ok && r.Scope == nil {
-		name, ok = nodeRefName(r.NodeExpr)
+		name, ok = config.RefNode(r.NodeExpr)
 	}
 	if ok {
 		ev.mu.RLock()
@@ -139,16 +138,6 @@ func (ev *evaluator) instanceNode(r *config.Resource, ie *instanceEval) (sdk.Nod
 			Detail: err.Error() + " The node argument takes a node block, e.g. node = node.spark or node = node.spark[each.key].", Subject: &rng})
 	}
 	return node, diags
-}
-
-// nodeRefName is NAME when e is exactly node.NAME.
-func nodeRefName(e hcl.Expression) (string, bool) {
-	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
-	if !ok || len(st.Traversal) != 2 || st.Traversal.RootName() != "node" {
-		return "", false
-	}
-	attr, ok := st.Traversal[1].(hcl.TraverseAttr)
-	return attr.Name, ok
 }
 
 // nodeOf reads a node argument's value as a node.

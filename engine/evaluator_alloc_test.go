@@ -360,7 +360,7 @@ func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator,
 		}
 		ok := r.NodeBlock != ""
 		if !ok && r.Scope == nil {
-			_, ok = nodeRefName(r.NodeExpr)
+			_, ok = config.RefNode(r.NodeExpr)
 		}
 		if ok {
 			short++

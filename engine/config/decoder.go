@@ -47,10 +47,38 @@ type ResourceDecoder struct {
 }
 
 // setAttr is one attribute the body sets: its expression and where its
-// name starts.
+// name starts. A plain reference is kept short once the body is let go
+// (ResourceDecoder.shorten): expr is then nil and short holds it.
 type setAttr struct {
 	expr      hclsyntax.Expression
+	short     *shortRef
 	nameStart hcl.Pos
+}
+
+// isSet says the body sets the attribute.
+func (a *setAttr) isSet() bool { return a.expr != nil || a.short != nil }
+
+// expression is the attribute's expression, rebuilt when kept short.
+func (a *setAttr) expression() hclsyntax.Expression {
+	if a.short != nil {
+		return a.short.syntax()
+	}
+	return a.expr
+}
+
+// shorten keeps each plain reference the direct path evaluates as a
+// shortRef: once the body is let go (Resource.ReleaseBodyFor) they are
+// most of what a generated block keeps. Not safe while the decoder is in
+// use.
+func (d *ResourceDecoder) shorten() {
+	for i := range d.set {
+		a := &d.set[i]
+		if st, ok := a.expr.(*hclsyntax.ScopeTraversalExpr); ok {
+			if s := shortOf(st); s != nil {
+				a.expr, a.short = nil, s
+			}
+		}
+	}
 }
 
 // NewResourceDecoder prepares the decoding of body against schema b.
@@ -229,8 +257,11 @@ func (d *ResourceDecoder) References() []hcl.Traversal {
 		return BodyReferences(d.body, d.block)
 	}
 	var out []hcl.Traversal
-	for _, a := range d.set {
-		if a.expr != nil {
+	for i := range d.set {
+		switch a := &d.set[i]; {
+		case a.short != nil:
+			out = append(out, a.short.Variables()...)
+		case a.expr != nil:
 			out = append(out, a.expr.Variables()...)
 		}
 	}
@@ -277,7 +308,7 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 		switch attr := d.set[i]; {
 		case a.spec == nil: // computed-only
 			v = cty.NullVal(a.ty)
-		case attr.expr == nil:
+		case !attr.isSet():
 			v = a.null
 		case d.consts != nil && d.consts[i] != cty.NilVal:
 			vals[a.name] = d.consts[i]
@@ -314,11 +345,15 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 // plain reference that resolve gives and whose value converts to ty; false
 // otherwise (decodeAttr then evaluates it and reports what is wrong).
 func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, attr setAttr) (cty.Value, bool) {
-	st, ok := attr.expr.(*hclsyntax.ScopeTraversalExpr)
-	if !ok {
+	var tr hcl.Traversal
+	if attr.short != nil {
+		tr, _ = attr.short.traversal()
+	} else if st, ok := attr.expr.(*hclsyntax.ScopeTraversalExpr); ok {
+		tr = st.Traversal
+	} else {
 		return cty.NilVal, false
 	}
-	v, ok := resolve(st.Traversal)
+	v, ok := resolve(tr)
 	if !ok {
 		return cty.NilVal, false
 	}
@@ -331,17 +366,18 @@ func resolveAttr(resolve func(hcl.Traversal) (cty.Value, bool), ty cty.Type, att
 
 // decodeAttr is hcldec's AttrSpec decode of one attribute set in the body.
 func decodeAttr(name string, ty cty.Type, attr setAttr, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	val, diags := attr.expr.Value(ctx)
+	expr := attr.expression()
+	val, diags := expr.Value(ctx)
 	conv, err := convert.Convert(val, ty)
 	if err != nil {
-		rng := attr.expr.Range()
+		rng := expr.Range()
 		return cty.UnknownVal(ty.WithoutOptionalAttributesDeep()), append(diags, &hcl.Diagnostic{
 			Severity:    hcl.DiagError,
 			Summary:     "Incorrect attribute value type",
 			Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", name, err.Error()),
 			Subject:     rng.Ptr(),
 			Context:     &hcl.Range{Filename: rng.Filename, Start: attr.nameStart, End: rng.End},
-			Expression:  attr.expr,
+			Expression:  expr,
 			EvalContext: ctx,
 		})
 	}

@@ -121,6 +121,14 @@ func TestResourceDecoderMatches(t *testing.T) {
 		{"empty schema", ``, &sdk.Block{}, true, 0},
 		{"empty schema set", `a = 1`, &sdk.Block{}, false, 0},
 	}
+	shortened := 0
+	defer func() {
+		// unknown, null, the sensitive ones, plain references and their
+		// errors: each plain reference on the direct path.
+		if shortened < 20 {
+			t.Errorf("%d attributes kept short in all, want >= 20", shortened)
+		}
+	}()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := body(t, tt.src)
@@ -155,9 +163,22 @@ func TestResourceDecoderMatches(t *testing.T) {
 					v, diags := tr.TraverseAbs(ctx)
 					return v, len(diags) == 0
 				}
-				for run := 0; run < 4; run++ { // the decoder is reused
+				for run := 0; run < 8; run++ { // the decoder is reused
+					if run == 4 {
+						// As ReleaseBodyFor leaves it: plain references
+						// kept short, decoding the same.
+						d.shorten()
+						for _, a := range d.set {
+							if a.short != nil {
+								shortened++
+							}
+						}
+						if got, want := travSet(d.References()), travSet(BodyReferences(body, tt.block)); got != want {
+							t.Errorf("references once shortened\n got %s\nwant %s", got, want)
+						}
+					}
 					gotV, gotS, gotD := d.Decode(ctx)
-					if run >= 2 {
+					if run%4 >= 2 {
 						asked := 0
 						gotV, gotS, gotD = d.DecodeRefs(resolve, func() *hcl.EvalContext { asked++; return ctx })
 						if asked > 1 {

@@ -98,7 +98,10 @@ type Resource struct {
 	ForEach, Count hcl.Expression
 	// NodeExpr is the `node` argument: required, except for the built-in
 	// provider's types (sparkform_data), which touch no node; for those
-	// an absent node is the local node (see NoNodeExpr).
+	// an absent node is the local node (see NoNodeExpr). Once a root
+	// block's body is let go (ReleaseBodyFor), a plain reference here is
+	// kept short: not an *hclsyntax.ScopeTraversalExpr, but it evaluates
+	// and names the same (RefNode reads node.NAME from either).
 	NodeExpr hcl.Expression
 	// NodeBlock, in a module instance, is the flat name of the node block
 	// (no count or for_each known) that NodeExpr names for every instance
