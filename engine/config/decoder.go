@@ -33,16 +33,19 @@ type ResourceDecoder struct {
 	body  hcl.Body
 	block *sdk.Block
 	sp    *blockSpecs
-	// set holds, for the direct path, the attribute each of sp.attrs
-	// takes from the body (expr nil: not set, or computed-only); nil when
-	// the body takes the general path. Only the expression and where the
-	// attribute's name starts (for a diagnostic's context), not the
-	// syntax attribute: its ranges are ~224 B per set attribute per block.
+	// direct says the body takes the direct path.
+	direct bool
+	// set holds, for the direct path, each attribute of sp.attrs the body
+	// sets (computed-only ones aside), in sp.attrs' order: only those, a
+	// generated block sets one or two of a schema's several. Only the
+	// expression and where the attribute's name starts (for a
+	// diagnostic's context), not the syntax attribute: its ranges are
+	// ~224 B per set attribute per block.
 	set []setAttr
-	// consts holds, for the direct path, the decoded value of each set
-	// attribute whose expression is a constant (literals, templates
-	// without interpolation, tuples and objects of them: no reference,
-	// no function); cty.NilVal for the others.
+	// consts holds, beside set (nil when there is none), the decoded
+	// value of each set attribute whose expression is a constant
+	// (literals, templates without interpolation, tuples and objects of
+	// them: no reference, no function); cty.NilVal for the others.
 	consts []cty.Value
 }
 
@@ -50,13 +53,11 @@ type ResourceDecoder struct {
 // name starts. A plain reference is kept short once the body is let go
 // (ResourceDecoder.shorten): expr is then nil and short holds it.
 type setAttr struct {
+	attr      int // its index in sp.attrs
 	expr      hclsyntax.Expression
 	short     *shortRef
 	nameStart hcl.Pos
 }
-
-// isSet says the body sets the attribute.
-func (a *setAttr) isSet() bool { return a.expr != nil || a.short != nil }
 
 // expression is the attribute's expression, rebuilt when kept short.
 func (a *setAttr) expression() hclsyntax.Expression {
@@ -96,18 +97,28 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 			return d // the general path reports them, every time
 		}
 	}
-	d.set = make([]setAttr, len(d.sp.attrs))
-	d.body = nil
-	for i, a := range d.sp.attrs {
-		if a.spec == nil || isMetaAttr(a.name) || sb.Attributes[a.name] == nil {
+	d.direct, d.body = true, nil
+	taken := func(a *specAttr) bool { return a.spec != nil && !isMetaAttr(a.name) && sb.Attributes[a.name] != nil }
+	n := 0
+	for i := range d.sp.attrs {
+		if taken(&d.sp.attrs[i]) {
+			n++
+		}
+	}
+	if n > 0 {
+		d.set = make([]setAttr, 0, n)
+	}
+	for i := range d.sp.attrs {
+		a := &d.sp.attrs[i]
+		if !taken(a) {
 			continue
 		}
 		attr := sb.Attributes[a.name]
-		d.set[i] = setAttr{expr: attr.Expr, nameStart: attr.NameRange.Start}
+		d.set = append(d.set, setAttr{attr: i, expr: attr.Expr, nameStart: attr.NameRange.Start})
 		if !isConstant(attr.Expr) {
 			continue
 		}
-		v, diags := decodeAttr(a.name, a.decode, d.set[i], nil)
+		v, diags := decodeAttr(a.name, a.decode, d.set[len(d.set)-1], nil)
 		if len(diags) > 0 || sdk.HasMarks(v) {
 			continue
 		}
@@ -115,9 +126,9 @@ func NewResourceDecoder(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 			v = cv
 		}
 		if d.consts == nil {
-			d.consts = make([]cty.Value, len(d.sp.attrs))
+			d.consts = make([]cty.Value, n)
 		}
-		d.consts[i] = v
+		d.consts[len(d.set)-1] = v
 	}
 	return d
 }
@@ -222,7 +233,7 @@ func (c *Decoders) Forget(body hcl.Body, b *sdk.Block) {
 }
 
 // Direct says d decodes on the direct path, which keeps no body.
-func (d *ResourceDecoder) Direct() bool { return d.set != nil }
+func (d *ResourceDecoder) Direct() bool { return d.direct }
 
 // Get is the decoder of body against schema b.
 func (c *Decoders) Get(body hcl.Body, b *sdk.Block) *ResourceDecoder {
@@ -253,7 +264,7 @@ func (c *Decoders) Get(body hcl.Body, b *sdk.Block) *ResourceDecoder {
 // References lists the traversals in the body that decoding evaluates,
 // as BodyReferences does.
 func (d *ResourceDecoder) References() []hcl.Traversal {
-	if d.set == nil {
+	if !d.direct {
 		return BodyReferences(d.body, d.block)
 	}
 	var out []hcl.Traversal
@@ -292,7 +303,7 @@ func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl
 // (TestResourceDecoderMatches, TestDecodeRefsContext). A nil resolve
 // resolves nothing.
 func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, bool), ctxOf func() *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
-	if d.set == nil {
+	if !d.direct {
 		v, diags := DecodeResource(d.body, d.block, ctxOf())
 		v, sens := TakeSensitive(v)
 		return Conform(v, d.sp.ty), sens, diags
@@ -302,18 +313,24 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 	var diags hcl.Diagnostics
 	var sens []string
 	vals := make(map[string]cty.Value, len(d.sp.attrs))
+	next := 0 // d.set's next attribute
 	for i := range d.sp.attrs {
 		a := &d.sp.attrs[i]
 		var v cty.Value
-		switch attr := d.set[i]; {
+		j := -1
+		if next < len(d.set) && d.set[next].attr == i {
+			j, next = next, next+1
+		}
+		switch {
 		case a.spec == nil: // computed-only
 			v = cty.NullVal(a.ty)
-		case !attr.isSet():
+		case j < 0:
 			v = a.null
-		case d.consts != nil && d.consts[i] != cty.NilVal:
-			vals[a.name] = d.consts[i]
+		case d.consts != nil && d.consts[j] != cty.NilVal:
+			vals[a.name] = d.consts[j]
 			continue
 		default:
+			attr := d.set[j]
 			var ok bool
 			if resolve != nil {
 				v, ok = resolveAttr(resolve, a.decode, attr)

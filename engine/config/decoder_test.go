@@ -140,8 +140,8 @@ func TestResourceDecoderMatches(t *testing.T) {
 			_, remain, _ := f.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "node"}}})
 			for _, body := range []hcl.Body{b, remain} {
 				d := NewResourceDecoder(body, tt.block)
-				if (d.set != nil) != tt.direct {
-					t.Fatalf("direct path %v, want %v", d.set != nil, tt.direct)
+				if d.direct != tt.direct {
+					t.Fatalf("direct path %v, want %v", d.direct, tt.direct)
 				}
 				consts := 0
 				for _, c := range d.consts {
