@@ -407,6 +407,8 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Provider returned unknown values",
 			Detail: fmt.Sprintf("provider %s left values unknown after applying %s; this is a bug in the provider. They are stored as null.", c.Provider, obj.Addr)})
 	}
+	// Kept by dependents and outputs to the walk's end.
+	newVal = ap.e.types.share(obj.Type, newVal)
 	obj.Value, obj.Private = newVal, resp.Private
 	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
 	if serr := ap.store(obj); serr != nil {

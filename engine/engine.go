@@ -51,6 +51,9 @@ type Engine struct {
 	// change decodes to the same (immutable) value. See loadState.
 	valuesMu sync.Mutex
 	values   map[string]*decodedValue
+
+	// types lets the values this engine keeps share their types.
+	types typeShare
 }
 
 // builtGraph is a configuration graph and the module it was built from.

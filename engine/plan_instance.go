@@ -134,6 +134,9 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	if d.HasErrors() {
 		return nil, diags
 	}
+	if !unchanged {
+		planned = pl.e.types.share(r.Addr.Type, planned) // kept to the apply's end
+	}
 	ch := &plans.ResourceChange{
 		Addr: ci.Addr, Resource: key, Type: r.Addr.Type, Provider: sdk.ProviderNameOf(r.Addr.Type), Node: pl.plan.Node(ci.Node),
 		Before: priorVal, After: planned, RequiresReplace: replacePaths, PriorPrivate: priorPrivate,

@@ -180,7 +180,8 @@ func TestConfigGraphKeepsRefsCompact(t *testing.T) {
 
 // TestPlanKeepsLittlePerChange: what a plan keeps per planned instance.
 // Each change carried two sdk.Node of its own (Node and PriorNode, 176 B
-// each); they are the plan's one copy per node now (plans.Plan.Node).
+// each); they are the plan's one copy per node now (plans.Plan.Node). Each
+// planned value carried a type of its own (~350 B); they share one now.
 func TestPlanKeepsLittlePerChange(t *testing.T) {
 	const n = 2000
 	sr := newShapeRun(t, "blocks", n)
@@ -205,9 +206,10 @@ func TestPlanKeepsLittlePerChange(t *testing.T) {
 	perChange := int64(with-heap()) / n
 	t.Logf("a plan keeps %d B per change", perChange)
 	// go1.26, amd64, a create of sparkform_data: 1,605-1,615 B with two
-	// Nodes of its own in each change, 1,291-1,293 B with the plan's one.
-	if perChange > 1400 {
-		t.Errorf("a plan keeps %d B per change, want <= 1400 (no sdk.Node copy in each)", perChange)
+	// Nodes of its own in each change, 1,291-1,293 B with the plan's one,
+	// 941 B with every planned value's type shared (typeShare).
+	if perChange > 1100 {
+		t.Errorf("a plan keeps %d B per change, want <= 1100 (no sdk.Node copy in each, one type for all planned values)", perChange)
 	}
 }
 
@@ -246,5 +248,40 @@ func TestApplyConsumesPlan(t *testing.T) {
 	// after (the change itself, its address and dependencies).
 	if perChange > 800 {
 		t.Errorf("after Apply the plan keeps %d B per change, want <= 800 (its values let go)", perChange)
+	}
+}
+
+// TestLoadStateSharesTypes: the objects a plan or destroy reads from
+// state keep one type per resource type between their values, not one
+// each (~350 B per instance of sparkform_data).
+func TestLoadStateSharesTypes(t *testing.T) {
+	const n = 2000
+	sr := newShapeRun(t, "blocks", n)
+	e, done := sr.engine(t, "state")
+	defer done()
+	shapeApply(t, e, shapePlan(t, e))
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	fresh := &Engine{Module: sr.mod, Providers: sr.provs, Store: e.Store}
+	before := heap()
+	objs, diags := fresh.loadState()
+	if diags.HasErrors() {
+		t.Fatal(diagString(diags))
+	}
+	if len(objs) != n {
+		t.Fatalf("%d objects, want %d", len(objs), n)
+	}
+	per := (int64(heap()) - int64(before)) / n
+	runtime.KeepAlive(objs)
+	runtime.KeepAlive(fresh)
+	t.Logf("an object read from state keeps %d B", per)
+	// go1.26, amd64: 1,529 B with a type per value, 1,177 B shared.
+	if per > 1350 {
+		t.Errorf("an object read from state keeps %d B, want <= 1350 (one type for all values of a type)", per)
 	}
 }

@@ -475,6 +475,8 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 			v = d.v
 		} else if v, err = ResourceValue(r); err != nil {
 			return nil, hcl.Diagnostics{errDiag("Corrupt state record", fmt.Sprintf("state record %s: %v", r.Address, err))}
+		} else {
+			v = e.types.share(r.Type, v) // kept by the objects, e.values and a plan's priors
 		}
 		in := &objs[i]
 		if err := fillStateObject(in, r, v, nodes); err != nil {
