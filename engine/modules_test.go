@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // TestModuleFailureHoldsBackOnlyItsNode: the graph is one graph of
@@ -88,5 +91,34 @@ func TestModuleInputTakesOneInstance(t *testing.T) {
 	}
 	if strings.Contains(got, `module.stack["s2"]`) {
 		t.Errorf("module.stack[\"s2\"] went ahead without its base:\n%s", got)
+	}
+}
+
+// TestModuleFolderLoadedOnce: calls of one module folder share one loaded
+// Module (it was parsed once per call: 1,000 module blocks on one folder
+// parsed it 1,000 times), and each instance still takes its own
+// arguments and keeps its own names.
+func TestModuleFolderLoadedOnce(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("sharedmod")
+	raw, diags := config.LoadDir(filepath.Join("testdata", "sharedmod"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if raw.Children["a"] != raw.Children["b"] || raw.Children["a"] != raw.Children["c"] {
+		t.Error("calls of one folder got modules of their own")
+	}
+	res := r.converge()
+	want := cty.TupleVal([]cty.Value{cty.StringVal("x!"), cty.StringVal("y!"), cty.StringVal("k1-x!!"), cty.StringVal("k2-x!!")})
+	if got := res.Outputs["all"]; !got.RawEquals(want) {
+		t.Errorf("outputs %#v, want %#v", got, want)
+	}
+	for addr, input := range map[string]string{
+		"module.a.sparkform_data.r": "x", "module.b.sparkform_data.r": "y",
+		`module.c["k1"].sparkform_data.r`: "k1-x!", `module.c["k2"].sparkform_data.s`: "k2-x!!",
+	} {
+		if got := b.attr(addr, "input"); got != input {
+			t.Errorf("%s input %q, want %q", addr, got, input)
+		}
 	}
 }

@@ -140,6 +140,27 @@ type flattener struct {
 	// varNodes maps a module instance's variable (its flat local name,
 	// P.var.x) to the node block its argument names (see staticNode).
 	varNodes map[string]string
+	// modules holds what every call of one module shares: its syntax's
+	// traversals (LoadDir loads a folder once for all its calls).
+	modules map[*Module]*calledModule
+}
+
+// calledModule is what the calls of one module share.
+type calledModule struct {
+	syn        *sharedSyntax
+	moduleRefs []hcl.Traversal // moduleTraversals
+}
+
+func (f *flattener) called(m *Module) *calledModule {
+	if c := f.modules[m]; c != nil {
+		return c
+	}
+	if f.modules == nil {
+		f.modules = map[*Module]*calledModule{}
+	}
+	c := &calledModule{syn: &sharedSyntax{}, moduleRefs: moduleTraversals(m)}
+	f.modules[m] = c
+	return c
 }
 
 type moduleRef struct {
@@ -221,10 +242,11 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 	if d.HasErrors() {
 		return diags
 	}
-	// Every instance shares child's syntax, parsed once by LoadDir; an
+	// Every instance, of this call and of every other call of the same
+	// module, shares child's syntax, parsed once by LoadDir; an
 	// InstanceScope maps its names to the instance's flat ones.
-	syn := &sharedSyntax{}
-	moduleRefs := moduleTraversals(child)
+	cm := f.called(child)
+	syn, moduleRefs := cm.syn, cm.moduleRefs
 	for _, k := range exp.Keys {
 		ipath := path.Child(mc.Name, k)
 		p := ipath.String()

@@ -158,7 +158,7 @@ func traversalString(tr hcl.Traversal) string {
 
 // loadChildren loads the module each call names. A call whose folder is
 // already on the path from the root is a cycle, named in the error.
-func (m *Module) loadChildren(chain []string) hcl.Diagnostics {
+func (m *Module) loadChildren(chain []string, done loaded) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(m.ModuleCalls))
 	for n := range m.ModuleCalls {
@@ -193,7 +193,14 @@ func (m *Module) loadChildren(chain []string) hcl.Diagnostics {
 		if abs == "" {
 			continue
 		}
-		child, d := loadDir(mc.SourceDir, append(append([]string(nil), chain...), link))
+		child, ok := done[abs]
+		var d hcl.Diagnostics
+		if !ok {
+			child, d = loadDir(mc.SourceDir, append(append([]string(nil), chain...), link), done)
+			if len(d) == 0 {
+				done[abs] = child
+			}
+		}
 		for _, x := range d {
 			if x.Summary == "Cannot read configuration directory" || x.Summary == "No configuration files" {
 				x.Summary = "Cannot load module " + n
