@@ -55,12 +55,12 @@ demo: build
 # The end-to-end benchmarks run a test build (-tags kmodsim): its kmod
 # provider drives simulated kernels; the shipped binary never does.
 # bench/run.sh measures every config shape (count, single-instance blocks,
-# for_each, module) at BENCH_N instances; `make bench BENCH_N="1000 10000 50000"`
+# for_each, module, module blocks) at BENCH_N instances; `make bench BENCH_N="1000 10000 50000"`
 # adds the 50,000 run (one run per shape), BENCH_SHAPES picks shapes, and
 # TOFU=/path/to/tofu (an OpenTofu you built; never committed) runs the same
 # shapes through OpenTofu and prints the ratios. See bench/README.md.
 BENCH_N      ?= 1000 10000
-BENCH_SHAPES ?= count blocks foreach module
+BENCH_SHAPES ?= count blocks foreach module modblocks
 TOFU         ?=
 bench: build
 	$(GO) build -tags kmodsim -o bin/sparkform-kmodsim ./cmd/sparkform

@@ -13,7 +13,7 @@
 #                    called once with for_each over the same map: N/10
 #                    module instances (as docs/language.md and the seed's
 #                    root write a module used many times)
-#           modblocks (opt-in) the same module as N/10 module blocks
+#           modblocks the same module as N/10 module blocks (one folder)
 #         Phases: apply from empty, no-op plan (-detailed-exitcode must be
 #         0), destroy. Per shape, N and phase: median [min-max] of wall s,
 #         CPU s (user+sys of sparkform and its plugin children: GNU time,
@@ -27,7 +27,7 @@
 # Part 2: two sshd test nodes with the seed-shaped resources: no-op plan
 #         over SSH (bench/ssh.sh; -s skips it).
 #
-# Usage: bench/run.sh [-n "1000 10000"] [-r 3] [-p "count blocks foreach module"]
+# Usage: bench/run.sh [-n "1000 10000"] [-r 3] [-p "count blocks foreach module modblocks"]
 #                     [-b] [-f] [-k] [-s]
 #   -n  instance counts (multiples of 10; add 50000 for the large run)
 #   -r  runs per shape and N (N > 10000 get BIG_RUNS runs, default 1)
@@ -46,7 +46,7 @@ RUNS=3
 KEEP=0
 SKIP_SSH=0
 FLOOR=0
-SHAPES="count blocks foreach module"
+SHAPES="count blocks foreach module modblocks"
 usage() { echo "usage: $0 [-n \"1000 10000\"] [-r RUNS] [-p \"count blocks foreach module modblocks\"] [-b] [-f] [-k] [-s]" >&2; exit 2; }
 while getopts "n:r:p:bfks" opt; do
   case $opt in

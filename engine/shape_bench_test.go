@@ -30,7 +30,7 @@ import (
 // The benchmarks show the cost per instance; TestAllocationGrowthLinear
 // holds the growth of allocation (not time) to linear.
 
-var shapes = []string{"count", "blocks", "for_each", "modules"}
+var shapes = []string{"count", "blocks", "for_each", "modules", "modblocks"}
 
 // shapeFiles is the configuration of shape with n instances, by file name.
 func shapeFiles(shape string, n int) map[string]string {
@@ -53,8 +53,14 @@ func shapeFiles(shape string, n int) map[string]string {
 		for i := 1; i < 10; i++ {
 			fmt.Fprintf(&sb, "\nresource \"sparkform_data\" \"r%d\" {\n  for_each = local.keys\n  node     = node.local\n  input    = sparkform_data.r%d[each.key].id\n}\n", i, i-1)
 		}
-	case "modules":
-		fmt.Fprintf(&sb, "\nmodule \"chain\" {\n  source   = \"./chain\"\n  for_each = toset([for i in range(%d) : \"k${i}\"])\n  host     = node.local\n  seed     = each.key\n}\n", n/10)
+	case "modules", "modblocks":
+		if shape == "modules" {
+			fmt.Fprintf(&sb, "\nmodule \"chain\" {\n  source   = \"./chain\"\n  for_each = toset([for i in range(%d) : \"k${i}\"])\n  host     = node.local\n  seed     = each.key\n}\n", n/10)
+		} else { // one module block per chain, on one folder
+			for c := 0; c < n/10; c++ {
+				fmt.Fprintf(&sb, "\nmodule \"chain%d\" {\n  source = \"./chain\"\n  host   = node.local\n  seed   = \"k%d\"\n}\n", c, c)
+			}
+		}
 		var mod strings.Builder
 		mod.WriteString("variable \"host\" {}\nvariable \"seed\" {\n  type = string\n}\n")
 		mod.WriteString("\nresource \"sparkform_data\" \"r0\" {\n  node  = var.host\n  input = \"seed-${var.seed}\"\n}\n")
