@@ -157,7 +157,10 @@ func traversalString(tr hcl.Traversal) string {
 }
 
 // loadChildren loads the module each call names. A call whose folder is
-// already on the path from the root is a cycle, named in the error.
+// already on the path from the root is a cycle, named in the error. A
+// folder this load has already loaded without a diagnostic is that
+// Module (done): a folder that loads cleanly reaches no cycle, so it
+// cannot close one with the calls above it.
 func (m *Module) loadChildren(chain []string, done loaded) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(m.ModuleCalls))

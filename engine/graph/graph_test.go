@@ -325,3 +325,20 @@ func TestWalkEmpty(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// TestIndex: a vertex's index is the one Add gave it, in insertion order.
+func TestIndex(t *testing.T) {
+	g := New()
+	if i := g.Add("a"); i != 0 {
+		t.Fatalf("Add(a) = %d, want 0", i)
+	}
+	g.Connect("b", "c") // adds b, then c
+	for want, v := range []string{"a", "b", "c"} {
+		if i, ok := g.Index(v); !ok || i != want {
+			t.Errorf("Index(%s) = %d, %v; want %d, true", v, i, ok, want)
+		}
+	}
+	if _, ok := g.Index("d"); ok {
+		t.Error("Index of a vertex never added")
+	}
+}
