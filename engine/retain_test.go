@@ -103,20 +103,14 @@ func TestEvaluatorKeepsLittlePerBlock(t *testing.T) {
 	}
 	sort.Strings(keys)
 	v := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc"), "input": cty.StringVal("seed")})
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := liveHeap()
 	ev := newEvaluator(e.Module, cg, nil)
 	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	exp := cg.expansions
 	cg.expansions = nil // not the evaluator's: measured apart
-	afterExpand := heap()
+	afterExpand := liveHeap()
 	for _, k := range keys {
 		ev.resourceValues(k).set(addrs.NoKey, v)
 	}
@@ -126,7 +120,7 @@ func TestEvaluatorKeepsLittlePerBlock(t *testing.T) {
 			t.Fatalf("%s: the context holds no sparkform_data", k)
 		}
 	}
-	perBlock := (heap() - before - (afterExpand - before)) / n
+	perBlock := (liveHeap() - before - (afterExpand - before)) / n
 	holders := (afterExpand - before) / n
 	runtime.KeepAlive(ev)
 	runtime.KeepAlive(exp)
@@ -153,15 +147,9 @@ func TestConfigGraphKeepsRefsCompact(t *testing.T) {
 	if _, diags := e.newConfigGraph(context.Background()); diags.HasErrors() { // schemas, providers started
 		t.Fatal(diagString(diags))
 	}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := liveHeap()
 	cg, diags := e.newConfigGraph(context.Background())
-	after := heap()
+	after := liveHeap()
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
@@ -187,12 +175,6 @@ func TestPlanKeepsLittlePerChange(t *testing.T) {
 	sr := newShapeRun(t, "blocks", n)
 	e, done := sr.engine(t, "s")
 	defer done()
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	p, diags := e.Plan(context.Background(), PlanOptions{})
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
@@ -200,14 +182,14 @@ func TestPlanKeepsLittlePerChange(t *testing.T) {
 	if len(p.Changes) != n {
 		t.Fatalf("%d changes, want %d", len(p.Changes), n)
 	}
-	with := heap()
+	with := liveHeap()
 	runtime.KeepAlive(p)
 	p = nil
-	perChange := int64(with-heap()) / n
+	perChange := int64(with-liveHeap()) / n
 	t.Logf("a plan keeps %d B per change", perChange)
 	// go1.26, amd64, a create of sparkform_data: 1,605-1,615 B with two
 	// Nodes of its own in each change, 1,291-1,293 B with the plan's one,
-	// 941 B with every planned value's type shared (typeShare).
+	// 859-941 B with every planned value's type shared (typeShare).
 	if perChange > 1100 {
 		t.Errorf("a plan keeps %d B per change, want <= 1100 (no sdk.Node copy in each, one type for all planned values)", perChange)
 	}
@@ -222,12 +204,6 @@ func TestApplyConsumesPlan(t *testing.T) {
 	sr := newShapeRun(t, "blocks", n)
 	e, done := sr.engine(t, "apply")
 	defer done()
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	p := shapePlan(t, e)
 	shapeApply(t, e, p)
 	for _, c := range p.Changes {
@@ -238,11 +214,10 @@ func TestApplyConsumesPlan(t *testing.T) {
 			t.Fatalf("%s: Apply kept the change's values", c.Addr)
 		}
 	}
-	heap() // a second collection empties sync.Pools (bbolt's page buffers)
-	with := heap()
+	with := liveHeap()
 	runtime.KeepAlive(p)
 	p = nil
-	perChange := int64(with-heap()) / n
+	perChange := int64(with-liveHeap()) / n
 	t.Logf("after Apply, the plan keeps %d B per change", perChange)
 	// go1.26, amd64, a create of sparkform_data: 1,211 B before, 471 B
 	// after (the change itself, its address and dependencies).
@@ -260,15 +235,8 @@ func TestLoadStateSharesTypes(t *testing.T) {
 	e, done := sr.engine(t, "state")
 	defer done()
 	shapeApply(t, e, shapePlan(t, e))
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	fresh := &Engine{Module: sr.mod, Providers: sr.provs, Store: e.Store}
-	before := heap()
+	before := liveHeap()
 	objs, diags := fresh.loadState()
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
@@ -276,7 +244,7 @@ func TestLoadStateSharesTypes(t *testing.T) {
 	if len(objs) != n {
 		t.Fatalf("%d objects, want %d", len(objs), n)
 	}
-	per := (int64(heap()) - int64(before)) / n
+	per := (int64(liveHeap()) - int64(before)) / n
 	runtime.KeepAlive(objs)
 	runtime.KeepAlive(fresh)
 	t.Logf("an object read from state keeps %d B", per)

@@ -43,24 +43,17 @@ func TestTypeShare(t *testing.T) {
 	}
 
 	const n = 5000
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	kept := func(share bool) int64 {
 		var ts typeShare
 		vals := make([]cty.Value, n)
-		before := heap()
+		before := liveHeap()
 		for i := range vals {
 			vals[i] = mk(i)
 			if share {
 				vals[i] = ts.share("t", vals[i])
 			}
 		}
-		per := (int64(heap()) - int64(before)) / n
+		per := (int64(liveHeap()) - int64(before)) / n
 		runtime.KeepAlive(vals)
 		return per
 	}

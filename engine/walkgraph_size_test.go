@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -22,15 +21,7 @@ func TestWalkGraphVertices(t *testing.T) {
 		{"count", 100, 10 + 100 + 1, 100}, // 10 blocks of 10, node.local
 	} {
 		t.Run(tc.shape, func(t *testing.T) {
-			sr := newShapeRun(t, tc.shape, tc.n)
-			e := &Engine{Module: sr.mod, Providers: sr.provs}
-			cg, diags := e.buildConfigGraph(context.Background())
-			if diags.HasErrors() {
-				t.Fatal(diagString(diags))
-			}
-			if diags := e.expandStatic(cg, newEvaluator(e.Module, cg, nil)); diags.HasErrors() {
-				t.Fatal(diagString(diags))
-			}
+			e, cg := staticGraph(t, tc.shape, tc.n)
 			all := func(vertex) bool { return true }
 			wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
 			if got := wg.g.Len(); got != tc.vertices {
@@ -49,30 +40,14 @@ func TestWalkGraphVertices(t *testing.T) {
 // 10,000-block apply's live heap at its start); the typed vertices are a
 // slice by index now.
 func TestWalkGraphBytesPerVertex(t *testing.T) {
-	const n = 4000
-	sr := newShapeRun(t, "blocks", n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	if diags := e.expandStatic(cg, newEvaluator(e.Module, cg, nil)); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
+	e, cg := staticGraph(t, "blocks", 4000)
 	all := func(vertex) bool { return true }
 	wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
 	vertices := wg.g.Len()
-	heap() // a second collection empties sync.Pools
-	with := heap()
+	with := liveHeap()
 	runtime.KeepAlive(wg)
 	wg = nil
-	per := (int64(with) - int64(heap())) / int64(vertices)
+	per := (int64(with) - int64(liveHeap())) / int64(vertices)
 	runtime.KeepAlive(cg)
 	t.Logf("a walk graph takes %d B per vertex", per)
 	// go1.26, amd64: 635 B with the map by name, 487 B with the slice.
@@ -146,15 +121,7 @@ func BenchmarkShapeLiveHeap(b *testing.B) {
 // vertex name is built once for all its edges (each edge built it again).
 func TestWalkGraphBuildAllocations(t *testing.T) {
 	const n = 1000
-	sr := newShapeRun(t, "count", n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
-	cg, diags := e.buildConfigGraph(context.Background())
-	if diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
-	if diags := e.expandStatic(cg, newEvaluator(e.Module, cg, nil)); diags.HasErrors() {
-		t.Fatal(diagString(diags))
-	}
+	e, cg := staticGraph(t, "count", n)
 	all := func(vertex) bool { return true }
 	allInstances := func(string) bool { return true }
 	per := testing.AllocsPerRun(5, func() { cg.walkGraph(e.Module, all, allInstances) }) / n

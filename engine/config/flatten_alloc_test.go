@@ -74,15 +74,9 @@ func TestFlattenInstanceCostBelowParsedCopy(t *testing.T) {
 		"main.sf.hcl":     "variable \"items\" {}\n\nmodule \"m\" {\n  source   = \"./mod\"\n  for_each = var.items\n  seed     = each.value\n}\n",
 		"mod/main.sf.hcl": mod.String(),
 	})
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := liveHeap()
 	parsed, diags := LoadDir(filepath.Join(dir, "mod"))
-	copyBytes := heap() - before
+	copyBytes := liveHeap() - before
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -98,9 +92,9 @@ func TestFlattenInstanceCostBelowParsedCopy(t *testing.T) {
 		items[fmt.Sprint("k", i)] = cty.StringVal(fmt.Sprint("seed-", i))
 	}
 	vars := map[string]cty.Value{"items": cty.MapVal(items)}
-	before = heap()
+	before = liveHeap()
 	flat, d := Flatten(root, vars)
-	perInstance := (heap() - before) / k
+	perInstance := (liveHeap() - before) / k
 	if d.HasErrors() {
 		t.Fatal(d.Error())
 	}

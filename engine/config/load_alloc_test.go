@@ -25,15 +25,9 @@ func TestLoadKeepsNoBodyCopy(t *testing.T) {
 		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = \"seed-%d\"\n}\n", i, i)
 	}
 	dir := writeTree(t, map[string]string{"main.sf.hcl": src.String()})
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := liveHeap()
 	mod, diags := LoadDir(dir)
-	perBlock := (heap() - before) / n
+	perBlock := (liveHeap() - before) / n
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -63,15 +57,9 @@ func TestLoadKeepsNoBlockHeaders(t *testing.T) {
 		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = \"seed-%d\"\n}\n", i, i)
 	}
 	dir := writeTree(t, map[string]string{"main.sf.hcl": src.String()})
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := liveHeap()
 	mod, diags := LoadDir(dir)
-	perBlock := int64(heap()-before) / n
+	perBlock := int64(liveHeap()-before) / n
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -99,33 +87,14 @@ func TestLoadKeepsNoBlockHeaders(t *testing.T) {
 // live heap).
 func TestResourceDecoderKeepsNoAttributeCopy(t *testing.T) {
 	const n = 2000
-	var src strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = sparkform_data.r%d.id\n}\n", i, i+1)
-	}
-	dir := writeTree(t, map[string]string{"main.sf.hcl": src.String()})
-	mod, diags := LoadDir(dir)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	schema := &sdk.Block{Attributes: map[string]*sdk.Attribute{
-		"input":  {Type: cty.DynamicPseudoType, Optional: true},
-		"id":     {Type: cty.String, Computed: true},
-		"output": {Type: cty.DynamicPseudoType, Computed: true},
-	}}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
+	mod, schema := generatedBlocks(t, n)
 	ds := make([]*ResourceDecoder, 0, n)
 	specsOf(schema) // the schema's specs are built once, not per body
-	before := heap()
+	before := liveHeap()
 	for _, r := range mod.Resources {
 		ds = append(ds, NewResourceDecoder(r.Body(), schema))
 	}
-	perBlock := (heap() - before) / n
+	perBlock := (liveHeap() - before) / n
 	runtime.KeepAlive(ds)
 	runtime.KeepAlive(mod)
 	t.Logf("%d B per decoder", perBlock)
@@ -157,41 +126,22 @@ func TestResourceDecoderKeepsNoAttributeCopy(t *testing.T) {
 // sync.Map's trie nodes and boxed key were ~110 B per body.
 func TestDecodersKeepLittlePerBody(t *testing.T) {
 	const n = 2000
-	var src strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = sparkform_data.r%d.id\n}\n", i, i+1)
-	}
-	dir := writeTree(t, map[string]string{"main.sf.hcl": src.String()})
-	mod, diags := LoadDir(dir)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	schema := &sdk.Block{Attributes: map[string]*sdk.Attribute{
-		"input":  {Type: cty.DynamicPseudoType, Optional: true},
-		"id":     {Type: cty.String, Computed: true},
-		"output": {Type: cty.DynamicPseudoType, Computed: true},
-	}}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
+	mod, schema := generatedBlocks(t, n)
 	specsOf(schema)
 	ds := make([]*ResourceDecoder, 0, n)
-	before := heap()
+	before := liveHeap()
 	for _, r := range mod.Resources {
 		ds = append(ds, NewResourceDecoder(r.Body(), schema))
 	}
-	alone := int64(heap()-before) / n
+	alone := int64(liveHeap()-before) / n
 	runtime.KeepAlive(ds)
 	ds = nil
-	before = heap()
+	before = liveHeap()
 	c := &Decoders{}
 	for _, r := range mod.Resources {
 		c.Get(r.Body(), schema)
 	}
-	kept := int64(heap()-before) / n
+	kept := int64(liveHeap()-before) / n
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(mod)
 	for _, r := range mod.Resources {
@@ -214,6 +164,33 @@ func TestDecodersKeepLittlePerBody(t *testing.T) {
 // hclsyntax trees of ~290 and ~380 B; they are kept short now (shortRef).
 func TestReleasedBlockKeepsLittle(t *testing.T) {
 	const n = 2000
+	mod, schema := generatedBlocks(t, n)
+	for _, r := range mod.Resources {
+		if !r.ReleaseBodyFor(NewResourceDecoder(r.Body(), schema)) {
+			t.Fatalf("%s: its body was not let go", r.Addr)
+		}
+		if _, ok := r.NodeExpr.(*shortRef); !ok {
+			t.Fatalf("%s: node = node.local not kept short (%T)", r.Addr, r.NodeExpr)
+		}
+	}
+	with := liveHeap()
+	runtime.KeepAlive(mod)
+	mod = nil
+	perBlock := (int64(with) - int64(liveHeap())) / n
+	t.Logf("a released block keeps %d B", perBlock)
+	// go1.26, amd64: 1,760 B with the two references parsed, 1,280 B kept
+	// short as names, 1,216 B with the decoder holding only the attribute
+	// set, 1,099 B with each reference its source text (the file's bytes
+	// and navigation, the Resource and the decoder are the rest).
+	if perBlock > 1350 {
+		t.Errorf("a released block keeps %d B, want <= 1350 (its plain references short)", perBlock)
+	}
+}
+
+// generatedBlocks is a loaded root of n generated blocks (a chain of plain
+// references, as a generator writes them) and sparkform_data's schema.
+func generatedBlocks(t *testing.T, n int) (*Module, *sdk.Block) {
+	t.Helper()
 	var src strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&src, "\nresource \"sparkform_data\" \"r%d\" {\n  node  = node.local\n  input = sparkform_data.r%d.id\n}\n", i, i+1)
@@ -223,36 +200,19 @@ func TestReleasedBlockKeepsLittle(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	schema := &sdk.Block{Attributes: map[string]*sdk.Attribute{
+	return mod, &sdk.Block{Attributes: map[string]*sdk.Attribute{
 		"input":  {Type: cty.DynamicPseudoType, Optional: true},
 		"id":     {Type: cty.String, Computed: true},
 		"output": {Type: cty.DynamicPseudoType, Computed: true},
 	}}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	for _, r := range mod.Resources {
-		if !r.ReleaseBodyFor(NewResourceDecoder(r.Body(), schema)) {
-			t.Fatalf("%s: its body was not let go", r.Addr)
-		}
-		if _, ok := r.NodeExpr.(*shortRef); !ok {
-			t.Fatalf("%s: node = node.local not kept short (%T)", r.Addr, r.NodeExpr)
-		}
-	}
-	with := heap()
-	runtime.KeepAlive(mod)
-	mod = nil
-	perBlock := (int64(with) - int64(heap())) / n
-	t.Logf("a released block keeps %d B", perBlock)
-	// go1.26, amd64: 1,760 B with the two references parsed, 1,280 B kept
-	// short as names, 1,216 B with the decoder holding only the attribute
-	// set, 1,099 B with each reference its source text (the file's bytes
-	// and navigation, the Resource and the decoder are the rest).
-	if perBlock > 1350 {
-		t.Errorf("a released block keeps %d B, want <= 1350 (its plain references short)", perBlock)
-	}
+}
+
+// liveHeap is the heap in use after two collections: the second empties
+// the sync.Pools, which a single one only moves aside.
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
