@@ -273,7 +273,7 @@ func (d *ResourceDecoder) References() []hcl.Traversal {
 		case a.short != nil:
 			out = append(out, a.short.Variables()...)
 		case a.expr != nil:
-			out = append(out, a.expr.Variables()...)
+			out = appendVariables(out, a.expr)
 		}
 	}
 	return out

@@ -254,3 +254,27 @@ func BenchmarkScopeEvalContext(b *testing.B) {
 		s.EvalContext()
 	}
 }
+
+// TestCheckReferencesOncePerRange: a resource's meta-arguments are in its
+// remain body too, and each reference is reported once; the same mistake
+// in another block is that block's own diagnostic.
+func TestCheckReferencesOncePerRange(t *testing.T) {
+	block := func(name string) string {
+		return fmt.Sprintf("\nresource \"sparkform_data\" %q {\n  node       = node.nope\n  count      = var.nope\n  depends_on = [sparkform_data.missing]\n  input      = local.nope\n}\n", name)
+	}
+	dir := writeTree(t, map[string]string{"main.sf.hcl": block("a") + block("b")})
+	_, diags := validate(dir)
+	per := map[string]int{}
+	for _, d := range diags {
+		per[fmt.Sprintf("%s@%d", d.Summary, d.Subject.Start.Line)]++
+	}
+	for k, n := range per {
+		if n != 1 {
+			t.Errorf("%s reported %d times, want once", k, n)
+		}
+	}
+	// node, var, resource and local, in each of the two blocks.
+	if len(diags) != 8 || len(per) != 8 {
+		t.Errorf("%d diagnostics (%d distinct), want 8:\n%s", len(diags), len(per), render(diags))
+	}
+}

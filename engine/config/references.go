@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,15 +33,19 @@ type blockKind struct {
 func (m *Module) CheckReferences() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	// Bodies left by PartialContent still hold the meta-arguments the
-	// caller checks separately, so each source range is checked once.
-	seen := map[hcl.Range]bool{}
+	// caller checks separately, so each source range is checked once: a
+	// block's checks skip the ranges that block has checked already
+	// (block), which the next block starts afresh (a map of every range
+	// of the module was a third of a 10,000-block check's allocation).
+	var seen []hcl.Range
+	block := func() { seen = seen[:0] }
 	check := func(k blockKind, travs []hcl.Traversal) {
 		for _, tr := range travs {
-			if rng := tr.SourceRange(); seen[rng] {
+			rng := tr.SourceRange()
+			if slices.Contains(seen, rng) {
 				continue
-			} else {
-				seen[rng] = true
 			}
+			seen = append(seen, rng)
 			ref, d := addrs.ParseRef(tr)
 			diags = append(diags, d...)
 			if ref != nil {
@@ -57,14 +62,17 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		}
 	}
 	for _, name := range sortedKeys(m.Locals) {
+		block()
 		check(blockKind{what: "local." + name}, ExprReferences(m.Locals[name].Expr))
 		calls.check(m.Locals[name].Expr)
 	}
 	for _, name := range sortedKeys(m.Outputs) {
+		block()
 		check(blockKind{what: "output " + name}, ExprReferences(m.Outputs[name].Expr))
 		calls.check(m.Outputs[name].Expr)
 	}
 	for _, name := range sortedKeys(m.Nodes) {
+		block()
 		n := m.Nodes[name]
 		k := blockKind{what: "node." + name, forEach: n.ForEach != nil, counted: n.Count != nil}
 		// for_each/count are evaluated before each/count exist.
@@ -73,6 +81,7 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		calls.check(n.ForEach, n.Count, n.Config)
 	}
 	for _, key := range sortedKeys(m.Resources) {
+		block()
 		r := m.Resources[key]
 		k := blockKind{what: "resource " + key, forEach: r.ForEach != nil, counted: r.Count != nil}
 		check(blockKind{what: "the for_each or count of " + key}, ExprReferences(r.ForEach, r.Count))
@@ -82,6 +91,7 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		calls.check(r.ForEach, r.Count, r.NodeExpr, r.Body())
 	}
 	for _, name := range sortedKeys(m.ModuleCalls) {
+		block()
 		mc := m.ModuleCalls[name]
 		check(blockKind{what: "the for_each or count of module." + name}, ExprReferences(mc.ForEach, mc.Count))
 		k := blockKind{what: "module." + name, forEach: mc.ForEach != nil, counted: mc.Count != nil}
@@ -199,7 +209,8 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 		}
 		return keyCheck(s.String(), n.ForEach != nil, n.Count != nil, ref)
 	case addrs.Resource:
-		r, ok := m.Resources[s.String()]
+		var key [96]byte // "TYPE.NAME" without a string per reference
+		r, ok := m.Resources[string(append(append(append(key[:0], s.Type...), '.'), s.Name...))]
 		if !ok {
 			var names []string
 			for _, r := range m.Resources {
