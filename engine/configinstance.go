@@ -221,7 +221,7 @@ func (ev *evaluator) resolveRef(tr hcl.Traversal) (cty.Value, bool) {
 		// The key as scope finds it (addrs.Resource.String), built
 		// without a heap allocation for names up to the buffer's size.
 		var buf [64]byte
-		key := append(append(append(buf[:0], root.Name...), '.'), name.Name...)
+		key := addrs.Resource{Type: root.Name, Name: name.Name}.AppendKey(buf[:0])
 		ev.mu.RLock()
 		b := ev.res[string(key)]
 		ev.mu.RUnlock()

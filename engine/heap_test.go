@@ -2,20 +2,13 @@ package engine
 
 import (
 	"context"
-	"runtime"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/heaptest"
 )
 
-// liveHeap is the heap in use after two collections: the second empties
-// the sync.Pools (bbolt's page buffers among them), which a single one
-// only moves aside, so what a test measures is what its values keep.
-func liveHeap() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+// liveHeap is heaptest.Live: what the values alive keep.
+func liveHeap() uint64 { return heaptest.Live() }
 
 // staticGraph is shape's configuration graph with the expansions known
 // before a walk filled in, as a walk of it starts.

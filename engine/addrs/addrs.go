@@ -15,6 +15,16 @@ func (r Resource) String() string {
 	return r.Type + "." + r.Name
 }
 
+// AppendKey appends r.String() to buf: a map keyed by block address is
+// then read with m[string(r.AppendKey(buf[:0]))], which the compiler
+// does without a string per lookup (buf on the caller's stack).
+func (r Resource) AppendKey(buf []byte) []byte {
+	if r.Module != "" {
+		buf = append(append(buf, r.Module...), '.')
+	}
+	return append(append(append(buf, r.Type...), '.'), r.Name...)
+}
+
 // ScopeKey is the name r has in its type's object of the evaluation
 // scope: NAME in the root module, MODULE.NAME in a module instance (the
 // configuration refers to it as TYPE["MODULE.NAME"] once flattened).

@@ -332,3 +332,16 @@ func TestParseFlatRefs(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceAppendKey: AppendKey appends exactly String, module prefix
+// included, after what buf holds.
+func TestResourceAppendKey(t *testing.T) {
+	for _, r := range []Resource{
+		{Type: "gitkit_checkout", Name: "kit"},
+		{Module: `module.m["a"]`, Type: "sparkform_data", Name: "r0"},
+	} {
+		if got := string(r.AppendKey([]byte("x:"))); got != "x:"+r.String() {
+			t.Errorf("AppendKey = %q, want %q", got, "x:"+r.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkform/sparkform/internal/heaptest"
+
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
@@ -207,12 +209,5 @@ func generatedBlocks(t *testing.T, n int) (*Module, *sdk.Block) {
 	}}
 }
 
-// liveHeap is the heap in use after two collections: the second empties
-// the sync.Pools, which a single one only moves aside.
-func liveHeap() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+// liveHeap is heaptest.Live: what the values alive keep.
+func liveHeap() uint64 { return heaptest.Live() }

@@ -209,8 +209,8 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 		}
 		return keyCheck(s.String(), n.ForEach != nil, n.Count != nil, ref)
 	case addrs.Resource:
-		var key [96]byte // "TYPE.NAME" without a string per reference
-		r, ok := m.Resources[string(append(append(append(key[:0], s.Type...), '.'), s.Name...))]
+		var buf [96]byte
+		r, ok := m.Resources[string(s.AppendKey(buf[:0]))]
 		if !ok {
 			var names []string
 			for _, r := range m.Resources {
