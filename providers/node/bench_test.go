@@ -82,3 +82,19 @@ func BenchmarkRelayDial(b *testing.B) {
 		c.Close()
 	}
 }
+
+// BenchmarkDialCheck is what reaching a node costs a plan before it reads
+// anything: a new connection (TCP, handshake, login) and the node check's
+// `sudo -n true`, then closing it. sshd sends the channel confirmation
+// right after a packet that needs no answer; before quickACK the client's
+// delayed ACK held it for up to 40 ms.
+func BenchmarkDialCheck(b *testing.B) {
+	n := bed(b).Nodes[0].SDK()
+	n.Become = true
+	ctx := ctxT(b)
+	for b.Loop() {
+		if err := node.Check(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

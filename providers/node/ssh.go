@@ -176,6 +176,8 @@ func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
 			conn, err = d.DialContext(dctx, "tcp", addr)
 			if err != nil {
 				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, addr, err)
+			} else {
+				conn = quickACK(conn)
 			}
 		} else {
 			conn, err = clients[i-1].DialContext(dctx, "tcp", addr)
