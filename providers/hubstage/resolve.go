@@ -62,6 +62,11 @@ const maxDepth = 64
 //	B n            then n lines "SIZE MTIME PATH" (stat -L) and n real paths
 //	F size mtime path   (GNU find) a file; its real path is the next
 //	               "/..." line in order (realpath batches follow the F lines)
+//
+// The walk runs in the snapshot folder on ".", so every path in F, B, X,
+// O and D records and in find's complaints starts with "./" (parseResolve
+// puts the snapshot folder back): realpath then takes one batch of short
+// names where the full paths filled two or more, and takes half the time.
 //	X kind path final incomplete   an entry that is not a file or folder
 //	O name         an entry whose name holds a tab or newline (shown with ?)
 //	D dir          a folder (to spot loops by depth)
@@ -113,12 +118,13 @@ one() {
   sd=$rd/snapshots/$c
   [ -d "$sd" ] || { printf 'E\tnosnap\t%s\n' "$sd"; return; }
   printf 'S\t%s\n' "$sd"
+  cd "$sd" 2>/dev/null || { printf 'E\tnosnap\t%s\n' "$sd"; return; }
   if [ -n "$gnu" ]; then
-    { errs=$(find -L "$sd" -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
+    { errs=$(find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
         -o -type f -printf 'F\t%s\t%T@\t%p\n' -exec realpath {} + -o -type d -printf 'D\t%p\n' \
         -o -exec sh -c "$bad" sh {} + 2>&1 1>&3 3>&-); rc=$?; } 3>&1
   else
-    { errs=$(find -L "$sd" -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
+    { errs=$(find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
         -o -type f -exec sh -c "$good" sh {} + -o -type d -exec sh -c "$dirs" sh {} + \
         -o -exec sh -c "$bad" sh {} + 2>&1 1>&3 3>&-); rc=$?; } 3>&1
   fi
@@ -278,7 +284,7 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 				if !ok {
 					return nil, fmt.Errorf("the snapshot changed during the walk (short stat output); run again")
 				}
-				f, err := parseStat(l)
+				f, err := parseStat(l, cur.Snap)
 				if err != nil {
 					return nil, err
 				}
@@ -296,7 +302,7 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 			sz, r1, _ := strings.Cut(rest, "\t")
 			mt, p, _ := strings.Cut(r1, "\t")
 			mt, _, _ = strings.Cut(mt, ".")
-			f, err := parseStat(sz + " " + mt + " " + p)
+			f, err := parseStat(sz+" "+mt+" "+p, cur.Snap)
 			if err != nil {
 				return nil, err
 			}
@@ -306,13 +312,13 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 			if len(f) != 4 {
 				return nil, fmt.Errorf("bad entry record %q", line)
 			}
-			cur.Bad = append(cur.Bad, rawBad{Kind: f[0], Path: f[1], Final: f[2], Incomplete: f[3]})
+			cur.Bad = append(cur.Bad, rawBad{Kind: f[0], Path: inSnap(cur.Snap, f[1]), Final: inSnap(cur.Snap, f[2]), Incomplete: inSnap(cur.Snap, f[3])})
 		case "O":
-			cur.Odd = append(cur.Odd, rest)
+			cur.Odd = append(cur.Odd, inSnap(cur.Snap, rest))
 		case "D":
-			cur.Dirs = append(cur.Dirs, rest)
+			cur.Dirs = append(cur.Dirs, inSnap(cur.Snap, rest))
 		case "W":
-			cur.FindErrs = append(cur.FindErrs, rest)
+			cur.FindErrs = append(cur.FindErrs, complaintInSnap(cur.Snap, rest))
 		case "Z":
 			rc, err := strconv.Atoi(rest)
 			if err != nil {
@@ -338,15 +344,43 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 	return items, nil
 }
 
-func parseStat(l string) (rawFile, error) {
+// parseStat reads "SIZE MTIME PATH", PATH relative to the snapshot
+// folder snap (see resolveScript).
+func parseStat(l, snap string) (rawFile, error) {
 	sz, rest, ok1 := strings.Cut(l, " ")
 	mt, p, ok2 := strings.Cut(rest, " ")
+	p = inSnap(snap, p)
 	size, err1 := strconv.ParseInt(sz, 10, 64)
 	mtime, err2 := strconv.ParseInt(mt, 10, 64)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil || !strings.HasPrefix(p, "/") {
 		return rawFile{}, fmt.Errorf("unexpected stat output %q (the snapshot changed during the walk?)", l)
 	}
 	return rawFile{Path: p, Size: size, MTime: mtime}, nil
+}
+
+// inSnap turns a path of the walk ("./a/b", or "." for the snapshot
+// folder itself) into the path in snap; anything else (an absolute link
+// target, "-") is returned as it is.
+func inSnap(snap, p string) string {
+	switch {
+	case p == ".":
+		return snap
+	case strings.HasPrefix(p, "./"):
+		return snap + p[1:]
+	}
+	return p
+}
+
+// complaintInSnap puts the snapshot folder back into a complaint of find
+// about a path of the walk: GNU quotes it, with ASCII or, in a UTF-8
+// locale, typographic quotes ('./a', '.', ‘./a’, ‘.’); busybox does not
+// ("find: ./a: Permission denied").
+func complaintInSnap(snap, l string) string {
+	return strings.NewReplacer(
+		"'./", "'"+snap+"/", "'.'", "'"+snap+"'",
+		"‘./", "‘"+snap+"/", "‘.’", "‘"+snap+"’",
+		" ./", " "+snap+"/",
+	).Replace(l)
 }
 
 // maxListed bounds how many refusals one error lists.
