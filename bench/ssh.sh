@@ -25,6 +25,10 @@
 # Engine: container names and the image tag carry this script's pid.
 #
 # Env: BIN (sparkform binary; built when unset), RUNS (default 5),
+#      DOCKER_ACCESS (sudo, the default: the node user reaches the Docker
+#      socket only through `sudo -n docker system dial-stdio`; group: it
+#      logs in as the test bed's DockerUser, a member of the docker group
+#      like the user of a DGX Spark, and the socket is forwarded by sshd),
 #      FILES (default 1000), WORK (scratch dir), ROOT (repo), KEEP=1 keeps
 #      the scratch dir (the nodes, containers and image are still removed),
 #      PERF=1 adds where the time goes: the nodes' CPU per plan (both sshd
@@ -35,6 +39,8 @@ set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-5}
 PERF=${PERF:-0}
+DOCKER_ACCESS=${DOCKER_ACCESS:-sudo}
+case $DOCKER_ACCESS in sudo | group) ;; *) echo "bench/ssh: DOCKER_ACCESS=$DOCKER_ACCESS: give sudo or group" >&2; exit 2 ;; esac
 FILES=${FILES:-1000}
 KEEP=${KEEP:-0}
 OWNWORK=0
@@ -122,6 +128,12 @@ for _ in $(seq 1 300); do [[ -s $S/env ]] && break; sleep 0.1; done
 if [[ ! -s $S/env ]]; then echo "bench/ssh: test bed did not start:" >&2; cat "$S/testbed.log" >&2; exit 1; fi
 # shellcheck disable=SC1090
 source "$S/env"
+NODE_USER=$SF_NODE_USER
+if [[ $DOCKER_ACCESS = group ]]; then
+  NODE_USER=$SF_NODE_DOCKER_USER
+  id -nG "$NODE_USER" | grep -qw docker ||
+    { echo "bench/ssh: DOCKER_ACCESS=group: $NODE_USER is not in the docker group (is Docker installed?)" >&2; exit 1; }
+fi
 
 # A kit repo with release/runtime at one commit.
 SRC=$S/kit-src
@@ -137,7 +149,7 @@ GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@e GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=
 COMMIT=$(git -C "$SRC" rev-parse HEAD)
 git clone -q --bare "$SRC" "$REPO"
 # The node user fetches it: git refuses a repository owned by someone else.
-chown -R "$SF_NODE_USER" "$REPO"
+chown -R "$NODE_USER" "$REPO"
 
 # A hub repo in HF layout: snapshots/REV/... are relative symlinks to blobs/.
 mkhub() { # HUB ORG NAME N
@@ -154,7 +166,7 @@ for i in 0 1; do
   host=SF_NODE${i}_HOST port=SF_NODE${i}_PORT root=SF_NODE${i}_ROOT
   mkhub "${!root}/hub" org model "$FILES"
   mkhub "${!root}/hub" org drafter "$FILES"
-  chown -R "$SF_NODE_USER" "${!root}" 2>/dev/null || true
+  chown -R "$NODE_USER" "${!root}" 2>/dev/null || true
   nodes+="n$i={host=\"${!host}\",port=${!port},root=\"${!root}\"},"
 done
 
@@ -187,7 +199,7 @@ node "n" {
   for_each      = var.nodes
   host          = each.value.host
   port          = each.value.port
-  user          = "$SF_NODE_USER"
+  user          = "$NODE_USER"
   identity_file = "$SF_IDENTITY_FILE"
   known_hosts   = "$SF_KNOWN_HOSTS"
   become        = true # sudo -n: module reload and the Docker socket
@@ -328,6 +340,7 @@ stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
   m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'; }
 echo "two sshd nodes, per node: kmod_module (simulated kernel) + gitkit_checkout + 2 x hubstage_manifest of $FILES files"
 echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2g); $CGROUP_NOTE"
+echo "  node user $NODE_USER: Docker socket $([[ $DOCKER_ACCESS = group ]] && echo "as a docker group member (sshd forwards it)" || echo "through sudo -n docker system dial-stdio") (DOCKER_ACCESS=$DOCKER_ACCESS)"
 echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
 if [[ $PERF = 1 ]]; then
   echo "  node cpu s per plan: both nodes $(stat2 "$S/node.times" 1) (sshd listeners' reaped children), dockerd $(stat2 "$S/node.times" 2) (shared engine)"

@@ -3,13 +3,15 @@
 // port, with its own host key. Host-key checking stays on: the Bed writes a
 // known_hosts file with every node's key.
 //
-// Every node logs in as one of two local users shared by all beds on the
+// Every node logs in as one of three local users shared by all beds on the
 // machine: User (passwordless sudo through /etc/sudoers.d, so `become`
-// works) and NoSudoUser (no sudo rights, for the "sudo wants a password"
-// path). They are created on first use under an flock, so concurrent test
-// processes are safe. The client key is generated per Bed and authorized
-// for both users through a bed-private AuthorizedKeysFile; nothing is
-// written to the users' own ~/.ssh.
+// works), NoSudoUser (no sudo rights, for the "sudo wants a password"
+// path) and DockerUser (sudo, and a member of the docker group where there
+// is one: the Docker socket opens without sudo, as for the user of a DGX
+// Spark). They are created on first use under an flock, so concurrent
+// test processes are safe. The client key is generated per Bed and
+// authorized for every user through a bed-private AuthorizedKeysFile;
+// nothing is written to the users' own ~/.ssh.
 //
 // All nodes run on this machine, so they share one filesystem: tests that
 // need per-node state use Node.Root, a fresh directory owned by User.

@@ -41,9 +41,11 @@ type Node struct {
 	Host string
 	Port int
 	// User has passwordless sudo; NoSudoUser logs in with the same key but
-	// has no sudo rights.
+	// has no sudo rights; DockerUser has sudo and opens the Docker socket
+	// without it (see the package doc).
 	User       string
 	NoSudoUser string
+	DockerUser string
 	// IdentityFile and KnownHosts are the bed's client key and known_hosts.
 	IdentityFile string
 	KnownHosts   string
@@ -94,9 +96,11 @@ type Bed struct {
 	// IdentityFile is the private client key; KnownHosts lists every node.
 	IdentityFile string
 	KnownHosts   string
-	// User and NoSudoUser are the login users (see the package doc).
+	// User, NoSudoUser and DockerUser are the login users (see the
+	// package doc).
 	User       string
 	NoSudoUser string
+	DockerUser string
 	// Jumps are the jump hosts of a bed started by StartBehindJumps, the
 	// one reachable from here first; Nodes are reachable only through all
 	// of them, in order.
@@ -120,7 +124,7 @@ func Start(dir string, n int) (*Bed, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	b := &Bed{User: User, NoSudoUser: NoSudoUser}
+	b := &Bed{User: User, NoSudoUser: NoSudoUser, DockerUser: DockerUser}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sparkform-testbed-")
 		if err != nil {
@@ -206,6 +210,7 @@ func (b *Bed) start(specs []nodeSpec) error {
 			Host:         sp.host,
 			User:         User,
 			NoSudoUser:   NoSudoUser,
+			DockerUser:   DockerUser,
 			IdentityFile: b.IdentityFile,
 			KnownHosts:   b.KnownHosts,
 			netns:        sp.netns,
@@ -296,7 +301,7 @@ func (n *Node) tryStart(hostKey, authKeys string) error {
 		"UsePAM no",
 		"StrictModes no",
 		"PermitRootLogin no",
-		"AllowUsers " + User + " " + NoSudoUser,
+		"AllowUsers " + User + " " + NoSudoUser + " " + DockerUser,
 		"Subsystem sftp " + SFTPServerPath,
 		"AllowTcpForwarding yes",
 		"AllowStreamLocalForwarding yes",
@@ -498,7 +503,8 @@ func ChildrenOf(pid int) []int {
 // Env describes the bed as environment variables, for script tests and
 // shell use:
 //
-//	SF_NODES=N  SF_NODE_USER  SF_NODE_NOSUDO_USER  SF_IDENTITY_FILE
+//	SF_NODES=N  SF_NODE_USER  SF_NODE_NOSUDO_USER  SF_NODE_DOCKER_USER
+//	SF_IDENTITY_FILE
 //	SF_KNOWN_HOSTS  SF_BED_DIR  and per node i: SF_NODEi_NAME,
 //	SF_NODEi_HOST, SF_NODEi_PORT, SF_NODEi_ROOT; behind jump hosts also
 //	SF_JUMPS=K and per jump host i: SF_JUMPi_HOST, SF_JUMPi_PORT
@@ -507,6 +513,7 @@ func (b *Bed) Env() map[string]string {
 		"SF_NODES":            strconv.Itoa(len(b.Nodes)),
 		"SF_NODE_USER":        b.User,
 		"SF_NODE_NOSUDO_USER": b.NoSudoUser,
+		"SF_NODE_DOCKER_USER": b.DockerUser,
 		"SF_IDENTITY_FILE":    b.IdentityFile,
 		"SF_KNOWN_HOSTS":      b.KnownHosts,
 		"SF_BED_DIR":          b.Dir,

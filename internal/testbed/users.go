@@ -12,10 +12,13 @@ import (
 )
 
 // The login users every bed shares. User has passwordless sudo; NoSudoUser
-// has none.
+// has none; DockerUser has passwordless sudo and is in the docker group
+// (when this machine has one), so it opens the Docker socket without sudo,
+// as the user of a DGX Spark does.
 const (
 	User       = "sparkform-test"
 	NoSudoUser = "sparkform-nosudo"
+	DockerUser = "sparkform-docker"
 )
 
 const (
@@ -23,8 +26,9 @@ const (
 	sudoersFile = "/etc/sudoers.d/sparkform-test"
 )
 
-// ensureUsers creates the two users and the sudoers rule if missing. An
-// flock serialises this across test processes starting beds at once.
+// ensureUsers creates the three users, DockerUser's docker group
+// membership and the sudoers rule if missing. An flock serialises this
+// across test processes starting beds at once.
 func ensureUsers() error {
 	f, err := os.OpenFile(usersLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -36,12 +40,15 @@ func ensureUsers() error {
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 
-	for _, u := range []string{User, NoSudoUser} {
+	for _, u := range []string{User, NoSudoUser, DockerUser} {
 		if err := ensureUser(u); err != nil {
 			return err
 		}
 	}
-	rule := []byte(User + " ALL=(ALL:ALL) NOPASSWD: ALL\n")
+	if err := ensureInGroup(DockerUser, "docker"); err != nil {
+		return err
+	}
+	rule := []byte(User + " ALL=(ALL:ALL) NOPASSWD: ALL\n" + DockerUser + " ALL=(ALL:ALL) NOPASSWD: ALL\n")
 	if old, err := os.ReadFile(sudoersFile); err == nil && bytes.Equal(old, rule) {
 		return nil
 	}
@@ -74,6 +81,33 @@ func ensureUser(name string) error {
 	}
 	if out, err := exec.Command("usermod", "--password", "*", name).CombinedOutput(); err != nil {
 		return fmt.Errorf("testbed: unlock %s: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+// ensureInGroup adds user to group when the group exists; a machine
+// without Docker has no docker group, and DockerUser is then a plain sudo
+// user (tests that need the socket check it themselves).
+func ensureInGroup(name, group string) error {
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return fmt.Errorf("testbed: groups of %s: %w", name, err)
+	}
+	for _, id := range ids {
+		if id == g.Gid {
+			return nil
+		}
+	}
+	if out, err := exec.Command("usermod", "--append", "--groups", group, name).CombinedOutput(); err != nil {
+		return fmt.Errorf("testbed: usermod --append --groups %s %s: %v: %s", group, name, err, out)
 	}
 	return nil
 }

@@ -2,10 +2,14 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -462,64 +466,101 @@ func TestContainerMissingMountSourceAtApply(t *testing.T) {
 	}
 }
 
-// TestReadOverDialStdioOneStream: a node whose user reaches the Docker
-// socket only through sudo (become) gets ONE `sudo -n docker system
-// dial-stdio` per Read, however many images and containers it reads
-// (each concurrent API call used to start one more: sudo and the docker
-// CLI on the node, tens of milliseconds each), and the cgroup values come
-// from one command run as the login user (no sudo: the files are
-// world-readable). Counted as sshd saw it: two command sessions. The
-// values read that way are the kernel's.
-func TestReadOverDialStdioOneStream(t *testing.T) {
+// TestReadSessionsOnTheNode: what one Read of an image, a running
+// container and two missing ones costs an sshd node, counted as sshd saw
+// it (command sessions), for the two ways its user reaches the Docker
+// socket, and the values read either way are the kernel's:
+//
+//   - only through sudo (become): ONE `sudo -n docker system dial-stdio`
+//     per Read, however many images and containers it reads (each
+//     concurrent API call used to start one more: sudo and the docker CLI
+//     on the node, tens of milliseconds each);
+//   - as a member of the docker group (the user of a DGX Spark): the
+//     socket itself, forwarded by sshd (direct-streamlocal), no session.
+//
+// The cgroup values come from one command run as the login user (no sudo:
+// the files are world-readable).
+func TestReadSessionsOnTheNode(t *testing.T) {
 	api := engine(t)
 	ensureGuardImage(t, api)
 	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
-	n := bed.Nodes[0].SDK()
-	n.Become = true
+	for _, tc := range []struct {
+		name, user string
+		sessions   int
+	}{
+		{"sudo dial-stdio", bed.Nodes[0].User, 2},
+		{"docker group socket", bed.Nodes[0].DockerUser, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := bed.Nodes[0].SDK()
+			n.User, n.Become = tc.user, true
+			if tc.sessions == 1 {
+				needSocketGroup(t, tc.user)
+			}
+			running := "sparkform-test-sessions-running"
+			cleanupContainer(t, api, running)
+			byHand(t, "run", "-d", "--name", running, "--memory", "64m", "--memory-swap", "64m", "--cpus", "0.5",
+				"--entrypoint", "/bin/busybox", guardImage, "sleep", "600")
+			p := New()
+			rs := sdktest.Schema(t, p, ctype)
+			is := sdktest.Schema(t, p, "docker_image")
+			items := []sdk.ReadItem{{TypeName: "docker_image", Address: "docker_image.guard",
+				Prior: sdktest.Object(t, is.Block, map[string]cty.Value{"name": cty.StringVal(guardImage)})}}
+			for _, name := range []string{running, "sparkform-test-sessions-gone-1", "sparkform-test-sessions-gone-2"} {
+				items = append(items, sdk.ReadItem{TypeName: ctype, Address: ctype + "." + name,
+					Prior: sdktest.Object(t, rs.Block, map[string]cty.Value{"name": cty.StringVal(name), "image": cty.StringVal(guardImage)})})
+			}
 
-	running := "sparkform-test-stdio-running"
-	cleanupContainer(t, api, running)
-	byHand(t, "run", "-d", "--name", running, "--memory", "64m", "--memory-swap", "64m", "--cpus", "0.5",
-		"--entrypoint", "/bin/busybox", guardImage, "sleep", "600")
-	p := New()
-	rs := sdktest.Schema(t, p, ctype)
-	is := sdktest.Schema(t, p, "docker_image")
-	items := []sdk.ReadItem{{TypeName: "docker_image", Address: "docker_image.guard",
-		Prior: sdktest.Object(t, is.Block, map[string]cty.Value{"name": cty.StringVal(guardImage)})}}
-	for _, name := range []string{running, "sparkform-test-stdio-gone-1", "sparkform-test-stdio-gone-2"} {
-		items = append(items, sdk.ReadItem{TypeName: ctype, Address: ctype + "." + name,
-			Prior: sdktest.Object(t, rs.Block, map[string]cty.Value{"name": cty.StringVal(name), "image": cty.StringVal(guardImage)})})
+			sessions := func() int { return strings.Count(bed.Nodes[0].Log(), "Starting session: command for "+tc.user+" ") }
+			before := sessions()
+			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: items})
+			if resp.Diagnostics.HasErrors() {
+				t.Fatal(resp.Diagnostics.Err())
+			}
+			if got := sessions() - before; got != tc.sessions {
+				t.Errorf("%d command sessions on the node for one Read, want %d\nsshd log:\n%s", got, tc.sessions, bed.Nodes[0].Log())
+			}
+			for i, r := range resp.Results {
+				if r.Diagnostics.HasErrors() || len(r.Diagnostics) > 0 {
+					t.Errorf("%s: %v", items[i].Address, r.Diagnostics)
+				}
+			}
+			if v := resp.Results[0].NewState; v.IsNull() || ctyval.Str(v.GetAttr("image_id")) == "" {
+				t.Errorf("image: %#v, want its id", v)
+			}
+			st := resp.Results[1].NewState
+			if st.IsNull() {
+				t.Fatal("the running container reads as gone")
+			}
+			wantAttr(t, st, "running", cty.True)
+			wantAttr(t, st, "cgroup_memory_max", cty.StringVal("67108864"))
+			wantAttr(t, st, "cgroup_memory_swap_max", cty.StringVal("0"))
+			wantAttr(t, st, "cgroup_cpu_max", cty.StringVal("50000 100000"))
+			for _, r := range resp.Results[2:] {
+				if !r.NewState.IsNull() {
+					t.Errorf("a missing container reads as %#v, want gone", r.NewState)
+				}
+			}
+			p.(*provider).clients.close()
+		})
 	}
+}
 
-	sessions := func() int { return strings.Count(bed.Nodes[0].Log(), "Starting session: command") }
-	before := sessions()
-	resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: items})
-	if resp.Diagnostics.HasErrors() {
-		t.Fatal(resp.Diagnostics.Err())
-	}
-	if got := sessions() - before; got != 2 {
-		t.Errorf("%d command sessions on the node for one Read, want 2 (one dial-stdio, one cgroup read)\nsshd log:\n%s", got, bed.Nodes[0].Log())
-	}
-	for i, r := range resp.Results {
-		if r.Diagnostics.HasErrors() || len(r.Diagnostics) > 0 {
-			t.Errorf("%s: %v", items[i].Address, r.Diagnostics)
+// needSocketGroup checks that user may open the Docker socket through its
+// group (the docker group of a stock install).
+func needSocketGroup(t *testing.T, user string) {
+	t.Helper()
+	fi, err := os.Stat(socketPath)
+	if err == nil {
+		out, gerr := exec.Command("id", "-G", user).Output()
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case gerr != nil:
+			err = gerr
+		case st == nil || fi.Mode().Perm()&0o060 != 0o060 ||
+			!slices.Contains(strings.Fields(string(out)), strconv.FormatUint(uint64(st.Gid), 10)):
+			err = fmt.Errorf("%s (mode %v) is not group read-writable by a group of %s (%s)", socketPath, fi.Mode(), user, strings.TrimSpace(string(out)))
 		}
 	}
-	if v := resp.Results[0].NewState; v.IsNull() || ctyval.Str(v.GetAttr("image_id")) == "" {
-		t.Errorf("image: %#v, want its id", v)
-	}
-	st := resp.Results[1].NewState
-	if st.IsNull() {
-		t.Fatal("the running container reads as gone")
-	}
-	wantAttr(t, st, "running", cty.True)
-	wantAttr(t, st, "cgroup_memory_max", cty.StringVal("67108864"))
-	wantAttr(t, st, "cgroup_memory_swap_max", cty.StringVal("0"))
-	wantAttr(t, st, "cgroup_cpu_max", cty.StringVal("50000 100000"))
-	for _, r := range resp.Results[2:] {
-		if !r.NewState.IsNull() {
-			t.Errorf("a missing container reads as %#v, want gone", r.NewState)
-		}
-	}
-	p.(*provider).clients.close()
+	realpart.Need(t, "a Docker socket the docker group opens", err)
 }
