@@ -416,13 +416,15 @@ func TestBecomeReadsAsUserFirst(t *testing.T) {
 	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
 
 	for _, tc := range []struct {
-		name       string
-		user       string
-		unreadable bool
-		trips      int
+		name string
+		user string
+		// locked is a folder of the repo made 0700 (root's): "" for none.
+		locked string
+		trips  int
 	}{
-		{"readable hub, user without sudo", bed.NoSudoUser, false, 1},
-		{"unreadable folder, sudo user", bed.User, true, 2},
+		{"readable hub, user without sudo", bed.NoSudoUser, "", 1},
+		{"unreadable folder, sudo user", bed.User, "snapshots", 2},
+		{"snapshot folder it cannot enter, sudo user", bed.User, "snapshots/" + commitOf("c1"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := bed.Nodes[0].SDK()
@@ -432,9 +434,9 @@ func TestBecomeReadsAsUserFirst(t *testing.T) {
 			tn := testNode{name: "sshd", node: n, conn: c, dir: bed.Nodes[0].Root}
 			p := provider(t, []testNode{tn})
 			st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: sdk.Node{Name: n.Name, Transport: "local"}, conn: node.NewLocal(n.Name)}}), TypeManifest, sdk.Node{Name: n.Name, Transport: "local"}, cfg)
-			if tc.unreadable {
-				must(t, os.Chmod(filepath.Join(repo, "snapshots"), 0o700))
-				t.Cleanup(func() { os.Chmod(filepath.Join(repo, "snapshots"), 0o755) })
+			if tc.locked != "" {
+				must(t, os.Chmod(filepath.Join(repo, tc.locked), 0o700))
+				t.Cleanup(func() { os.Chmod(filepath.Join(repo, tc.locked), 0o755) })
 			}
 			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
 			if resp.Diagnostics.HasErrors() || len(resp.Results) != 1 {
@@ -447,5 +449,44 @@ func TestBecomeReadsAsUserFirst(t *testing.T) {
 				t.Fatalf("round trips %d, want %d", resp.RoundTrips, tc.trips)
 			}
 		})
+	}
+}
+
+// TestUnenterableSnapshotSaysSo: without become, a snapshot folder the
+// user cannot enter is refused as that, not as a missing snapshot (the
+// walk starts inside the folder since it runs realpath on short paths).
+func TestUnenterableSnapshotSaysSo(t *testing.T) {
+	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
+	pool := node.NewPool()
+	t.Cleanup(func() { pool.Close() })
+	h := newHub(t, t.TempDir())
+	repo, c1, _ := modelHub(t, h)
+	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
+	n := bed.Nodes[0].SDK()
+	c, err := pool.Get(context.Background(), n)
+	must(t, err)
+	p := provider(t, []testNode{{name: "sshd", node: n, conn: c, dir: bed.Nodes[0].Root}})
+	local := sdk.Node{Name: n.Name, Transport: "local"}
+	st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: local, conn: node.NewLocal(n.Name)}}), TypeManifest, local, cfg)
+	snap := filepath.Join(repo, "snapshots", c1)
+	must(t, os.Chmod(snap, 0o700))
+	t.Cleanup(func() { os.Chmod(snap, 0o755) })
+	resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
+	if resp.Diagnostics.HasErrors() || len(resp.Results) != 1 {
+		t.Fatalf("read: %v", resp.Diagnostics.Err())
+	}
+	d := resp.Results[0].Diagnostics
+	if len(d) != 1 {
+		t.Fatalf("diagnostics %v, want one warning", d)
+	}
+	msg := d[0].Summary + ": " + d[0].Detail
+	t.Log(msg)
+	for _, w := range []string{"snapshots/" + c1, "cannot enter the folder"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("warning %q does not say %q", msg, w)
+		}
+	}
+	if strings.Contains(msg, "does not exist") || strings.Contains(msg, ErrNoSnapshot.Error()) {
+		t.Errorf("warning %q calls the snapshot missing", msg)
 	}
 }

@@ -118,7 +118,7 @@ one() {
   sd=$rd/snapshots/$c
   [ -d "$sd" ] || { printf 'E\tnosnap\t%s\n' "$sd"; return; }
   printf 'S\t%s\n' "$sd"
-  cd "$sd" 2>/dev/null || { printf 'E\tnosnap\t%s\n' "$sd"; return; }
+  cd "$sd" 2>/dev/null || { printf 'W\t%s: cannot enter the folder (permission denied?)\n' "$sd"; printf 'Z\t1\n'; return; }
   if [ -n "$gnu" ]; then
     { errs=$(find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
         -o -type f -printf 'F\t%s\t%T@\t%p\n' -exec realpath {} + -o -type d -printf 'D\t%p\n' \
