@@ -67,6 +67,7 @@ const maxDepth = 64
 // O and D records and in find's complaints starts with "./" (parseResolve
 // puts the snapshot folder back): realpath then takes one batch of short
 // names where the full paths filled two or more, and takes half the time.
+//
 //	X kind path final incomplete   an entry that is not a file or folder
 //	O name         an entry whose name holds a tab or newline (shown with ?)
 //	D dir          a folder (to spot loops by depth)
