@@ -62,17 +62,18 @@ const maxDepth = 64
 //	B n            then n lines "SIZE MTIME PATH" (stat -L) and n real paths
 //	F size mtime path   (GNU find) a file; its real path is the next
 //	               "/..." line in order (realpath batches follow the F lines)
-//
-// The walk runs in the snapshot folder on ".", so every path in F, B, X,
-// O and D records and in find's complaints starts with "./" (parseResolve
-// puts the snapshot folder back): realpath then takes one batch of short
-// names where the full paths filled two or more, and takes half the time.
-//
 //	X kind path final incomplete   an entry that is not a file or folder
 //	O name         an entry whose name holds a tab or newline (shown with ?)
 //	D dir          a folder (to spot loops by depth)
 //	W line         a complaint of find (loops, permissions)
 //	Z rc           end of the walk, with find's exit status
+//
+// The walk runs in the snapshot folder on ".", so every path in F, B, X,
+// O and D records and in find's complaints starts with "./" (parseResolve
+// puts the snapshot folder back): realpath then takes one batch of short
+// names where the full paths filled two or more, and takes half the time.
+// A snapshot folder the user cannot enter is a W record, as find's
+// complaints are.
 const resolveScript = `set -u
 nl='
 '
