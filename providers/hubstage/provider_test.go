@@ -402,43 +402,68 @@ func TestPlanEdges(t *testing.T) {
 	}
 }
 
-// TestBecomeReadsAsUserFirst: with become, refresh walks the hub as the
-// login user (a hub is normally theirs to read): it works for a user sudo
-// refuses, in one round trip, so no sudo ran. Where the user cannot read
-// part of the hub, it walks again through sudo and finds the same files,
-// without a complaint: two round trips.
-func TestBecomeReadsAsUserFirst(t *testing.T) {
+// sshHub is modelHub's hub on this machine and a one-node test bed whose
+// sshd reads it.
+type sshHub struct {
+	bed  *testbed.Bed
+	pool *node.Pool
+	repo string
+	cfg  cty.Value
+}
+
+func newSSHHub(t *testing.T) *sshHub {
 	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
 	pool := node.NewPool()
 	t.Cleanup(func() { pool.Close() })
 	h := newHub(t, t.TempDir())
 	repo, _, _ := modelHub(t, h)
 	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
+	return &sshHub{bed: bed, pool: pool, repo: repo, cfg: cfg}
+}
 
+// lock makes folder rel of the repo root's alone (0700) for the test.
+func (s *sshHub) lock(t *testing.T, rel string) {
+	must(t, os.Chmod(filepath.Join(s.repo, rel), 0o700))
+	t.Cleanup(func() { os.Chmod(filepath.Join(s.repo, rel), 0o755) })
+}
+
+// read creates the manifest's state as root (a local node of the same
+// name) and refreshes it over SSH as n; it returns the prior and the
+// response.
+func (s *sshHub) read(t *testing.T, n sdk.Node) (cty.Value, sdk.ReadResponse) {
+	c, err := s.pool.Get(context.Background(), n)
+	must(t, err)
+	p := provider(t, []testNode{{name: "sshd", node: n, conn: c, dir: s.bed.Nodes[0].Root}})
+	local := sdk.Node{Name: n.Name, Transport: "local"}
+	st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: local, conn: node.NewLocal(n.Name)}}), TypeManifest, local, s.cfg)
+	return st, p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
+}
+
+// TestBecomeReadsAsUserFirst: with become, refresh walks the hub as the
+// login user (a hub is normally theirs to read): it works for a user sudo
+// refuses, in one round trip, so no sudo ran. Where the user cannot read
+// part of the hub, or enter the snapshot folder, it walks again through
+// sudo and finds the same files, without a complaint: two round trips.
+func TestBecomeReadsAsUserFirst(t *testing.T) {
+	hub := newSSHHub(t)
 	for _, tc := range []struct {
 		name string
 		user string
-		// locked is a folder of the repo made 0700 (root's): "" for none.
+		// locked is a folder of the repo made root's: "" for none.
 		locked string
 		trips  int
 	}{
-		{"readable hub, user without sudo", bed.NoSudoUser, "", 1},
-		{"unreadable folder, sudo user", bed.User, "snapshots", 2},
-		{"snapshot folder it cannot enter, sudo user", bed.User, "snapshots/" + commitOf("c1"), 2},
+		{"readable hub, user without sudo", hub.bed.NoSudoUser, "", 1},
+		{"unreadable folder, sudo user", hub.bed.User, "snapshots", 2},
+		{"snapshot folder it cannot enter, sudo user", hub.bed.User, "snapshots/" + commitOf("c1"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := bed.Nodes[0].SDK()
+			n := hub.bed.Nodes[0].SDK()
 			n.User, n.Become = tc.user, true
-			c, err := pool.Get(context.Background(), n)
-			must(t, err)
-			tn := testNode{name: "sshd", node: n, conn: c, dir: bed.Nodes[0].Root}
-			p := provider(t, []testNode{tn})
-			st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: sdk.Node{Name: n.Name, Transport: "local"}, conn: node.NewLocal(n.Name)}}), TypeManifest, sdk.Node{Name: n.Name, Transport: "local"}, cfg)
 			if tc.locked != "" {
-				must(t, os.Chmod(filepath.Join(repo, tc.locked), 0o700))
-				t.Cleanup(func() { os.Chmod(filepath.Join(repo, tc.locked), 0o755) })
+				hub.lock(t, tc.locked)
 			}
-			resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
+			st, resp := hub.read(t, n)
 			if resp.Diagnostics.HasErrors() || len(resp.Results) != 1 {
 				t.Fatalf("read: %v", resp.Diagnostics.Err())
 			}
@@ -456,22 +481,10 @@ func TestBecomeReadsAsUserFirst(t *testing.T) {
 // user cannot enter is refused as that, not as a missing snapshot (the
 // walk starts inside the folder since it runs realpath on short paths).
 func TestUnenterableSnapshotSaysSo(t *testing.T) {
-	bed := testbed.StartT(t, 1) // fails under CI, skips elsewhere, without a test bed
-	pool := node.NewPool()
-	t.Cleanup(func() { pool.Close() })
-	h := newHub(t, t.TempDir())
-	repo, c1, _ := modelHub(t, h)
-	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
-	n := bed.Nodes[0].SDK()
-	c, err := pool.Get(context.Background(), n)
-	must(t, err)
-	p := provider(t, []testNode{{name: "sshd", node: n, conn: c, dir: bed.Nodes[0].Root}})
-	local := sdk.Node{Name: n.Name, Transport: "local"}
-	st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: local, conn: node.NewLocal(n.Name)}}), TypeManifest, local, cfg)
-	snap := filepath.Join(repo, "snapshots", c1)
-	must(t, os.Chmod(snap, 0o700))
-	t.Cleanup(func() { os.Chmod(snap, 0o755) })
-	resp := p.ReadResources(context.Background(), sdk.ReadRequest{Node: n, Resources: []sdk.ReadItem{{TypeName: TypeManifest, Address: "m", Prior: st, Private: pr}}})
+	hub := newSSHHub(t)
+	c1 := commitOf("c1")
+	hub.lock(t, "snapshots/"+c1)
+	_, resp := hub.read(t, hub.bed.Nodes[0].SDK())
 	if resp.Diagnostics.HasErrors() || len(resp.Results) != 1 {
 		t.Fatalf("read: %v", resp.Diagnostics.Err())
 	}
@@ -480,7 +493,6 @@ func TestUnenterableSnapshotSaysSo(t *testing.T) {
 		t.Fatalf("diagnostics %v, want one warning", d)
 	}
 	msg := d[0].Summary + ": " + d[0].Detail
-	t.Log(msg)
 	for _, w := range []string{"snapshots/" + c1, "cannot enter the folder"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("warning %q does not say %q", msg, w)
