@@ -375,13 +375,17 @@ func inSnap(snap, p string) string {
 
 // complaintInSnap puts the snapshot folder back into a complaint of find
 // about a path of the walk: GNU quotes it, with ASCII or, in a UTF-8
-// locale, typographic quotes ('./a', '.', ‘./a’, ‘.’); busybox does not
-// ("find: ./a: Permission denied").
+// locale, typographic quotes ('./a', '.', ‘./a’, ‘.’); busybox does not,
+// and starts with it ("find: ./a: Permission denied", "find: .: ...").
 func complaintInSnap(snap, l string) string {
+	if rest, ok := strings.CutPrefix(l, "find: ./"); ok {
+		l = "find: " + snap + "/" + rest
+	} else if rest, ok := strings.CutPrefix(l, "find: .:"); ok {
+		l = "find: " + snap + ":" + rest
+	}
 	return strings.NewReplacer(
 		"'./", "'"+snap+"/", "'.'", "'"+snap+"'",
 		"‘./", "‘"+snap+"/", "‘.’", "‘"+snap+"’",
-		" ./", " "+snap+"/",
 	).Replace(l)
 }
 

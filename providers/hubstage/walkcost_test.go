@@ -108,6 +108,8 @@ func TestWalkPathsInSnapshot(t *testing.T) {
 		{"find: File system loop detected; ‘./up’ is part of the same file system loop as ‘.’.",
 			"find: File system loop detected; ‘" + snap + "/up’ is part of the same file system loop as ‘" + snap + "’."},
 		{"find: ./a/b: Permission denied", "find: " + snap + "/a/b: Permission denied"},
+		{"find: .: Permission denied", "find: " + snap + ": Permission denied"},
+		{"find: ./a ./b: Permission denied", "find: " + snap + "/a ./b: Permission denied"}, // a name with " ./" in it
 	} {
 		if got := complaintInSnap(snap, tc.in); got != tc.want {
 			t.Errorf("complaintInSnap(%q)\n got %q\nwant %q", tc.in, got, tc.want)
