@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/internal/heaptest"
 
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -182,10 +184,7 @@ func TestPlanKeepsLittlePerChange(t *testing.T) {
 	if len(p.Changes) != n {
 		t.Fatalf("%d changes, want %d", len(p.Changes), n)
 	}
-	with := liveHeap()
-	runtime.KeepAlive(p)
-	p = nil
-	perChange := int64(with-liveHeap()) / n
+	perChange := heaptest.Held(n, func() { p = nil })
 	t.Logf("a plan keeps %d B per change", perChange)
 	// go1.26, amd64, a create of sparkform_data: 1,605-1,615 B with two
 	// Nodes of its own in each change, 1,291-1,293 B with the plan's one,
@@ -214,10 +213,7 @@ func TestApplyConsumesPlan(t *testing.T) {
 			t.Fatalf("%s: Apply kept the change's values", c.Addr)
 		}
 	}
-	with := liveHeap()
-	runtime.KeepAlive(p)
-	p = nil
-	perChange := int64(with-liveHeap()) / n
+	perChange := heaptest.Held(n, func() { p = nil })
 	t.Logf("after Apply, the plan keeps %d B per change", perChange)
 	// go1.26, amd64, a create of sparkform_data: 1,211 B before, 471 B
 	// after (the change itself, its address and dependencies).
@@ -236,16 +232,15 @@ func TestLoadStateSharesTypes(t *testing.T) {
 	defer done()
 	shapeApply(t, e, shapePlan(t, e))
 	fresh := &Engine{Module: sr.mod, Providers: sr.provs, Store: e.Store}
-	before := liveHeap()
-	objs, diags := fresh.loadState()
+	var objs map[string]*stateObject
+	var diags hcl.Diagnostics
+	per := heaptest.Added(n, func() { objs, diags = fresh.loadState() })
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	if len(objs) != n {
 		t.Fatalf("%d objects, want %d", len(objs), n)
 	}
-	per := (int64(liveHeap()) - int64(before)) / n
-	runtime.KeepAlive(objs)
 	runtime.KeepAlive(fresh)
 	t.Logf("an object read from state keeps %d B", per)
 	// go1.26, amd64: 1,529 B with a type per value, 1,177 B shared.

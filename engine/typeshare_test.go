@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/sparkform/sparkform/internal/heaptest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -46,14 +47,14 @@ func TestTypeShare(t *testing.T) {
 	kept := func(share bool) int64 {
 		var ts typeShare
 		vals := make([]cty.Value, n)
-		before := liveHeap()
-		for i := range vals {
-			vals[i] = mk(i)
-			if share {
-				vals[i] = ts.share("t", vals[i])
+		per := heaptest.Added(n, func() {
+			for i := range vals {
+				vals[i] = mk(i)
+				if share {
+					vals[i] = ts.share("t", vals[i])
+				}
 			}
-		}
-		per := (int64(liveHeap()) - int64(before)) / n
+		})
 		runtime.KeepAlive(vals)
 		return per
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/internal/heaptest"
 )
 
 // TestWalkGraphVertices: a static block of one unkeyed instance is one
@@ -44,10 +45,7 @@ func TestWalkGraphBytesPerVertex(t *testing.T) {
 	all := func(vertex) bool { return true }
 	wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
 	vertices := wg.g.Len()
-	with := liveHeap()
-	runtime.KeepAlive(wg)
-	wg = nil
-	per := (int64(with) - int64(liveHeap())) / int64(vertices)
+	per := heaptest.Held(vertices, func() { wg = nil })
 	runtime.KeepAlive(cg)
 	t.Logf("a walk graph takes %d B per vertex", per)
 	// go1.26, amd64: 635 B with the map by name, 487 B with the slice.

@@ -14,3 +14,20 @@ func Live() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
+
+// Added is the live heap, per one of n things, that build adds: Live
+// before and after it runs. What build makes must stay referenced (by
+// variables build sets) until Added returns.
+func Added(n int, build func()) int64 {
+	before := Live()
+	build()
+	return (int64(Live()) - int64(before)) / int64(n)
+}
+
+// Held is the live heap, per one of n things, that drop lets go of: Live
+// before and after drop clears the last reference to them.
+func Held(n int, drop func()) int64 {
+	with := Live()
+	drop()
+	return (int64(with) - int64(Live())) / int64(n)
+}
