@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func nodeFromValue(v cty.Value) (sdk.Node, error) {
 	var n sdk.Node
 	if v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
-		return n, fmt.Errorf("the value is not a node (got %s).", v.Type().FriendlyName())
+		return n, fmt.Errorf("the value is not a node (got %s)", v.Type().FriendlyName())
 	}
 	get := func(name string) (cty.Value, bool) {
 		if !v.Type().HasAttribute(name) {
@@ -35,7 +36,7 @@ func nodeFromValue(v cty.Value) (sdk.Node, error) {
 		return ""
 	}
 	if _, ok := get("transport"); !ok {
-		return n, fmt.Errorf("the value is an object without the attributes of a node.")
+		return n, errors.New("the value is an object without the attributes of a node")
 	}
 	n.Name = str("name")
 	n.Transport = str("transport")

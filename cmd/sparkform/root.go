@@ -9,13 +9,9 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	root, _ := newRoot(stdin, stdout, stderr)
-	return root
-}
-
-// newRoot is newRootCommand with the meta its commands share, so run can
-// report a final error in the -json stream when a command started one.
+// newRoot builds the command tree and returns the meta its commands share,
+// so run can report a final error in the -json stream when a command
+// started one.
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *meta) {
 	m := &meta{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{

@@ -36,7 +36,7 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 				names = append(names, sub.Name())
 			}
 		}
-		return fmt.Errorf("%s\n\n%s has: %s. Run '%s --help' for more.", msg, c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+		return fmt.Errorf("%s\n\n%s has: %s. Run '%s --help' for more", msg, c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
 }

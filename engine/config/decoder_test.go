@@ -258,14 +258,14 @@ func TestDecodeRefsContext(t *testing.T) {
 func TestDecodersShareByBody(t *testing.T) {
 	var c Decoders
 	a, b := body(t, `name = "a"`), body(t, `name = "a"`)
-	if c.Get(a, flatBlock) != c.Get(a, flatBlock) {
+	if first, again := c.Get(a, flatBlock), c.Get(a, flatBlock); first != again {
 		t.Error("one body got two decoders")
 	}
 	if c.Get(a, flatBlock) == c.Get(b, flatBlock) || c.Get(a, flatBlock) == c.Get(a, dockerBlock) {
 		t.Error("another body or schema got the same decoder")
 	}
 	merged := hcl.MergeBodies([]hcl.Body{a, b})
-	if c.Get(merged, flatBlock) == c.Get(merged, flatBlock) {
+	if first, again := c.Get(merged, flatBlock), c.Get(merged, flatBlock); first == again {
 		t.Error("a merged body's decoder was cached")
 	}
 	var none *Decoders

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -69,7 +68,6 @@ type Cluster struct {
 	dir     string
 	opts    Options
 	initial string
-	mu      sync.Mutex
 }
 
 // Start starts the cluster and waits until it has a leader.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -28,7 +27,9 @@ func Binary() (string, error) {
 		os.Chmod(dir, 0o755)
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			// Tests run from `go test`, which puts its own go first in
+			// PATH; a bare environment falls back to the GOROOT go env names.
+			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		}
 		bin := filepath.Join(dir, "kernelsim")
 		cmd := exec.Command(goBin, "build", "-o", bin, "github.com/sparkform/sparkform/internal/kernelsim/cmd/kernelsim")

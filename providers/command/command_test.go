@@ -258,10 +258,6 @@ func TestFailureShowsOutput(t *testing.T) {
 			}
 
 			// A check that cannot run (127: not found).
-			c = cfg(t, p, map[string]cty.Value{
-				"create": strs("true"),
-				"check":  strs(filepath.Join(n.dir, "no-such-program")),
-			})
 			st := cfg(t, p, map[string]cty.Value{
 				"create": strs("true"), "check": strs(filepath.Join(n.dir, "no-such-program")),
 				"id": cty.StringVal("1"), "stdout": cty.StringVal(""),

@@ -148,7 +148,7 @@ func checkSubdir(s string) error {
 	}
 	for _, el := range strings.Split(s, "/") {
 		if el == ".." {
-			return fmt.Errorf("subdir %q leaves the repository with ..", s)
+			return fmt.Errorf("subdir %q leaves the repository (a \"..\" element)", s)
 		}
 		if el == ".git" {
 			return fmt.Errorf("subdir %q points into .git", s)

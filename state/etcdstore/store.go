@@ -56,7 +56,7 @@ func (b *Backend) client() (*clientv3.Client, error) {
 		// Connect before the first request, and say why a connection
 		// failed (a refused certificate, a wrong endpoint) instead of a
 		// bare deadline.
-		DialOptions: []grpc.DialOption{grpc.WithBlock(), grpc.WithReturnConnectionError()}, //nolint:staticcheck
+		DialOptions: []grpc.DialOption{grpc.WithBlock(), grpc.WithReturnConnectionError()}, //lint:ignore SA1019 clientv3 still dials with grpc.DialContext, where these work
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd backend: connect to %s: %w", strings.Join(b.cfg.Endpoints, ","), err)
