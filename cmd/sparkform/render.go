@@ -11,6 +11,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
@@ -129,7 +130,11 @@ func (r *renderer) plan(p *plans.Plan) {
 				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
 			}
 			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
-			r.attrs(d.Before, d.After, nil, nil, nil, "      ", plans.Update)
+			var sens []string
+			if c := p.Change(d.Addr); c != nil {
+				sens = c.SensitiveAttrs
+			}
+			r.attrs(d.Before, d.After, nil, sens, nil, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")
 		}
 		fmt.Fprintln(r.w)
@@ -211,7 +216,11 @@ func (r *renderer) plan(p *plans.Plan) {
 				val = "(sensitive value)"
 			}
 			if o.After.IsNull() {
-				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c(red, "-"), n, r.value(o.Before, "  "))
+				before := r.value(o.Before, "  ")
+				if o.Sensitive {
+					before = "(sensitive value)"
+				}
+				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c(red, "-"), n, before)
 				continue
 			}
 			if o.Before != cty.NilVal && !o.Before.IsNull() {
@@ -327,12 +336,26 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			}
 		}
 	}
-	var sens map[string]bool
+	// sens: attributes sensitive whole; sensIn: those with a sensitive
+	// part (input.env["TOKEN"]), shown from copies marked where it is.
+	var sens, sensIn map[string]bool
 	for _, s := range sensitive {
-		if sens == nil {
-			sens = map[string]bool{}
+		root, whole := config.SplitSensitivePath(s)
+		if whole {
+			if sens == nil {
+				sens = map[string]bool{}
+			}
+			sens[root] = true
+			continue
 		}
-		sens[s] = true
+		if sensIn == nil {
+			sensIn = map[string]bool{}
+		}
+		sensIn[root] = true
+	}
+	markedB, markedA := before, after
+	if sensIn != nil {
+		markedB, markedA = engine.MarkSensitive(before, sensitive), engine.MarkSensitive(after, sensitive)
 	}
 	names := r.attrNames(before, after)
 	width := 0
@@ -368,10 +391,13 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 		}
 		tw.WriteString(" = ")
 	}
-	show := func(n string, v cty.Value) {
+	show := func(n string, v cty.Value, marked cty.Value) {
 		if sens[n] && v.IsKnown() && !v.IsNull() {
 			tw.WriteString("(sensitive value)")
 			return
+		}
+		if sensIn[n] {
+			v = attrOf(marked, n)
 		}
 		r.writeValue(tw, v, indent)
 	}
@@ -383,7 +409,7 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			if a.IsKnown() && a.IsNull() {
 				continue
 			}
-			if !sens[n] && isSeq(a) {
+			if !sens[n] && !sensIn[n] && isSeq(a) {
 				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
 					line(r.c(green, "+"), n)
 					tw.WriteString(r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
@@ -392,14 +418,14 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 				}
 			}
 			line(r.c(green, "+"), n)
-			show(n, a)
+			show(n, a, markedA)
 			tw.WriteByte('\n')
 		case plans.Delete:
 			if b.IsNull() {
 				continue
 			}
 			line(r.c(red, "-"), n)
-			show(n, b)
+			show(n, b, markedB)
 			tw.WriteString(" -> null\n")
 		default:
 			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
@@ -413,13 +439,13 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			switch {
 			case b.IsNull():
 				line(r.c(green, "+"), n)
-				show(n, a)
+				show(n, a, markedA)
 			case a.IsKnown() && a.IsNull():
 				line(r.c(red, "-"), n)
-				show(n, b)
+				show(n, b, markedB)
 				tw.WriteString(" -> null")
 			default:
-				if !sens[n] && isSeq(b) && isSeq(a) {
+				if !sens[n] && !sensIn[n] && isSeq(b) && isSeq(a) {
 					line(r.c(yellow, "~"), n)
 					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
 						tw.WriteString(r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)))
@@ -431,9 +457,9 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 					continue
 				}
 				line(r.c(yellow, "~"), n)
-				show(n, b)
+				show(n, b, markedB)
 				tw.WriteString(" -> ")
-				show(n, a)
+				show(n, a, markedA)
 			}
 			tw.WriteString(suffix)
 			tw.WriteByte('\n')
