@@ -146,7 +146,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		Notes:               notes,
 	}
 	if prior != nil {
-		ch.PriorNode = pl.plan.Node(prior.Node)
+		ch.PriorNode, ch.PriorSensitiveAttrs = pl.plan.Node(prior.Node), prior.SensitiveAttrs
 	}
 	// A plan the provider kept as the prior sent, when that prior is
 	// state's (decoded from its bytes: wholly known, unmarked), is that

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,9 +133,9 @@ func (r *renderer) plan(p *plans.Plan) {
 			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
 			var sens []string
 			if c := p.Change(d.Addr); c != nil {
-				sens = c.SensitiveAttrs
+				sens = c.BeforeSensitive()
 			}
-			r.attrs(d.Before, d.After, nil, sens, nil, "      ", plans.Update)
+			r.attrs(d.Before, d.After, nil, sensitivity{before: sens, after: sens}, nil, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")
 		}
 		fmt.Fprintln(r.w)
@@ -194,7 +195,7 @@ func (r *renderer) plan(p *plans.Plan) {
 		tw.WriteByte(' ')
 		r.quoted(nameOf(c.Addr))
 		tw.WriteString(" {\n")
-		r.attrs(c.Before, c.After, c.RequiresReplace, c.SensitiveAttrs, c.SummaryAttrs, "      ", c.Action)
+		r.attrs(c.Before, c.After, c.RequiresReplace, sensitivity{before: c.BeforeSensitive(), after: c.SensitiveAttrs}, c.SummaryAttrs, "      ", c.Action)
 		tw.WriteString("    }\n")
 	}
 	add, change, destroy := p.Counts()
@@ -324,7 +325,11 @@ func attrOf(v cty.Value, name string) cty.Value {
 
 // attrs renders the attribute lines of one resource block (inside plan:
 // it writes to r.tw).
-func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive, summary []string, indent string, action plans.Action) {
+// sensitivity is what attrs hides: the sensitive paths of before and of
+// after.
+type sensitivity struct{ before, after []string }
+
+func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive sensitivity, summary []string, indent string, action plans.Action) {
 	var forces map[string]bool
 	for _, p := range replace {
 		if len(p) > 0 {
@@ -339,7 +344,7 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 	// sens: attributes sensitive whole; sensIn: those with a sensitive
 	// part (input.env["TOKEN"]), shown from copies marked where it is.
 	var sens, sensIn map[string]bool
-	for _, s := range sensitive {
+	for _, s := range append(slices.Clip(sensitive.before), sensitive.after...) {
 		root, whole := config.SplitSensitivePath(s)
 		if whole {
 			if sens == nil {
@@ -355,7 +360,7 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 	}
 	markedB, markedA := before, after
 	if sensIn != nil {
-		markedB, markedA = engine.MarkSensitive(before, sensitive), engine.MarkSensitive(after, sensitive)
+		markedB, markedA = engine.MarkSensitive(before, sensitive.before), engine.MarkSensitive(after, sensitive.after)
 	}
 	names := r.attrNames(before, after)
 	width := 0

@@ -61,6 +61,7 @@ type fileChange struct {
 	PriorPrivate, PlannedPrivate   []byte
 	Dependencies                   []string
 	SensitiveAttrs, SummaryAttrs   []string
+	PriorSensitiveAttrs            []string
 	SchemaVersion                  int64
 	CreateBeforeDestroy            bool
 }
@@ -194,7 +195,7 @@ func Write(w io.Writer, p *Plan) error {
 			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: NodeValue(c.Node), PriorNode: NodeValue(c.PriorNode),
 			Action: c.Action, Reason: c.Reason, Notes: c.Notes, Before: enc(c.Before), After: enc(c.After),
 			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
-			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
+			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs, PriorSensitiveAttrs: c.PriorSensitiveAttrs,
 			SchemaVersion: c.SchemaVersion, CreateBeforeDestroy: c.CreateBeforeDestroy,
 		}
 		for _, rp := range c.RequiresReplace {
@@ -265,7 +266,7 @@ func Read(r io.Reader) (*Plan, error) {
 			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: p.Node(fc.Node), PriorNode: p.Node(fc.PriorNode),
 			Action: fc.Action, Reason: fc.Reason, Notes: fc.Notes, Before: dec(fc.Before), After: dec(fc.After),
 			PriorPrivate: fc.PriorPrivate, PlannedPrivate: fc.PlannedPrivate,
-			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs,
+			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs, PriorSensitiveAttrs: fc.PriorSensitiveAttrs,
 			SchemaVersion: fc.SchemaVersion, CreateBeforeDestroy: fc.CreateBeforeDestroy,
 		}
 		for _, rp := range fc.RequiresReplace {

@@ -78,13 +78,30 @@ type ResourceChange struct {
 	PlannedPrivate  []byte
 	// Dependencies are the config addresses this instance depends on.
 	Dependencies []string
-	// SensitiveAttrs are top-level attribute names hidden in output.
+	// SensitiveAttrs are the sensitive paths (input, input.env.TOKEN,
+	// input.args[1]; see config.SensitivePaths) of After: hidden in every
+	// output, kept in state with the object.
 	SensitiveAttrs []string
+	// PriorSensitiveAttrs are those state kept with Before: Before hides
+	// both (BeforeSensitive), so a value that stops being sensitive is not
+	// shown in its old form.
+	PriorSensitiveAttrs []string
 	// SummaryAttrs are attributes rendered as a short summary (large lists).
 	SummaryAttrs  []string
 	SchemaVersion int64
 	// CreateBeforeDestroy is the lifecycle setting, kept for destroy order.
 	CreateBeforeDestroy bool
+}
+
+// BeforeSensitive are the sensitive paths hidden in Before.
+func (c *ResourceChange) BeforeSensitive() []string {
+	if len(c.PriorSensitiveAttrs) == 0 {
+		return c.SensitiveAttrs
+	}
+	if len(c.SensitiveAttrs) == 0 {
+		return c.PriorSensitiveAttrs
+	}
+	return append(append(make([]string, 0, len(c.SensitiveAttrs)+len(c.PriorSensitiveAttrs)), c.SensitiveAttrs...), c.PriorSensitiveAttrs...)
 }
 
 // Drift is a difference refresh found between state and the node.
