@@ -159,7 +159,11 @@ func readResults(addrs []string, objs map[string]*stateObject, resp sdk.ReadResp
 	var first error
 	for i, addr := range addrs {
 		r := resp.Results[i]
-		diags = append(diags, sdkDiags(r.Diagnostics, addr, nil, nil)...)
+		rd := sdkDiags(r.Diagnostics, addr, nil, nil)
+		if o := objs[addr]; len(rd) > 0 && o != nil {
+			rd = redact(rd, secretStrings(o.SensitiveAttrs, o.Value))
+		}
+		diags = append(diags, rd...)
 		switch {
 		case r.Diagnostics.HasErrors():
 			if first == nil {
