@@ -265,7 +265,7 @@ func MarkPaths(v cty.Value, paths []string) cty.Value {
 	for _, p := range paths {
 		steps, err := parseSensitivePath(p)
 		if err != nil {
-			if name, _, _ := strings.Cut(p, "."); name != "" && v.Type().IsObjectType() && v.Type().HasAttribute(name) {
+			if name := leadingName(p); name != "" && v.Type().IsObjectType() && v.Type().HasAttribute(name) {
 				steps = []pathStep{{name: name}}
 			} else {
 				return v.Mark(SensitiveMark)
@@ -360,8 +360,7 @@ func pathWithin(p, q string) bool {
 func SensitiveRoot(p string) string {
 	steps, err := parseSensitivePath(p)
 	if err != nil {
-		name, _, _ := strings.Cut(p, ".")
-		return name
+		return leadingName(p)
 	}
 	return steps[0].name
 }
@@ -401,8 +400,16 @@ func MarkVariables(m *Module, vars map[string]cty.Value) map[string]cty.Value {
 func SplitSensitivePath(p string) (root string, whole bool) {
 	steps, err := parseSensitivePath(p)
 	if err != nil {
-		name, _, _ := strings.Cut(p, ".")
-		return name, true
+		return leadingName(p), true
 	}
 	return steps[0].name, len(steps) == 1
+}
+
+// leadingName is what comes before a path's first . or [: the attribute
+// a path that does not parse is taken to be about.
+func leadingName(p string) string {
+	if i := strings.IndexAny(p, ".["); i >= 0 {
+		return p[:i]
+	}
+	return p
 }
