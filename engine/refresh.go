@@ -107,13 +107,13 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 		case !ok:
 			out[addr] = before
 		case after == nil:
-			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value)})
+			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value), SensitiveAttrs: before.SensitiveAttrs})
 		case after == before: // the provider found it unchanged (readResults)
 			out[addr] = before
 		default:
 			out[addr] = after
 			if !sdk.ValuesEqual(before.Value, after.Value) {
-				drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value})
+				drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value, SensitiveAttrs: before.SensitiveAttrs})
 			}
 		}
 	}

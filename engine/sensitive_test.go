@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sparkform/sparkform/engine/plans"
 )
 
 // TestSensitiveAttrsKeptInState: what a change hides is kept in the
@@ -95,5 +98,29 @@ func TestModuleOutputSensitive(t *testing.T) {
 	}
 	if strings.Contains(diagString(diags), "hunter2") || strings.Contains(diagString(diags), "HUNTER2") {
 		t.Errorf("the error shows the value: %s", diagString(diags))
+	}
+}
+
+// TestSensitiveDrift: drift found at refresh carries the sensitive paths
+// state keeps for the object, in a normal plan and in a refresh-only one
+// (which has no change to take them from), through a plan file.
+func TestSensitiveDrift(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("sensitive_drift")
+	r.converge()
+	writeObj(t, b.tp, b.attr("sftest_thing.d", "id"), "edited-secret")
+	for _, mode := range []plans.Mode{plans.NormalMode, plans.RefreshOnlyMode} {
+		p := r.plan(PlanOptions{Mode: mode})
+		f := filepath.Join(b.dir, "drift.bin")
+		if err := plans.WriteFile(f, p); err != nil {
+			t.Fatal(err)
+		}
+		p, err := plans.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Drift) != 1 || !slices.Equal(p.Drift[0].SensitiveAttrs, []string{"value"}) {
+			t.Errorf("%s: drift %+v, want sftest_thing.d hiding value", mode, p.Drift)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -239,9 +240,9 @@ func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 		out.Changes = append(out.Changes, jc)
 	}
 	for _, d := range p.Drift {
-		var sens []string
+		sens := d.SensitiveAttrs
 		if c := p.Change(d.Addr); c != nil {
-			sens = c.BeforeSensitive()
+			sens = append(slices.Clip(sens), c.BeforeSensitive()...)
 		}
 		before, _, bs := jsonSensitive(d.Before, sens)
 		after, _, as := jsonSensitive(d.After, sens)

@@ -131,9 +131,9 @@ func (r *renderer) plan(p *plans.Plan) {
 				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
 			}
 			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
-			var sens []string
+			sens := d.SensitiveAttrs
 			if c := p.Change(d.Addr); c != nil {
-				sens = c.BeforeSensitive()
+				sens = append(slices.Clip(sens), c.BeforeSensitive()...)
 			}
 			r.attrs(d.Before, d.After, nil, sensitivity{before: sens, after: sens}, nil, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")

@@ -109,6 +109,9 @@ type Drift struct {
 	Addr          string
 	Type          string
 	Before, After cty.Value // After null: the object is gone
+	// SensitiveAttrs are the sensitive paths state keeps for the object:
+	// hidden in Before and After.
+	SensitiveAttrs []string
 }
 
 // OutputChange is the planned value of an output.
