@@ -67,7 +67,8 @@ func sensitiveAttrs(b *sdk.Block) []string {
 // sensitive attributes, the places whose config held a sensitive value
 // (configSens), and for an attribute sensitive with another
 // (sdk.Attribute.SensitiveWith: sparkform_data's output with its input),
-// the same places under it: output.env["TOKEN"] with input.env["TOKEN"].
+// the same places under it when it has the same type or any type
+// (output.env["TOKEN"] with input.env["TOKEN"]), the whole of it otherwise.
 func instanceSensitive(b *sdk.Block, configSens []string) []string {
 	sens := config.NormalizeSensitivePaths(append(sensitiveAttrs(b), configSens...))
 	if len(sens) == 0 {
@@ -76,9 +77,20 @@ func instanceSensitive(b *sdk.Block, configSens []string) []string {
 	var with []string
 	for name, a := range b.Attributes {
 		for _, w := range a.SensitiveWith {
+			// The same places when it has the other's shape (a copy);
+			// the whole attribute otherwise (node_command's stdout).
+			same := false
+			if wa := b.Attributes[w]; wa != nil {
+				same = a.Type.Equals(wa.Type) || a.Type == cty.DynamicPseudoType
+			}
 			for _, p := range sens {
-				if config.SensitiveRoot(p) == w {
+				if config.SensitiveRoot(p) != w {
+					continue
+				}
+				if same {
 					with = append(with, config.RebaseSensitivePath(p, name))
+				} else {
+					with = append(with, name)
 				}
 			}
 		}
