@@ -370,10 +370,14 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 			Prior: prior, PriorPrivate: priorPrivate, Config: cfg, Replaces: replacesOf(c), Reviewed: c.After}, started, progress)
 		return pr.ApplyResponse
 	})
-	if err != nil {
-		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, err.Error())}
+	var secrets []string
+	if err != nil || len(resp.Diagnostics) > 0 {
+		secrets = secretStrings(c.BeforeSensitive(), c.Before, cfg)
 	}
-	diags := sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng)
+	if err != nil {
+		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, redactString(err.Error(), secrets))}
+	}
+	diags := redact(sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng), secrets)
 	if resp.OutcomeUnknown {
 		return cty.NilVal, append(diags, keptIntent(ci.Addr))
 	}

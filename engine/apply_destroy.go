@@ -181,10 +181,14 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 		return hcl.Diagnostics{errDiag("Apply interrupted", lerr.Error())}
 	}
 	inst.stored = nil // Value changes below
-	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, err.Error())}
+	var secrets []string
+	if err != nil || len(resp.Diagnostics) > 0 {
+		secrets = secretStrings(c.BeforeSensitive(), c.Before)
 	}
-	diags = sdkDiags(resp.Diagnostics, addr, nil, nil)
+	if err != nil {
+		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, redactString(err.Error(), secrets))}
+	}
+	diags = redact(sdkDiags(resp.Diagnostics, addr, nil, nil), secrets)
 	if resp.OutcomeUnknown {
 		return append(diags, keptIntent(addr))
 	}

@@ -6,9 +6,11 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -72,4 +74,79 @@ func nodeLabel(n sdk.Node) string {
 		return "the local node"
 	}
 	return fmt.Sprintf("%s@%s:%d", n.User, n.Host, n.Port)
+}
+
+// minSecretLen is the shortest sensitive string redact looks for in a
+// message: a shorter one (a "1", a "yes") would blank ordinary words
+// without hiding much.
+const minSecretLen = 4
+
+// secretStrings are the strings (and numbers, as text) at the sensitive
+// paths of each value: what a provider's message must not repeat.
+func secretStrings(paths []string, vals ...cty.Value) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	var out []string
+	var walk func(v cty.Value, in bool)
+	walk = func(v cty.Value, in bool) {
+		if v == cty.NilVal {
+			return
+		}
+		in = in || v.HasMark(config.SensitiveMark)
+		v, _ = v.Unmark()
+		if !v.IsKnown() || v.IsNull() {
+			return
+		}
+		ty := v.Type()
+		switch {
+		case ty == cty.String:
+			if in && len(v.AsString()) >= minSecretLen {
+				out = append(out, v.AsString())
+			}
+		case ty == cty.Number:
+			if s := v.AsBigFloat().Text('f', -1); in && len(s) >= minSecretLen {
+				out = append(out, s)
+			}
+		case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
+			for it := v.ElementIterator(); it.Next(); {
+				_, e := it.Element()
+				walk(e, in)
+			}
+		}
+	}
+	for _, v := range vals {
+		if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
+			continue
+		}
+		walk(MarkSensitive(v, paths), false)
+	}
+	// Longest first, so a secret that holds another is replaced whole.
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// redact replaces each secret in the diagnostics' text with "(sensitive
+// value)": a provider takes plain values and may quote them in an error
+// (an image reference, a command's output), and sparkform prints no
+// sensitive value.
+func redact(diags hcl.Diagnostics, secrets []string) hcl.Diagnostics {
+	if len(secrets) == 0 {
+		return diags
+	}
+	for _, d := range diags {
+		for _, s := range secrets {
+			d.Summary = strings.ReplaceAll(d.Summary, s, "(sensitive value)")
+			d.Detail = strings.ReplaceAll(d.Detail, s, "(sensitive value)")
+		}
+	}
+	return diags
+}
+
+// redactString is redact for one message.
+func redactString(msg string, secrets []string) string {
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "(sensitive value)")
+	}
+	return msg
 }

@@ -220,7 +220,7 @@ func (ev *evaluator) block(m map[string]*blockValues, key string, mode expansion
 // rootContext is the part of every context that is the same in one walk:
 // var, path and the functions (see config.RootContext), built once.
 func (ev *evaluator) rootContext() *hcl.EvalContext {
-	ev.rootOnce.Do(func() { ev.root = config.RootContext(ev.mod.Dir, ev.vars) })
+	ev.rootOnce.Do(func() { ev.root = config.RootContext(ev.mod.Dir, config.MarkVariables(ev.mod, ev.vars)) })
 	return ev.root
 }
 
@@ -400,7 +400,7 @@ func (ev *evaluator) evalOutput(name string) (cty.Value, hcl.Diagnostics) {
 	if config.HasSensitive(v) && !o.Sensitive {
 		rng := o.Expr.Range()
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Output refers to sensitive values",
-			Detail:  "The value of output \"" + name + "\" is sensitive: it comes from sensitive(), directly or through a resource attribute set from one, or from an attribute its provider marks sensitive. Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
+			Detail:  "The value of output \"" + name + "\" is sensitive: it comes from a sensitive variable or sensitive(), directly or through a resource attribute set from one, or from an attribute its provider marks sensitive. Outputs are printed after apply, so one that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).",
 			Subject: &rng})
 	}
 	v, _ = v.UnmarkDeep()

@@ -4,7 +4,6 @@
 package engine
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -64,53 +63,56 @@ func sensitiveAttrs(b *sdk.Block) []string {
 }
 
 // instanceSensitive is what an instance's change hides and its references
-// carry marked: the schema's sensitive attributes, those whose config came
-// from sensitive() (configSens), and the attributes sensitive with any of
-// them (sdk.Attribute.SensitiveWith: sparkform_data's output with its input).
+// carry marked, as sensitive paths (config.SensitivePaths): the schema's
+// sensitive attributes, the places whose config held a sensitive value
+// (configSens), and for an attribute sensitive with another
+// (sdk.Attribute.SensitiveWith: sparkform_data's output with its input),
+// the same places under it when it has the same type or any type
+// (output.env["TOKEN"] with input.env["TOKEN"]), the whole of it otherwise.
 func instanceSensitive(b *sdk.Block, configSens []string) []string {
-	sens := unionSorted(sensitiveAttrs(b), configSens)
+	sens := config.NormalizeSensitivePaths(append(sensitiveAttrs(b), configSens...))
 	if len(sens) == 0 {
 		return nil
 	}
 	var with []string
 	for name, a := range b.Attributes {
 		for _, w := range a.SensitiveWith {
-			if slices.Contains(sens, w) && !slices.Contains(sens, name) {
-				with = append(with, name)
-				break
+			// The same places when it has the other's shape (a copy);
+			// the whole attribute otherwise (node_command's stdout).
+			same := false
+			if wa := b.Attributes[w]; wa != nil {
+				same = a.Type.Equals(wa.Type) || a.Type == cty.DynamicPseudoType
+			}
+			for _, p := range sens {
+				if config.SensitiveRoot(p) != w {
+					continue
+				}
+				if same {
+					with = append(with, config.RebaseSensitivePath(p, name))
+				} else {
+					with = append(with, name)
+				}
 			}
 		}
 	}
-	return unionSorted(sens, with)
+	if len(with) == 0 {
+		return sens
+	}
+	return config.NormalizeSensitivePaths(append(sens, with...))
 }
 
-// MarkSensitive marks the top-level attributes of an instance's value
-// named in attrs (instanceSensitive's, kept in the change and in state) as
-// sensitive (config.SensitiveMark): for the references to it, and for
-// renderers of state. A reference
-// to one carries the mark as one to var.x = sensitive(...) does, so a
+// MarkSensitive marks the places of an instance's value named in paths
+// (instanceSensitive's sensitive paths, kept in the change and in state;
+// a bare name is a whole attribute) as sensitive (config.SensitiveMark):
+// for the references to it, and for renderers of state. A reference to
+// one carries the mark as one to a sensitive variable does, so a
 // dependent's plan hides it and an output must say sensitive = true.
 // Provider values never carry marks; this marks the evaluator's copy.
-func MarkSensitive(v cty.Value, attrs []string) cty.Value {
-	if len(attrs) == 0 || v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.IsMarked() || !v.Type().IsObjectType() {
+func MarkSensitive(v cty.Value, paths []string) cty.Value {
+	if len(paths) == 0 || v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
 		return v
 	}
-	var m map[string]cty.Value
-	for _, a := range attrs {
-		if !v.Type().HasAttribute(a) {
-			continue
-		}
-		if m == nil {
-			m = v.AsValueMap()
-		}
-		if av := m[a]; !av.HasMark(config.SensitiveMark) {
-			m[a] = av.Mark(config.SensitiveMark)
-		}
-	}
-	if m == nil {
-		return v
-	}
-	return cty.ObjectVal(m)
+	return config.MarkPaths(v, paths)
 }
 
 // unionSorted is the sorted union of two name lists.

@@ -189,6 +189,7 @@ func deleteChange(p *plans.Plan, in *stateObject, reason string) *plans.Resource
 		Addr: in.Addr, Resource: in.Resource, Type: in.Type, Provider: in.Provider, Node: node, PriorNode: node,
 		Action: plans.Delete, Reason: reason, Before: in.Value, After: cty.NullVal(in.Value.Type()),
 		PriorPrivate: in.Private, Dependencies: in.Dependencies, SchemaVersion: in.SchemaVersion,
+		SensitiveAttrs: in.SensitiveAttrs, PriorSensitiveAttrs: in.SensitiveAttrs,
 	}
 }
 

@@ -18,10 +18,11 @@ func (e *Engine) planDestroy(in *planInputs, p *plans.Plan) hcl.Diagnostics {
 		p.Changes = append(p.Changes, deleteChange(p, in.prior[addr], ""))
 	}
 	diags := e.checkPreventDestroy(p)
-	for name, before := range e.priorOutputs() {
-		sens := false
+	prior, storedSens := e.priorOutputsSensitive()
+	for name, before := range prior {
+		sens := storedSens[name]
 		if o := e.Module.Outputs[name]; o != nil {
-			sens = o.Sensitive
+			sens = sens || o.Sensitive
 		}
 		p.Outputs[name] = &plans.OutputChange{Before: before, After: cty.NullVal(cty.DynamicPseudoType), Sensitive: sens}
 	}

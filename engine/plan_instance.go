@@ -8,6 +8,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -130,7 +131,19 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	cfg := applyIgnoreChanges(ci.Config, priorVal, r.Lifecycle.IgnoreAllChanges, r.Lifecycle.IgnoreChanges, schema.Block)
 	planned, replacePaths, plannedPrivate, unchanged, d := planCall(ctx, prov, r.Addr.Type, ci, priorVal, priorStored, priorPrivate, cfg, cty.NilVal, pl.offline)
 	notes, d := planNotes(d)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Body, &rng)...)
+	// What the provider says may quote a value: not a sensitive one.
+	var secrets []string
+	if len(d) > 0 || len(notes) > 0 {
+		paths := instanceSensitive(schema.Block, ci.SensitiveAttrs)
+		if prior != nil {
+			paths = append(slices.Clip(paths), prior.SensitiveAttrs...)
+		}
+		secrets = secretStrings(paths, cfg, priorVal)
+		for i := range notes {
+			notes[i] = redactString(notes[i], secrets)
+		}
+	}
+	diags = append(diags, redact(sdkDiags(d, ci.Addr, r.Body, &rng), secrets)...)
 	if d.HasErrors() {
 		return nil, diags
 	}
@@ -146,7 +159,7 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 		Notes:               notes,
 	}
 	if prior != nil {
-		ch.PriorNode = pl.plan.Node(prior.Node)
+		ch.PriorNode, ch.PriorSensitiveAttrs = pl.plan.Node(prior.Node), prior.SensitiveAttrs
 	}
 	// A plan the provider kept as the prior sent, when that prior is
 	// state's (decoded from its bytes: wholly known, unmarked), is that
@@ -159,8 +172,14 @@ func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string
 	// What the new object will be: plan it as a create.
 	np, _, npriv, _, d := planCall(ctx, prov, r.Addr.Type, ci, cty.NullVal(ty), sdk.Stored{}, nil, cfg, priorVal, pl.offline)
 	more, d := planNotes(d)
+	if len(d) > 0 || len(more) > 0 {
+		secrets = secretStrings(ch.SensitiveAttrs, cfg)
+		for i := range more {
+			more[i] = redactString(more[i], secrets)
+		}
+	}
 	ch.Notes = append(ch.Notes, more...)
-	diags = append(diags, sdkDiags(d, ci.Addr, r.Body, &rng)...)
+	diags = append(diags, redact(sdkDiags(d, ci.Addr, r.Body, &rng), secrets)...)
 	if d.HasErrors() {
 		return nil, diags
 	}

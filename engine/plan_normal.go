@@ -42,14 +42,15 @@ func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOption
 
 // planOutput records each output's change in p.
 func (e *Engine) planOutput(p *plans.Plan) func(string, cty.Value) {
-	priorOutputs := e.priorOutputs()
+	priorOutputs, priorSens := e.priorOutputsSensitive()
 	return func(name string, val cty.Value) {
 		if o := e.Module.Outputs[name]; o != nil {
 			before, ok := priorOutputs[name]
 			if !ok {
 				before = cty.NullVal(cty.DynamicPseudoType)
 			}
-			p.Outputs[name] = &plans.OutputChange{Before: before, After: val, Sensitive: o.Sensitive}
+			// Hidden when it is sensitive now or was: its old value shows.
+			p.Outputs[name] = &plans.OutputChange{Before: before, After: val, Sensitive: o.Sensitive || priorSens[name]}
 		}
 	}
 }

@@ -107,13 +107,13 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 		case !ok:
 			out[addr] = before
 		case after == nil:
-			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value)})
+			drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: nullOf(before.Value), SensitiveAttrs: before.SensitiveAttrs})
 		case after == before: // the provider found it unchanged (readResults)
 			out[addr] = before
 		default:
 			out[addr] = after
 			if !sdk.ValuesEqual(before.Value, after.Value) {
-				drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value})
+				drift = append(drift, &plans.Drift{Addr: addr, Type: before.Type, Before: before.Value, After: after.Value, SensitiveAttrs: before.SensitiveAttrs})
 			}
 		}
 	}
@@ -159,7 +159,11 @@ func readResults(addrs []string, objs map[string]*stateObject, resp sdk.ReadResp
 	var first error
 	for i, addr := range addrs {
 		r := resp.Results[i]
-		diags = append(diags, sdkDiags(r.Diagnostics, addr, nil, nil)...)
+		rd := sdkDiags(r.Diagnostics, addr, nil, nil)
+		if o := objs[addr]; len(rd) > 0 && o != nil {
+			rd = redact(rd, secretStrings(o.SensitiveAttrs, o.Value))
+		}
+		diags = append(diags, rd...)
 		switch {
 		case r.Diagnostics.HasErrors():
 			if first == nil {

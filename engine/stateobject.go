@@ -512,21 +512,29 @@ type outputStore interface {
 
 // priorOutputs reads the outputs stored by the last apply.
 func (e *Engine) priorOutputs() map[string]cty.Value {
-	out := map[string]cty.Value{}
+	out, _ := e.priorOutputsSensitive()
+	return out
+}
+
+// priorOutputsSensitive is priorOutputs and which of them state stored as
+// sensitive (an output removed from the configuration is still hidden).
+func (e *Engine) priorOutputsSensitive() (map[string]cty.Value, map[string]bool) {
+	out, sens := map[string]cty.Value{}, map[string]bool{}
 	os, ok := e.Store.(outputStore)
 	if !ok {
-		return out
+		return out, sens
 	}
 	stored, err := os.Outputs()
 	if err != nil {
-		return out
+		return out, sens
 	}
 	for name, o := range stored {
 		if v, err := DecodeValue(o.Value); err == nil {
 			out[name] = v
+			sens[name] = o.Sensitive
 		}
 	}
-	return out
+	return out, sens
 }
 
 // valueFromState is what references see of an instance this walk does

@@ -51,9 +51,12 @@ type Resource struct {
 	ValueType     json.RawMessage `json:"value_type,omitempty"`
 	Private       []byte          `json:"private,omitempty"`
 	Dependencies  []string        `json:"dependencies,omitempty"` // config-level addresses
-	// SensitiveAttrs are the top-level attributes of Value that plans and
-	// `state show` hide (sensitive by the schema or set from sensitive()),
-	// kept so that what reads the state alone hides them too.
+	// SensitiveAttrs are the sensitive paths of Value that plans and
+	// `state show` hide (sensitive by the schema or set from a sensitive
+	// value), kept so that what reads the state alone hides them too. An
+	// entry is a bare attribute name (the whole attribute, as every entry
+	// before paths was) or a path into it: input.env["TOKEN"],
+	// input.args[1] (config.SensitivePaths; docs/state.md).
 	SensitiveAttrs []string  `json:"sensitive_attributes,omitempty"`
 	Status         Status    `json:"status"`
 	UpdatedAt      time.Time `json:"updated_at"` // set by the store on write

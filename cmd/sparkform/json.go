@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 )
 
@@ -70,6 +73,90 @@ func jsonValue(v cty.Value) (any, any) {
 	return nil, false
 }
 
+// jsonSensitive is jsonValue of v with the places paths name (sensitive
+// paths, config.SensitivePaths) and any marked place replaced by null, and
+// Terraform's sensitive mask of v: true where a value was hidden, an object
+// (or array) of the masks of the parts that hold one, false elsewhere. A
+// top-level object's mask is always an object. sparkform never writes a
+// sensitive value in a JSON document, unlike Terraform.
+func jsonSensitive(v cty.Value, paths []string) (val, unknown, mask any) {
+	if v != cty.NilVal && len(paths) > 0 {
+		v = engine.MarkSensitive(v, paths)
+	}
+	if v == cty.NilVal || !v.ContainsMarked() {
+		val, unknown = jsonValue(v)
+		if v != cty.NilVal && v.IsKnown() && !v.IsNull() && v.Type().IsObjectType() {
+			return val, unknown, map[string]any{}
+		}
+		return val, unknown, false
+	}
+	val, unknown, mask = jsonMarked(v)
+	if mask == false && v.IsKnown() && !v.IsNull() && v.Type().IsObjectType() {
+		mask = map[string]any{}
+	}
+	return val, unknown, mask
+}
+
+// jsonMarked is jsonSensitive's walk of a marked value.
+func jsonMarked(v cty.Value) (any, any, any) {
+	if v.HasMark(config.SensitiveMark) {
+		return nil, !v.IsKnown(), true
+	}
+	v, _ = v.Unmark()
+	if !v.ContainsMarked() {
+		j, u := jsonValue(v)
+		return j, u, false
+	}
+	if !v.IsKnown() || v.IsNull() {
+		j, u := jsonValue(v)
+		return j, u, false
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		out, unk, sens := []any{}, []any{}, []any{}
+		anyUnk, anySens := false, false
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			j, u, m := jsonMarked(e)
+			out, unk, sens = append(out, j), append(unk, u), append(sens, m)
+			anyUnk = anyUnk || u != false
+			anySens = anySens || m != false
+		}
+		var ru, rm any = false, false
+		if anyUnk {
+			ru = unk
+		}
+		if anySens {
+			rm = sens
+		}
+		return out, ru, rm
+	case ty.IsMapType() || ty.IsObjectType():
+		out, unk, sens := map[string]any{}, map[string]any{}, map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			j, u, m := jsonMarked(e)
+			out[k.AsString()] = j
+			if u != false {
+				unk[k.AsString()] = u
+			}
+			if m != false {
+				sens[k.AsString()] = m
+			}
+		}
+		var ru, rm any = false, false
+		if len(unk) > 0 {
+			ru = unk
+		}
+		if len(sens) > 0 {
+			rm = sens
+		}
+		return out, ru, rm
+	}
+	j, u := jsonValue(v)
+	return j, u, false
+}
+
 type jsonChange struct {
 	Address  string   `json:"address"`
 	Type     string   `json:"type"`
@@ -80,7 +167,11 @@ type jsonChange struct {
 	Before   any      `json:"before"`
 	After    any      `json:"after"`
 	Unknown  any      `json:"after_unknown,omitempty"`
-	Replace  []string `json:"replace_paths,omitempty"`
+	// The sensitive masks (jsonSensitive): where before and after hold a
+	// value that is not shown.
+	BeforeSensitive any      `json:"before_sensitive"`
+	AfterSensitive  any      `json:"after_sensitive"`
+	Replace         []string `json:"replace_paths,omitempty"`
 }
 
 type jsonPlan struct {
@@ -136,10 +227,10 @@ func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 	add, change, destroy := p.Counts()
 	out.Summary = map[string]int{"add": add, "change": change, "destroy": destroy}
 	for _, c := range p.Changes {
-		before, _ := jsonValue(c.Before)
-		after, unk := jsonValue(c.After)
+		before, _, bs := jsonSensitive(c.Before, c.BeforeSensitive())
+		after, unk, as := jsonSensitive(c.After, c.SensitiveAttrs)
 		jc := jsonChange{Address: c.Addr, Type: c.Type, Provider: c.Provider, Node: c.NodeName(),
-			Actions: actionsOf(c.Action), Reason: c.Reason, Before: before, After: after}
+			Actions: actionsOf(c.Action), Reason: c.Reason, Before: before, After: after, BeforeSensitive: bs, AfterSensitive: as}
 		if unk != false {
 			jc.Unknown = unk
 		}
@@ -149,13 +240,17 @@ func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 		out.Changes = append(out.Changes, jc)
 	}
 	for _, d := range p.Drift {
-		before, _ := jsonValue(d.Before)
-		after, _ := jsonValue(d.After)
+		sens := d.SensitiveAttrs
+		if c := p.Change(d.Addr); c != nil {
+			sens = append(slices.Clip(sens), c.BeforeSensitive()...)
+		}
+		before, _, bs := jsonSensitive(d.Before, sens)
+		after, _, as := jsonSensitive(d.After, sens)
 		a := "update"
 		if d.After.IsNull() {
 			a = "delete"
 		}
-		out.Drift = append(out.Drift, jsonChange{Address: d.Addr, Type: d.Type, Actions: []string{a}, Before: before, After: after})
+		out.Drift = append(out.Drift, jsonChange{Address: d.Addr, Type: d.Type, Actions: []string{a}, Before: before, After: after, BeforeSensitive: bs, AfterSensitive: as})
 	}
 	names := make([]string, 0, len(p.Outputs))
 	for n := range p.Outputs {
@@ -166,10 +261,11 @@ func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 		o := p.Outputs[n]
 		before, _ := jsonValue(o.Before)
 		after, unk := jsonValue(o.After)
+		var bs, as any = false, false
 		if o.Sensitive {
-			before, after = "(sensitive value)", "(sensitive value)"
+			before, after, bs, as = nil, nil, true, true
 		}
-		jc := jsonChange{Address: "output." + n, Before: before, After: after, Actions: []string{"update"}}
+		jc := jsonChange{Address: "output." + n, Before: before, After: after, Actions: []string{"update"}, BeforeSensitive: bs, AfterSensitive: as}
 		if unk != false {
 			jc.Unknown = unk
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
@@ -129,7 +131,11 @@ func (r *renderer) plan(p *plans.Plan) {
 				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
 			}
 			fmt.Fprintf(r.w, "%s resource %q %q {\n", r.symbol(plans.Update), d.Type, nameOf(d.Addr))
-			r.attrs(d.Before, d.After, nil, nil, nil, "      ", plans.Update)
+			sens := d.SensitiveAttrs
+			if c := p.Change(d.Addr); c != nil {
+				sens = append(slices.Clip(sens), c.BeforeSensitive()...)
+			}
+			r.attrs(d.Before, d.After, nil, sensitivity{before: sens, after: sens}, nil, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")
 		}
 		fmt.Fprintln(r.w)
@@ -189,7 +195,7 @@ func (r *renderer) plan(p *plans.Plan) {
 		tw.WriteByte(' ')
 		r.quoted(nameOf(c.Addr))
 		tw.WriteString(" {\n")
-		r.attrs(c.Before, c.After, c.RequiresReplace, c.SensitiveAttrs, c.SummaryAttrs, "      ", c.Action)
+		r.attrs(c.Before, c.After, c.RequiresReplace, sensitivity{before: c.BeforeSensitive(), after: c.SensitiveAttrs}, c.SummaryAttrs, "      ", c.Action)
 		tw.WriteString("    }\n")
 	}
 	add, change, destroy := p.Counts()
@@ -211,7 +217,11 @@ func (r *renderer) plan(p *plans.Plan) {
 				val = "(sensitive value)"
 			}
 			if o.After.IsNull() {
-				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c(red, "-"), n, r.value(o.Before, "  "))
+				before := r.value(o.Before, "  ")
+				if o.Sensitive {
+					before = "(sensitive value)"
+				}
+				fmt.Fprintf(r.w, "  %s %s = %s -> null\n", r.c(red, "-"), n, before)
 				continue
 			}
 			if o.Before != cty.NilVal && !o.Before.IsNull() {
@@ -315,7 +325,11 @@ func attrOf(v cty.Value, name string) cty.Value {
 
 // attrs renders the attribute lines of one resource block (inside plan:
 // it writes to r.tw).
-func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive, summary []string, indent string, action plans.Action) {
+// sensitivity is what attrs hides: the sensitive paths of before and of
+// after.
+type sensitivity struct{ before, after []string }
+
+func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive sensitivity, summary []string, indent string, action plans.Action) {
 	var forces map[string]bool
 	for _, p := range replace {
 		if len(p) > 0 {
@@ -327,12 +341,26 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			}
 		}
 	}
-	var sens map[string]bool
-	for _, s := range sensitive {
-		if sens == nil {
-			sens = map[string]bool{}
+	// sens: attributes sensitive whole; sensIn: those with a sensitive
+	// part (input.env["TOKEN"]), shown from copies marked where it is.
+	var sens, sensIn map[string]bool
+	for _, s := range append(slices.Clip(sensitive.before), sensitive.after...) {
+		root, whole := config.SplitSensitivePath(s)
+		if whole {
+			if sens == nil {
+				sens = map[string]bool{}
+			}
+			sens[root] = true
+			continue
 		}
-		sens[s] = true
+		if sensIn == nil {
+			sensIn = map[string]bool{}
+		}
+		sensIn[root] = true
+	}
+	markedB, markedA := before, after
+	if sensIn != nil {
+		markedB, markedA = engine.MarkSensitive(before, sensitive.before), engine.MarkSensitive(after, sensitive.after)
 	}
 	names := r.attrNames(before, after)
 	width := 0
@@ -368,10 +396,13 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 		}
 		tw.WriteString(" = ")
 	}
-	show := func(n string, v cty.Value) {
+	show := func(n string, v cty.Value, marked cty.Value) {
 		if sens[n] && v.IsKnown() && !v.IsNull() {
 			tw.WriteString("(sensitive value)")
 			return
+		}
+		if sensIn[n] {
+			v = attrOf(marked, n)
 		}
 		r.writeValue(tw, v, indent)
 	}
@@ -383,7 +414,7 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			if a.IsKnown() && a.IsNull() {
 				continue
 			}
-			if !sens[n] && isSeq(a) {
+			if !sens[n] && !sensIn[n] && isSeq(a) {
 				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
 					line(r.c(green, "+"), n)
 					tw.WriteString(r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
@@ -392,14 +423,14 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 				}
 			}
 			line(r.c(green, "+"), n)
-			show(n, a)
+			show(n, a, markedA)
 			tw.WriteByte('\n')
 		case plans.Delete:
 			if b.IsNull() {
 				continue
 			}
 			line(r.c(red, "-"), n)
-			show(n, b)
+			show(n, b, markedB)
 			tw.WriteString(" -> null\n")
 		default:
 			if sdk.ValuesEqual(b, a) || (b.IsNull() && a.IsKnown() && a.IsNull()) {
@@ -413,13 +444,13 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 			switch {
 			case b.IsNull():
 				line(r.c(green, "+"), n)
-				show(n, a)
+				show(n, a, markedA)
 			case a.IsKnown() && a.IsNull():
 				line(r.c(red, "-"), n)
-				show(n, b)
+				show(n, b, markedB)
 				tw.WriteString(" -> null")
 			default:
-				if !sens[n] && isSeq(b) && isSeq(a) {
+				if !sens[n] && !sensIn[n] && isSeq(b) && isSeq(a) {
 					line(r.c(yellow, "~"), n)
 					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
 						tw.WriteString(r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)))
@@ -431,9 +462,9 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive,
 					continue
 				}
 				line(r.c(yellow, "~"), n)
-				show(n, b)
+				show(n, b, markedB)
 				tw.WriteString(" -> ")
-				show(n, a)
+				show(n, a, markedA)
 			}
 			tw.WriteString(suffix)
 			tw.WriteByte('\n')

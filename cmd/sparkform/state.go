@@ -99,6 +99,8 @@ func newShowCommand(m *meta) *cobra.Command {
 					Node     string `json:"node,omitempty"`
 					Tainted  bool   `json:"tainted,omitempty"`
 					Values   any    `json:"values"`
+					// Terraform's mask: true where a value is hidden (null in values).
+					SensitiveValues any `json:"sensitive_values"`
 				}
 				doc := struct {
 					Lineage   string         `json:"lineage"`
@@ -113,14 +115,14 @@ func newShowCommand(m *meta) *cobra.Command {
 					}
 					var n sdk.Node
 					_ = json.Unmarshal(r.Node, &n)
-					j, _ := jsonValue(v)
-					doc.Resources = append(doc.Resources, jr{Address: r.Address, Type: r.Type, Provider: r.Provider, Node: n.Name, Tainted: r.Status == state.StatusTainted, Values: j})
+					j, _, mask := jsonSensitive(v, r.SensitiveAttrs)
+					doc.Resources = append(doc.Resources, jr{Address: r.Address, Type: r.Type, Provider: r.Provider, Node: n.Name, Tainted: r.Status == state.StatusTainted, Values: j, SensitiveValues: mask})
 				}
 				for name, o := range outs {
 					v, _ := engine.DecodeValue(o.Value)
 					j, _ := jsonValue(v)
 					if o.Sensitive {
-						j = "(sensitive value)"
+						j = nil
 					}
 					doc.Outputs[name] = map[string]any{"value": j, "sensitive": o.Sensitive}
 				}

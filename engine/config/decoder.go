@@ -280,8 +280,8 @@ func (d *ResourceDecoder) References() []hcl.Traversal {
 }
 
 // Decode evaluates the body in ctx: an object of the schema's implied
-// type (computed-only attributes null), without marks, and the top-level
-// attributes that held a sensitive() value, sorted. The value is not for
+// type (computed-only attributes null), without marks, and the sensitive
+// paths (SensitivePaths) where it held a sensitive value. The value is not for
 // use when diags has errors.
 func (d *ResourceDecoder) Decode(ctx *hcl.EvalContext) (cty.Value, []string, hcl.Diagnostics) {
 	return d.DecodeRefs(nil, func() *hcl.EvalContext { return ctx })
@@ -345,9 +345,7 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 			}
 		}
 		if sdk.HasMarks(v) {
-			if HasSensitive(v) {
-				sens = append(sens, a.name)
-			}
+			sens = append(sens, AttrSensitivePaths(a.name, v)...)
 			v, _ = v.UnmarkDeep()
 		}
 		if cv, err := convert.Convert(v, a.ty); err == nil {
@@ -355,7 +353,7 @@ func (d *ResourceDecoder) DecodeRefs(resolve func(hcl.Traversal) (cty.Value, boo
 		}
 		vals[a.name] = v
 	}
-	return cty.ObjectVal(vals), sens, diags
+	return cty.ObjectVal(vals), NormalizeSensitivePaths(sens), diags
 }
 
 // resolveAttr is decodeAttr's value for attr when its expression is a

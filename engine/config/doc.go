@@ -23,10 +23,15 @@
 //   - Variables: -var/-var-file in command-line order (later wins), then
 //     SPARKFORM_VAR_NAME, then the default. Unknown -var names are errors,
 //     unknown names in a -var-file are warnings, unknown environment
-//     variables are ignored. Variables are not cty-marked when sensitive:
-//     Variable.Sensitive and Output.Sensitive tell the renderer. Only
-//     sensitive() marks (SensitiveMark); TakeSensitive takes the marks
-//     off a resource configuration and names the attributes to hide.
+//     variables are ignored. ResolveVariables gives plain values; the
+//     evaluation context marks those of sensitive variables
+//     (MarkVariables), as sensitive() and a module's sensitive variable or
+//     output do (SensitiveMark). Marks follow the value through
+//     expressions; TakeSensitive takes them off a resource configuration
+//     and names where they were as sensitive paths (input.env["TOKEN"],
+//     see sensitive.go), which plans and state keep and MarkPaths puts
+//     back. A module output that holds a sensitive value must be declared
+//     sensitive.
 //   - Module.CheckReferences is the static reference check for validate:
 //     undeclared var/local/node/resource (with "Did you mean"), misuse of
 //     each/count, instance keys that do not match for_each/count, and

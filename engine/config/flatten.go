@@ -316,7 +316,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 		}
 		outs := make([]string, 0, len(inst.Outputs))
 		for n, o := range inst.Outputs {
-			f.flat.Locals[p+".output."+n] = &Local{Name: p + ".output." + n, Expr: scope.wrap(o.Expr), DeclRange: o.DeclRange}
+			f.flat.Locals[p+".output."+n] = &Local{Name: p + ".output." + n, Expr: &moduleOutputExpr{Expression: scope.wrap(o.Expr), out: o, instance: p}, DeclRange: o.DeclRange}
 			outs = append(outs, n)
 		}
 		sort.Strings(outs)
@@ -430,6 +430,30 @@ func (f *flattener) moduleDependsOn() hcl.Diagnostics {
 
 func (f *flattener) syntheticLocal(name string, expr hclsyntax.Expression, rng hcl.Range) {
 	f.flat.Locals[name] = &Local{Name: name, Expr: &rangedExpr{Expression: expr, rng: rng}, DeclRange: rng}
+}
+
+// moduleOutputExpr is a module instance's output as its caller sees it:
+// marked when declared sensitive, and refused when it holds a sensitive
+// value but is not declared so (as a root output is).
+type moduleOutputExpr struct {
+	hcl.Expression
+	out      *Output
+	instance string
+}
+
+func (e *moduleOutputExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := e.Expression.Value(ctx)
+	switch {
+	case e.out.Sensitive:
+		v = v.Mark(SensitiveMark)
+	case HasSensitive(v):
+		rng := e.Expression.Range()
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Output refers to sensitive values",
+			Detail: fmt.Sprintf("The value of output %q of %s is sensitive: it comes from a sensitive variable or sensitive(), directly or through a resource attribute set from one, or from an attribute its provider marks sensitive. "+
+				"A module output that holds sensitive data must say so: add sensitive = true to the output block (or wrap the value in nonsensitive() if it is safe to show).", e.out.Name, e.instance),
+			Subject: &rng})
+	}
+	return v, diags
 }
 
 // rangedExpr reports diagnostics at the module block rather than at
@@ -788,6 +812,14 @@ type moduleVarExpr struct {
 var _ hcl.Expression = (*moduleVarExpr)(nil)
 
 func (e *moduleVarExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := e.value(ctx)
+	if e.v.Sensitive && v != cty.NilVal {
+		v = v.Mark(SensitiveMark)
+	}
+	return v, diags
+}
+
+func (e *moduleVarExpr) value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if e.inner == nil {
 		return e.v.Default, nil
 	}

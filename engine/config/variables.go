@@ -235,7 +235,8 @@ func (m *Module) readVarFile(path string, raw map[string]rawVar, failed map[stri
 func (m *Module) validateVariables(vals map[string]cty.Value) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	ctx := &hcl.EvalContext{
-		Variables: map[string]cty.Value{"var": objectOf(vals)},
+		// Marked: an error_message made from a sensitive variable is not shown.
+		Variables: map[string]cty.Value{"var": objectOf(MarkVariables(m, vals))},
 		Functions: cachedFunctions(m.Dir),
 	}
 	for _, name := range m.variableNames() {

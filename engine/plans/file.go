@@ -61,13 +61,15 @@ type fileChange struct {
 	PriorPrivate, PlannedPrivate   []byte
 	Dependencies                   []string
 	SensitiveAttrs, SummaryAttrs   []string
+	PriorSensitiveAttrs            []string
 	SchemaVersion                  int64
 	CreateBeforeDestroy            bool
 }
 
 type fileDrift struct {
-	Addr, Type    string
-	Before, After fileValue
+	Addr, Type     string
+	Before, After  fileValue
+	SensitiveAttrs []string
 }
 
 type fileOutput struct {
@@ -194,7 +196,7 @@ func Write(w io.Writer, p *Plan) error {
 			Addr: c.Addr, Resource: c.Resource, Type: c.Type, Provider: c.Provider, Node: NodeValue(c.Node), PriorNode: NodeValue(c.PriorNode),
 			Action: c.Action, Reason: c.Reason, Notes: c.Notes, Before: enc(c.Before), After: enc(c.After),
 			PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate,
-			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs,
+			Dependencies: c.Dependencies, SensitiveAttrs: c.SensitiveAttrs, SummaryAttrs: c.SummaryAttrs, PriorSensitiveAttrs: c.PriorSensitiveAttrs,
 			SchemaVersion: c.SchemaVersion, CreateBeforeDestroy: c.CreateBeforeDestroy,
 		}
 		for _, rp := range c.RequiresReplace {
@@ -203,7 +205,7 @@ func Write(w io.Writer, p *Plan) error {
 		fp.Changes = append(fp.Changes, fc)
 	}
 	for _, d := range p.Drift {
-		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After)})
+		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After), SensitiveAttrs: d.SensitiveAttrs})
 	}
 	for k, o := range p.Outputs {
 		fp.Outputs[k] = fileOutput{Before: enc(o.Before), After: enc(o.After), Sensitive: o.Sensitive}
@@ -265,7 +267,7 @@ func Read(r io.Reader) (*Plan, error) {
 			Addr: fc.Addr, Resource: fc.Resource, Type: fc.Type, Provider: fc.Provider, Node: p.Node(fc.Node), PriorNode: p.Node(fc.PriorNode),
 			Action: fc.Action, Reason: fc.Reason, Notes: fc.Notes, Before: dec(fc.Before), After: dec(fc.After),
 			PriorPrivate: fc.PriorPrivate, PlannedPrivate: fc.PlannedPrivate,
-			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs,
+			Dependencies: fc.Dependencies, SensitiveAttrs: fc.SensitiveAttrs, SummaryAttrs: fc.SummaryAttrs, PriorSensitiveAttrs: fc.PriorSensitiveAttrs,
 			SchemaVersion: fc.SchemaVersion, CreateBeforeDestroy: fc.CreateBeforeDestroy,
 		}
 		for _, rp := range fc.RequiresReplace {
@@ -278,7 +280,7 @@ func Read(r io.Reader) (*Plan, error) {
 		p.Changes = append(p.Changes, c)
 	}
 	for _, d := range fp.Drift {
-		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After)})
+		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After), SensitiveAttrs: d.SensitiveAttrs})
 	}
 	for k, o := range fp.Outputs {
 		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}

@@ -78,8 +78,14 @@ type ResourceChange struct {
 	PlannedPrivate  []byte
 	// Dependencies are the config addresses this instance depends on.
 	Dependencies []string
-	// SensitiveAttrs are top-level attribute names hidden in output.
+	// SensitiveAttrs are the sensitive paths (input, input.env.TOKEN,
+	// input.args[1]; see config.SensitivePaths) of After: hidden in every
+	// output, kept in state with the object.
 	SensitiveAttrs []string
+	// PriorSensitiveAttrs are those state kept with Before: Before hides
+	// both (BeforeSensitive), so a value that stops being sensitive is not
+	// shown in its old form.
+	PriorSensitiveAttrs []string
 	// SummaryAttrs are attributes rendered as a short summary (large lists).
 	SummaryAttrs  []string
 	SchemaVersion int64
@@ -87,11 +93,25 @@ type ResourceChange struct {
 	CreateBeforeDestroy bool
 }
 
+// BeforeSensitive are the sensitive paths hidden in Before.
+func (c *ResourceChange) BeforeSensitive() []string {
+	if len(c.PriorSensitiveAttrs) == 0 {
+		return c.SensitiveAttrs
+	}
+	if len(c.SensitiveAttrs) == 0 {
+		return c.PriorSensitiveAttrs
+	}
+	return append(append(make([]string, 0, len(c.SensitiveAttrs)+len(c.PriorSensitiveAttrs)), c.SensitiveAttrs...), c.PriorSensitiveAttrs...)
+}
+
 // Drift is a difference refresh found between state and the node.
 type Drift struct {
 	Addr          string
 	Type          string
 	Before, After cty.Value // After null: the object is gone
+	// SensitiveAttrs are the sensitive paths state keeps for the object:
+	// hidden in Before and After.
+	SensitiveAttrs []string
 }
 
 // OutputChange is the planned value of an output.

@@ -55,8 +55,8 @@ var schema = func() *sdk.ResourceSchema {
 			Description: "Any value; when it changes the object is replaced (destroy, then create)."},
 		"id": {Type: cty.String, Computed: true,
 			Description: "A random id chosen at create."},
-		"stdout": {Type: cty.String, Computed: true,
-			Description: "What the last create or update printed on stdout (at most the last 64 KiB)."},
+		"stdout": {Type: cty.String, Computed: true, SensitiveWith: []string{"env", "create", "create_script", "update", "update_script", "interpreter"},
+			Description: "What the last create or update printed on stdout (at most the last 64 KiB); sensitive when what they ran with (env, the command, the interpreter) holds a sensitive value, since it may print it back."},
 	}
 	for _, s := range steps {
 		attrs[s] = &sdk.Attribute{Type: cty.List(cty.String), Optional: true,

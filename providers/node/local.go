@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -66,18 +67,19 @@ func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = localKillGrace
-	if len(c.Env) > 0 {
-		env := os.Environ()
-		keys := make([]string, 0, len(c.Env))
-		for k := range c.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			env = append(env, k+"="+c.Env[k])
-		}
-		cmd.Env = env
+	// A clean environment, as sshd gives a session, never the CLI's own:
+	// that holds SPARKFORM_ETCD_PASSWORD, SPARKFORM_VAR_* and whatever
+	// else the user exported for sparkform, not for the node.
+	env := sessionEnv(os.Environ())
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
 	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+c.Env[k])
+	}
+	cmd.Env = env
 	cmd.Stdin = c.Stdin
 	var stdout, stderr bytes.Buffer
 	if c.Stdout != nil {
@@ -210,4 +212,42 @@ func currentUser() string {
 		return u.Username
 	}
 	return "uid " + strconv.Itoa(os.Getuid())
+}
+
+// defaultPath is PATH for a local command when sparkform has none:
+// OpenSSH's default for a session.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// sessionEnv is the environment of a command on the local node: what an
+// SSH session on it would have (sshd sets PATH, HOME, USER, LOGNAME and
+// SHELL, and passes LANG and LC_* by default), taken from environ, plus
+// TZ and TMPDIR, which say how the machine is set up rather than carry
+// anything of the user's. Nothing else of the CLI's environment reaches
+// a command: the command sets what it needs with its env argument.
+func sessionEnv(environ []string) []string {
+	keep := map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true,
+		"LANG": true, "LANGUAGE": true, "TZ": true, "TMPDIR": true}
+	var out []string
+	have := map[string]bool{}
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !(keep[k] || strings.HasPrefix(k, "LC_")) || have[k] {
+			continue
+		}
+		have[k] = true
+		out = append(out, kv)
+	}
+	if !have["PATH"] {
+		out = append(out, "PATH="+defaultPath)
+	}
+	if !have["HOME"] || !have["USER"] || !have["LOGNAME"] {
+		if u, err := user.Current(); err == nil {
+			for k, v := range map[string]string{"HOME": u.HomeDir, "USER": u.Username, "LOGNAME": u.Username} {
+				if !have[k] && v != "" {
+					out = append(out, k+"="+v)
+				}
+			}
+		}
+	}
+	return out
 }

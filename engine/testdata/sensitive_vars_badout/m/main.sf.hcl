@@ -1,0 +1,6 @@
+variable "token" {}
+
+output "token" {
+  # holds a sensitive value but does not say so
+  value = upper(var.token)
+}
