@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -221,5 +224,72 @@ func TestPlanFileUnpackLimit(t *testing.T) {
 	_, err := Read(&buf)
 	if !errors.Is(err, ErrNotPlanFile) || !strings.Contains(err.Error(), "unpacks to more than") {
 		t.Fatalf("Read: %v", err)
+	}
+}
+
+// A FIFO (or any file that is not a regular file) given as a plan file is
+// refused at once, not read until someone writes to it (issue 31).
+func TestReadFileRefusesNonRegular(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo.plan")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadFile(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotPlanFile) || !strings.Contains(err.Error(), "it is a FIFO, not a regular file") {
+			t.Fatalf("ReadFile(fifo) = %v, want ErrNotPlanFile saying it is not a regular file", err)
+		}
+	case <-time.After(5 * time.Second):
+		// Unblock the reader so the test ends.
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("ReadFile of a FIFO blocked for 5 s")
+	}
+	if _, err := ReadFile(t.TempDir()); !errors.Is(err, ErrNotPlanFile) {
+		t.Errorf("ReadFile(directory) = %v, want ErrNotPlanFile", err)
+	}
+}
+
+// gzipBomb is a plan file whose gzip stream unpacks to n bytes
+// inside a JSON string: a few hundred KB that unpack past any bound.
+func gzipBomb(t *testing.T, n int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write([]byte(`{"Notes":["`))
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for range n >> 20 {
+		zw.Write(chunk)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+// A 300 MB gzip bomb is refused with memory bounded: the unpacked size is
+// counted before anything is decoded (issue 31: it was refused only after
+// 797 MB RSS). The bound is the real one, not a test-sized one.
+func TestPlanFileGzipBombMemory(t *testing.T) {
+	bomb := gzipBomb(t, 300<<20)
+	path := filepath.Join(t.TempDir(), "bomb.plan")
+	if err := os.WriteFile(path, bomb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadFile(path)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrNotPlanFile) || !strings.Contains(err.Error(), "unpacks to more than") {
+		t.Fatalf("ReadFile(bomb) = %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("refusing a %d-byte gzip bomb allocated %d MB, want under 16 MB", len(bomb), alloc>>20)
 	}
 }
