@@ -97,33 +97,6 @@ type filePlan struct {
 // so the test can use a small bound.
 var maxPlanBytes int64 = 256 << 20
 
-// check refuses what Write never writes: an unknown mode or action, an
-// instance without an address or listed twice. Values are checked as they
-// are decoded; their types against the provider schema at apply.
-func (fp *filePlan) check() error {
-	switch fp.Mode {
-	case NormalMode, DestroyMode, RefreshOnlyMode:
-	default:
-		return fmt.Errorf("unknown plan mode %q", fp.Mode)
-	}
-	seen := make(map[string]bool, len(fp.Changes))
-	for i, c := range fp.Changes {
-		switch c.Action {
-		case NoOp, Create, Update, Delete, DeleteThenCreate, CreateThenDelete:
-		default:
-			return fmt.Errorf("change %d (%q): unknown action %q", i, c.Addr, c.Action)
-		}
-		if c.Addr == "" || c.Type == "" {
-			return fmt.Errorf("change %d: no instance address or resource type", i)
-		}
-		if seen[c.Addr] {
-			return fmt.Errorf("%s is planned twice", c.Addr)
-		}
-		seen[c.Addr] = true
-	}
-	return nil
-}
-
 // pathToStrings keeps only attribute steps and string/int keys, which is
 // all a RequiresReplace path uses.
 func pathToStrings(p cty.Path) []string {
@@ -302,6 +275,9 @@ func Read(r io.Reader) (*Plan, error) {
 	for k, o := range fp.Outputs {
 		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}
 	}
+	if err == nil {
+		err = p.checkValues()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
@@ -385,10 +361,12 @@ func fileKind(m os.FileMode) string {
 }
 
 // CheckFresh returns ErrStalePlan (wrapped, with what moved) unless the
-// state is still the one the plan was made against.
+// state is still the one the plan was made against. A plan without a
+// lineage was made before any state existed (Read allows that only at
+// serial 0): it applies to a state never written, whatever its lineage.
 func (p *Plan) CheckFresh(lineage string, serial uint64) error {
-	if p.Lineage != "" && lineage != "" && p.Lineage != lineage {
-		return fmt.Errorf("%w: it was made for state lineage %s, but the state is now lineage %s; run plan again", ErrStalePlan, p.Lineage, lineage)
+	if p.Lineage != "" && p.Lineage != lineage {
+		return fmt.Errorf("%w: it was made for state lineage %s, but the state is now lineage %q; run plan again", ErrStalePlan, p.Lineage, lineage)
 	}
 	if p.Serial != serial {
 		return fmt.Errorf("%w: the state changed since the plan was made (serial %d, now %d); run plan again", ErrStalePlan, p.Serial, serial)
