@@ -381,3 +381,43 @@ func TestPlanFileGzipBombMemory(t *testing.T) {
 		t.Errorf("refusing a %d-byte gzip bomb allocated %d MB, want under 16 MB", len(bomb), alloc>>20)
 	}
 }
+
+// Accidental damage to a plan file is never silent (issue 31): flipping
+// any one byte makes the file refused (gzip's CRC-32 over the whole
+// unpacked plan is checked, as the size is counted before decoding), or,
+// in the gzip header's informational bytes, reads back the same plan.
+func TestPlanFileDamageIsCaught(t *testing.T) {
+	p := &Plan{Lineage: "L", Serial: 3, Mode: NormalMode, ConfigDigest: testDigest, Created: testCreated,
+		Variables: map[string]cty.Value{"n": cty.StringVal("value")},
+		Changes: []*ResourceChange{{Addr: "sparkform_data.x", Resource: "sparkform_data.x", Type: "sparkform_data", Provider: "sparkform",
+			Action: Update, Before: cty.StringVal("a"), After: cty.StringVal("b")}}}
+	var buf bytes.Buffer
+	if err := Write(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	var want bytes.Buffer
+	if err := Write(&want, roundTrip(t, p)); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x20
+		got, err := Read(bytes.NewReader(bad))
+		if err != nil {
+			refused++
+			continue
+		}
+		var again bytes.Buffer
+		if err := Write(&again, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Bytes()[len(magic)+10:], want.Bytes()[len(magic)+10:]) {
+			t.Errorf("byte %d of %d flipped: read as a different plan without an error", i, len(good))
+		}
+	}
+	if refused < len(good)-16 {
+		t.Errorf("only %d of %d one-byte flips were refused", refused, len(good))
+	}
+}
