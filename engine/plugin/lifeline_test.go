@@ -84,3 +84,36 @@ func TestPluginLeavesWithItsEngine(t *testing.T) {
 		})
 	}
 }
+
+// The socket folder of a sparkform process that is gone (killed between
+// making it and starting its plugin) is removed by the next plugin start;
+// a running process's folder is kept.
+func TestStaleSocketDirsSwept(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", sdk.SocketDirPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", sdk.SocketDirPrefix, os.Getppid()))
+	other := filepath.Join(tmp, sdk.SocketDirPrefix+"engine-killed") // no pid: not ours to judge
+	for _, d := range []string{stale, live, other} {
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := NewHost(Options{SelfExe: selfExe, Builtins: []string{"sparkform"}})
+	defer h.Close()
+	if _, err := h.Provider(t.Context(), "sparkform"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the folder of a process that is gone is still there (%v)", err)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(d), err)
+		}
+	}
+}
