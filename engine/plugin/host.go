@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +145,11 @@ func NewHost(opts Options) *Host {
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	// Socket folders of sparkform processes that are gone (killed before
+	// their plugin could remove them) go now, started plugin or not.
+	for _, base := range []string{os.TempDir(), "/tmp"} {
+		sdk.SweepStaleDirs(base, sdk.SocketDirPrefix)
 	}
 	return &Host{opts: opts, log: log, plugins: map[string]*instance{}}
 }
@@ -683,52 +686,17 @@ const maxSocketPath = 107
 // when TMPDIR is so deep that the socket's path would be too long for the
 // kernel; "" (go-plugin's own choice) when neither will do. The folder's
 // name holds this process's pid, and the folders of processes that are
-// gone are removed first (sweepSocketDirs).
+// gone are removed first (sdk.SweepStaleDirs).
 func socketDir() (string, error) {
 	sock := len("/" + sdk.SocketDirPrefix + "1234567-1234567890/plugin1234567890")
 	for _, base := range []string{os.TempDir(), "/tmp"} {
 		if len(base)+sock > maxSocketPath {
 			continue
 		}
-		sweepSocketDirs(base)
+		sdk.SweepStaleDirs(base, sdk.SocketDirPrefix)
 		return os.MkdirTemp(base, fmt.Sprintf("%s%d-", sdk.SocketDirPrefix, os.Getpid()))
 	}
 	return "", nil
-}
-
-// sweepSocketDirs removes from base the socket folders of this user's
-// sparkform processes that are gone: one killed between making a
-// plugin's folder and starting the plugin (which would remove it) leaves
-// it behind. Only folders named with a pid (SocketDirPrefix PID-...) that
-// no process has are removed; a pid in use again keeps its folder.
-func sweepSocketDirs(base string) {
-	ents, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), sdk.SocketDirPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if fi, err := e.Info(); err != nil || !ownedByMe(fi) {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			os.RemoveAll(filepath.Join(base, e.Name()))
-		}
-	}
-}
-
-// ownedByMe reports whether fi belongs to this process's user.
-func ownedByMe(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
 }
 
 // killWait bounds how long kill waits for go-plugin's Kill: it returns

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -177,6 +178,39 @@ const SocketDirPrefix = "sparkform-plugin-"
 // outlives its engine removes the relay's folder too (prefix
 // "sparkform-relay-"): the engine that made it was killed.
 const RelayEnv = "SPARKFORM_NODE_RELAY"
+
+// SweepStaleDirs removes from base the folders named PREFIX PID-... of
+// this user whose process PID is gone. A sparkform killed between making
+// such a folder (a plugin's socket folder, its connection relay's) and
+// starting a plugin, which would remove it, leaves it behind; the next
+// sparkform to make one sweeps it. A pid in use again keeps its folder.
+func SweepStaleDirs(base, prefix string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
+}
 
 func removeSocketDir() {
 	d := os.Getenv(plugin.EnvUnixSocketDir)
