@@ -163,7 +163,11 @@ func exitWithParent(stop func(context.Context) error) {
 	_ = stop(ctx)
 	cancel()
 	time.Sleep(300 * time.Millisecond) // let stopped calls unwind
-	removeSocketDir()                  // in case it was being made meanwhile
+	// Again, until it is gone: go-plugin may have been making its socket
+	// in the folder while it was being removed.
+	for i := 0; removeSocketDir() && i < 40; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
 	os.Exit(2)
 }
 
@@ -212,12 +216,20 @@ func SweepStaleDirs(base, prefix string) {
 	}
 }
 
-func removeSocketDir() {
-	d := os.Getenv(plugin.EnvUnixSocketDir)
-	if d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
-		os.RemoveAll(d)
+// removeSocketDir removes the plugin's socket folder and its engine's
+// relay folder; it reports whether one of them is still there.
+func removeSocketDir() (left bool) {
+	remove := func(d string) {
+		_ = os.RemoveAll(d)
+		if _, err := os.Lstat(d); err == nil {
+			left = true
+		}
+	}
+	if d := os.Getenv(plugin.EnvUnixSocketDir); d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
+		remove(d)
 	}
 	if s := os.Getenv(RelayEnv); s != "" && strings.HasPrefix(filepath.Base(filepath.Dir(s)), "sparkform-relay-") {
-		os.RemoveAll(filepath.Dir(s))
+		remove(filepath.Dir(s))
 	}
+	return left
 }
