@@ -178,9 +178,10 @@ func child(v cty.Value, name string) (cty.Value, bool) {
 // pathStep is one parsed step of a sensitive path: a name (attribute or
 // map key) or an index.
 type pathStep struct {
-	name  string
-	index int64
-	isIdx bool
+	name   string
+	index  int64
+	isIdx  bool
+	quoted bool // written ["name"]: any string, not only an identifier
 }
 
 // ErrSensitivePath is what ParseSensitivePath returns for text that is
@@ -211,7 +212,7 @@ func parseSensitivePath(s string) ([]pathStep, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%w: %q: %v", ErrSensitivePath, s, err)
 				}
-				out = append(out, pathStep{name: name})
+				out = append(out, pathStep{name: name, quoted: true})
 				i = k + 2
 				continue
 			}
@@ -246,10 +247,23 @@ func parseSensitivePath(s string) ([]pathStep, error) {
 	return out, nil
 }
 
-// ParseSensitivePath checks that s is a sensitive path.
+// ParseSensitivePath checks that s is a sensitive path as
+// FormatSensitivePath writes them: a bare step (the first, or one after
+// a dot) is an identifier; any other name is quoted.
 func ParseSensitivePath(s string) error {
-	_, err := parseSensitivePath(s)
-	return err
+	steps, err := parseSensitivePath(s)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if st.isIdx || st.quoted {
+			continue
+		}
+		if !hclsyntax.ValidIdentifier(st.name) {
+			return fmt.Errorf("%w: %q: %q is not an identifier; quote it as [%q]", ErrSensitivePath, s, st.name, st.name)
+		}
+	}
+	return nil
 }
 
 // MarkPaths is v (an object) with SensitiveMark on each place paths

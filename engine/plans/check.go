@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -202,10 +203,13 @@ func (fp *filePlan) check() error {
 				return err
 			}
 		}
-		for _, a := range append(append([]string(nil), c.SensitiveAttrs...), c.SummaryAttrs...) {
+		for _, a := range c.SummaryAttrs {
 			if !hclsyntax.ValidIdentifier(a) {
 				return fmt.Errorf("%s: attribute name %q is not an identifier", c.Addr, a)
 			}
+		}
+		if err := checkSensitivePaths(c.Addr, c.SensitiveAttrs, c.PriorSensitiveAttrs); err != nil {
+			return err
 		}
 		if seen[c.Addr] {
 			return fmt.Errorf("%s is planned twice", c.Addr)
@@ -223,6 +227,9 @@ func (fp *filePlan) check() error {
 		}
 		if drifted[d.Addr] {
 			return fmt.Errorf("drift of %s is listed twice", d.Addr)
+		}
+		if err := checkSensitivePaths("drift of "+d.Addr, d.SensitiveAttrs); err != nil {
+			return err
 		}
 		drifted[d.Addr] = true
 	}
@@ -264,6 +271,19 @@ func (p *Plan) checkValues() error {
 		}
 		if d.After == cty.NilVal {
 			return fmt.Errorf("drift of %s has no value found (null for gone)", d.Addr)
+		}
+	}
+	return nil
+}
+
+// checkSensitivePaths refuses a sensitive path that does not parse: a
+// path the renderer could not follow would hide less than state meant.
+func checkSensitivePaths(addr string, lists ...[]string) error {
+	for _, list := range lists {
+		for _, p := range list {
+			if err := config.ParseSensitivePath(p); err != nil {
+				return fmt.Errorf("%s: sensitive path %q: %v", addr, p, err)
+			}
 		}
 	}
 	return nil
