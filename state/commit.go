@@ -344,6 +344,8 @@ func (s *BoltStore) commit(batch []*op) error {
 		return err
 	}
 	defer s.releaseDB()
+	var txid uint64
+	var lineage string
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		c := &commitCtx{serial: binary.BigEndian.Uint64(meta.Get(keySerial)), now: time.Now().UTC(), in: newInterner(tx)}
@@ -356,16 +358,26 @@ func (s *BoltStore) commit(batch []*op) error {
 				continue
 			}
 			if err := o.fn(tx, c); err != nil {
-				return &opError{i: i, err: err}
+				return &opError{i: i, err: inFile(s.path, err)}
 			}
 		}
 		if c.serial != start {
-			return meta.Put(keySerial, u64(c.serial))
+			if err := meta.Put(keySerial, u64(c.serial)); err != nil {
+				return err
+			}
 		}
+		if err := putMetaCheck(tx); err != nil {
+			return err
+		}
+		txid = uint64(tx.ID())
+		lineage = string(meta.Get(keyLineage))
 		return nil
 	})
 	if err == nil {
 		s.commits.Add(1)
+		// Still under the file's flock: a reader sees the record and the
+		// commit it names together.
+		err = writeCommitRecord(s.path, lineage, txid)
 	}
 	return err
 }
@@ -402,7 +414,10 @@ func putResourceOp(r *Resource) (opFunc, error) {
 			return err
 		}
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(key)
+		prior, err := priorRecord(b, key)
+		if err != nil {
+			return err
+		}
 		action := HistoryUpdate
 		if prior == nil {
 			action = HistoryCreate
@@ -410,7 +425,7 @@ func putResourceOp(r *Resource) (opFunc, error) {
 		if err := putHistory(tx, r.Address, c.next(), c.now, action, "", prior); err != nil {
 			return err
 		}
-		return b.Put(key, data)
+		return b.Put(key, seal(key, data))
 	}, nil
 }
 
@@ -478,7 +493,10 @@ func deleteResourceOp(addr string) opFunc {
 	key := []byte(addr)
 	return func(tx *bolt.Tx, c *commitCtx) error {
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(key)
+		prior, err := priorRecord(b, key)
+		if err != nil {
+			return err
+		}
 		if prior == nil {
 			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
 		}
@@ -504,7 +522,10 @@ func (s *BoltStore) MoveResource(from, to string) error {
 	fk, tk := []byte(from), []byte(to)
 	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(fk)
+		prior, err := priorRecord(b, fk)
+		if err != nil {
+			return err
+		}
 		if prior == nil {
 			return fmt.Errorf("%w: %s (nothing to move)", ErrResourceNotFound, from)
 		}
@@ -530,7 +551,7 @@ func (s *BoltStore) MoveResource(from, to string) error {
 		if err := putHistory(tx, to, serial, c.now, HistoryMoveIn, from, nil); err != nil {
 			return err
 		}
-		if err := b.Put(tk, data); err != nil {
+		if err := b.Put(tk, seal(tk, data)); err != nil {
 			return err
 		}
 		return b.Delete(fk)
@@ -623,7 +644,7 @@ func (s *BoltStore) PutIntent(in *Intent) error {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketJournal).Put(key, data)
+		return tx.Bucket(bucketJournal).Put(key, seal(key, data))
 	})
 }
 
@@ -646,7 +667,8 @@ func putHistory(tx *bolt.Tx, addr string, serial uint64, now time.Time, action, 
 	data := encodeHistory(now, action, peer, prior) // copies prior before the key is overwritten
 	hb := tx.Bucket(bucketHistory)
 	prefix := historyPrefix(addr)
-	if err := hb.Put(binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial), data); err != nil {
+	key := binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial)
+	if err := hb.Put(key, seal(key, data)); err != nil {
 		return err
 	}
 	// Bound the history: O(HistoryLimit) per write, independent of N.
@@ -661,4 +683,16 @@ func putHistory(tx *bolt.Tx, addr string, serial uint64, now time.Time, action, 
 		}
 	}
 	return nil
+}
+
+// priorRecord is the record stored under key in b, unsealed (nil when
+// there is none). Writers run on sealed files only (Open upgrades), and a
+// record that fails its checksum stops the write: copied into history or
+// moved, it would pass for a good one.
+func priorRecord(b *bolt.Bucket, key []byte) ([]byte, error) {
+	v := b.Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	return unseal(key, v)
 }

@@ -34,15 +34,30 @@ func BackupPath(path string) string { return path + ".backup" }
 type DamagedError struct {
 	Path   string
 	Reason string
+
+	rollback bool // the file is behind its commit record
 }
 
 func (e *DamagedError) Error() string {
 	msg := fmt.Sprintf("state file %s is damaged: %s.", e.Path, e.Reason)
 	bak := BackupPath(e.Path)
 	if fi, err := os.Stat(bak); err == nil {
+		restore := fmt.Sprintf("mv %s %s.damaged && cp -p %s %s", e.Path, e.Path, bak, e.Path)
+		note := ""
+		// A copy older than the last commit (the writer after it did not
+		// get to refresh it) is refused like the rollback it is, unless
+		// the record goes with the restore.
+		want, ok, _ := readCommitRecord(e.Path)
+		if got, has := fileTxid(bak); ok && (!has || got < want) {
+			restore += " && rm " + CommitRecordPath(e.Path)
+			note = " The copy is older than the last commit: what was committed after it is lost, and the plan finds it on the nodes."
+		}
 		msg += fmt.Sprintf(" A last-good copy is %s (written %s): keep the damaged file aside and restore it with\n"+
-			"    mv %s %s.damaged && cp -p %s %s\nthen run `sparkform plan`, which refreshes every instance from its node.",
-			bak, fi.ModTime().UTC().Format(time.RFC3339), e.Path, e.Path, bak, e.Path)
+			"    %s\nthen run `sparkform plan`, which refreshes every instance from its node.%s",
+			bak, fi.ModTime().UTC().Format(time.RFC3339), restore, note)
+		if e.rollback {
+			msg += fmt.Sprintf(" If you put an older copy of the state here on purpose, remove %s instead.", CommitRecordPath(e.Path))
+		}
 	} else {
 		msg += " There is no last-good copy (" + filepath.Base(bak) + ") next to it: restore the file from your own backup" +
 			" (or a snapshot pushed with `sparkform state push`), or move it aside and `sparkform import` what the nodes hold."
@@ -121,20 +136,31 @@ func parseMeta(page []byte) (diskMeta, string) {
 }
 
 // checkFile validates the open state file's size and meta pages before
-// bbolt maps it (called with the file's flock held, so no commit runs). It
-// returns nil for an empty file (the callers decide what that means) and a
-// *DamagedError for a file bbolt cannot read safely.
+// bbolt maps it (called with the file's flock held, so no commit runs), and
+// that it is not behind its commit record (a rollback). It returns nil for
+// an empty file (the callers decide what that means) and a *DamagedError
+// for a file bbolt cannot read safely.
 func checkFile(f *os.File, path string) error {
+	m, err := readMetaPages(f, path)
+	if err != nil || m.pageSize == 0 {
+		return err
+	}
+	return checkRollback(path, m.txid)
+}
+
+// readMetaPages returns the meta page bbolt would use (zero for an empty
+// file), after checking that the file is as long as it says.
+func readMetaPages(f *os.File, path string) (diskMeta, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("state: %w", err)
+		return diskMeta{}, fmt.Errorf("state: %w", err)
 	}
 	size := fi.Size()
-	if size == 0 {
-		return nil
-	}
 	if !fi.Mode().IsRegular() {
-		return damaged(path, "it is not a regular file")
+		return diskMeta{}, damaged(path, "it is not a regular file")
+	}
+	if size == 0 {
+		return diskMeta{}, nil
 	}
 	head := make([]byte, 4096)
 	n, _ := f.ReadAt(head, 0)
@@ -154,9 +180,9 @@ func checkFile(f *os.File, path string) error {
 	switch {
 	case why0 != "" && why1 != "":
 		if size < 2*ps {
-			return damaged(path, "it is only %d bytes, shorter than bbolt's two meta pages (%d bytes)", size, 2*ps)
+			return diskMeta{}, damaged(path, "it is only %d bytes, shorter than bbolt's two meta pages (%d bytes)", size, 2*ps)
 		}
-		return damaged(path, "both bbolt meta pages are unreadable (first: %s; second: %s)", why0, why1)
+		return diskMeta{}, damaged(path, "both bbolt meta pages are unreadable (first: %s; second: %s)", why0, why1)
 	case why0 != "":
 		m = m1
 	case why1 != "":
@@ -167,10 +193,10 @@ func checkFile(f *os.File, path string) error {
 		m = m0
 	}
 	if want := int64(m.pgid) * int64(m.pageSize); size < want {
-		return damaged(path, "it is %d bytes long, but its header says %d pages of %d bytes (%d bytes): the file was truncated",
+		return diskMeta{}, damaged(path, "it is %d bytes long, but its header says %d pages of %d bytes (%d bytes): the file was truncated",
 			size, m.pgid, m.pageSize, want)
 	}
-	return nil
+	return m, nil
 }
 
 // guard runs fn (a bbolt call) so that a damaged page becomes an error
@@ -206,6 +232,11 @@ func writeBackup(db *bolt.DB, path string) error {
 			}
 			if bad != nil {
 				return bad
+			}
+			// Every checksum and record too: a copy of a damaged record
+			// would replace the last good one.
+			if err := checkRecords(tx, path); err != nil {
+				return err
 			}
 			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 			if err != nil {

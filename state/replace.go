@@ -46,7 +46,8 @@ func (s *BoltStore) Replace(p *Portable) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Put([]byte(r.Address), data); err != nil {
+			key := []byte(r.Address)
+			if err := b.Put(key, seal(key, data)); err != nil {
 				return err
 			}
 		}

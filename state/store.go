@@ -216,12 +216,15 @@ func (s *BoltStore) init() error {
 			if err != nil {
 				return err
 			}
-			if m.Version == 2 {
-				// Format 3 only adds to records what new writes carry.
-				return tx.Bucket(bucketMeta).Put(keyVersion, u64(FormatVersion))
+			if m.Version == 1 {
+				if err := migrate(tx, s.convert); err != nil {
+					return err
+				}
 			}
-			if m.Version < FormatVersion {
-				return migrate(tx, s.convert)
+			// Format 3 only adds to records what new writes carry; format
+			// 4 seals every value.
+			if m.Version < sealedVersion {
+				return upgradeSeal(tx)
 			}
 		}
 		for _, b := range all {
@@ -273,6 +276,9 @@ func (s *BoltStore) Resource(addr string) (*Resource, error) {
 		if v == nil {
 			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
 		}
+		if v, err = openValue(sealed(tx), []byte(addr), v); err != nil {
+			return err
+		}
 		r, err = decodeResource(v, addr, newStrs(tx))
 		return err
 	})
@@ -320,10 +326,15 @@ func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		prefix := historyPrefix(addr)
 		st := newStrs(tx)
+		isSealed := sealed(tx)
 		c := tx.Bucket(bucketHistory).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(k) != len(prefix)+8 {
 				return corrupt(addr, fmt.Sprintf("history key %q", k))
+			}
+			v, err := openValue(isSealed, k, v)
+			if err != nil {
+				return err
 			}
 			e, err := decodeHistory(v, addr, binary.BigEndian.Uint64(k[len(prefix):]), st)
 			if err != nil {
@@ -343,6 +354,12 @@ func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 	b := tx.Bucket(bucketMeta)
 	if b == nil || b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
 		return Meta{}, fmt.Errorf("%w: %s has no sparkform meta data", ErrFormat, path)
+	}
+	if err := checkMeta(tx, path); err != nil {
+		return Meta{}, err
+	}
+	if len(b.Get(keyLineage)) == 0 {
+		return Meta{}, damaged(path, "its lineage is empty (a state file always has one, made when it was created)")
 	}
 	m := Meta{
 		Lineage: string(b.Get(keyLineage)),
@@ -366,10 +383,18 @@ func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 }
 
 func readResources(tx *bolt.Tx) ([]*Resource, error) {
+	return readResourcesWith(tx, newStrs(tx))
+}
+
+func readResourcesWith(tx *bolt.Tx, st *txStrs) ([]*Resource, error) {
 	b := tx.Bucket(bucketResources)
 	var out []*Resource // b.Stats().KeyN would walk every page first
-	st := newStrs(tx)
+	isSealed := sealed(tx)
 	err := b.ForEach(func(k, v []byte) error {
+		v, err := openValue(isSealed, k, v)
+		if err != nil {
+			return err
+		}
 		r, err := decodeResource(v, string(k), st)
 		if err != nil {
 			return err
@@ -383,7 +408,12 @@ func readResources(tx *bolt.Tx) ([]*Resource, error) {
 func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 	var out []*Intent
 	st := newStrs(tx)
+	isSealed := sealed(tx)
 	err := tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
+		v, err := openValue(isSealed, k, v)
+		if err != nil {
+			return err
+		}
 		in, err := decodeIntent(v, string(k), st)
 		if err != nil {
 			return err
@@ -399,7 +429,7 @@ func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 // after the transaction ends.
 func decode(data []byte, v any, addr string) error {
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%w: record for %s is corrupt: %v", ErrFormat, addr, err)
+		return corrupt(addr, err.Error())
 	}
 	return nil
 }
@@ -421,7 +451,7 @@ func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return guard(s.path, func() error { return db.View(fn) })
+	return inFile(s.path, guard(s.path, func() error { return db.View(fn) }))
 }
 
 // update runs fn in a write transaction outside the commit queue (init only).
@@ -431,7 +461,21 @@ func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return guard(s.path, func() error { return db.Update(fn) })
+	var txid uint64
+	var lineage string
+	err = inFile(s.path, guard(s.path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			txid, lineage = uint64(tx.ID()), string(tx.Bucket(bucketMeta).Get(keyLineage))
+			return putMetaCheck(tx)
+		})
+	}))
+	if err != nil {
+		return err
+	}
+	return writeCommitRecord(s.path, lineage, txid)
 }
 
 // acquireDB opens the bbolt file (or shares the handle already open in this
@@ -476,6 +520,21 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("state: open %s: %w", s.path, err)
+	}
+	if !s.treeOK {
+		// The full check, once per command: every checksum and record.
+		err := guard(s.path, func() error {
+			return db.View(func(tx *bolt.Tx) error {
+				if m := tx.Bucket(bucketMeta); m == nil || m.Get(keyLineage) == nil {
+					return nil // a new state, or one init refuses
+				}
+				return checkRecords(tx, s.path)
+			})
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	s.db, s.dbRefs, s.treeOK = db, 1, true
 	return db, nil
