@@ -125,11 +125,16 @@ func Open(path string, opts Options) (*BoltStore, error) {
 // most a moment for an in-flight commit, never for a whole apply.
 func OpenReadOnly(path string) (*BoltStore, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := danglingLink(path); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %s does not exist (nothing has been applied here)", ErrNoState, path)
 	} else if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 && !writerActive(path) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi)
+	} else if err == nil && fi.Size() == 0 && !writerActive(path) {
 		// Not a state being created (its writer would hold the lock): a
 		// file sparkform wrote is never empty.
 		return nil, damaged(path, "it is empty (0 bytes), so it was truncated or replaced")
