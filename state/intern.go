@@ -22,6 +22,7 @@ type txInterner struct {
 	b      *bolt.Bucket
 	ids    map[string]uint64
 	sealed bool
+	added  int64 // entries written (meta/counts)
 }
 
 func newInterner(tx *bolt.Tx) *txInterner {
@@ -70,6 +71,7 @@ func (t *txInterner) id(b []byte) (uint64, error) {
 		return 0, err
 	}
 	t.ids[string(b)] = id
+	t.added++
 	return id, nil
 }
 

@@ -89,6 +89,9 @@ func upgradeSeal(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if err := countAll(tx); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketMeta).Put(keyVersion, u64(sealedVersion))
 }
 

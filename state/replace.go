@@ -38,7 +38,7 @@ func (s *BoltStore) Replace(p *Portable) error {
 				return err
 			}
 		}
-		c.in = newInterner(tx)
+		c.in, c.recount = newInterner(tx), true
 		b := tx.Bucket(bucketResources)
 		b.FillPercent = 1 // written in key order
 		for _, r := range recs {

@@ -33,7 +33,63 @@ const (
 // sealedVersion is the first format whose values are sealed.
 const sealedVersion = 4
 
-var keyCheck = []byte("check")
+var (
+	keyCheck  = []byte("check")
+	keyCounts = []byte("counts")
+)
+
+// meta/counts holds how many entries each sealed bucket has (uvarints,
+// in sealedBuckets' order), kept by every commit. A checksum per record
+// cannot see a record that is gone: a lowered element count in a leaf
+// page drops the records after it, and the tree around them still reads
+// well. The full check counts them.
+type bucketCounts [4]int64
+
+const (
+	cntResources = iota
+	cntJournal
+	cntHistory
+	cntInterned
+)
+
+func readCounts(m *bolt.Bucket) (bucketCounts, bool) {
+	var c bucketCounts
+	v := m.Get(keyCounts)
+	if v == nil {
+		return c, false
+	}
+	for i := range c {
+		n, k := binary.Uvarint(v)
+		if k <= 0 {
+			return c, false
+		}
+		c[i], v = int64(n), v[k:]
+	}
+	return c, len(v) == 0
+}
+
+func putCounts(m *bolt.Bucket, c bucketCounts) error {
+	var v []byte
+	for _, n := range c {
+		v = binary.AppendUvarint(v, uint64(max(n, 0)))
+	}
+	if bytes.Equal(m.Get(keyCounts), v) {
+		return nil
+	}
+	return m.Put(keyCounts, v)
+}
+
+// countAll counts every sealed bucket's entries (a new, replaced or
+// upgraded state: O(N), like the rest of those writes).
+func countAll(tx *bolt.Tx) error {
+	var c bucketCounts
+	for i, name := range sealedBuckets {
+		if b := tx.Bucket(name); b != nil {
+			b.ForEach(func(_, _ []byte) error { c[i]++; return nil })
+		}
+	}
+	return putCounts(tx.Bucket(bucketMeta), c)
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -87,7 +143,7 @@ func openValue(isSealed bool, key, v []byte) ([]byte, error) {
 }
 
 // metaKeys are the meta values meta/check covers, in its order.
-var metaKeys = [][]byte{keyLineage, keySerial, keyVersion, keyCreated, keyOutputs}
+var metaKeys = [][]byte{keyLineage, keySerial, keyVersion, keyCreated, keyOutputs, keyCounts}
 
 func metaSum(m *bolt.Bucket) []byte {
 	h := crc32.New(castagnoli)
@@ -150,8 +206,14 @@ func checkRecords(tx *bolt.Tx, path string) error {
 		return err
 	}
 	if sealed(tx) {
-		for _, name := range sealedBuckets {
+		want, ok := readCounts(tx.Bucket(bucketMeta))
+		if !ok {
+			return damaged(path, "its record counts (meta/counts) are missing or unreadable")
+		}
+		for i, name := range sealedBuckets {
+			n := int64(0)
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				n++
 				if _, err := unseal(k, v); err != nil {
 					return damaged(path, "the %s record %q is corrupt: %s", name, k, err.(*corruptError).why)
 				}
@@ -159,6 +221,9 @@ func checkRecords(tx *bolt.Tx, path string) error {
 			})
 			if err != nil {
 				return err
+			}
+			if n != want[i] {
+				return damaged(path, "its %s bucket holds %d records where its meta data counts %d: records were cut off or added", name, n, want[i])
 			}
 		}
 	}

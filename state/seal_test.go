@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -238,5 +240,56 @@ func TestDeepValueTypeIsDamage(t *testing.T) {
 	}
 	if _, err := os.Stat(BackupPath(path)); err == nil {
 		t.Error("a last-good copy was made of it")
+	}
+}
+
+// A branch page whose element count went down cuts part of the tree off:
+// its records were missing without a word (state list and plan went on
+// with fewer instances). A page neither reachable nor free is damage.
+func TestCutOffPagesAreDamage(t *testing.T) {
+	path, good := goodState(t)
+	ps := int(binary.LittleEndian.Uint32(good[16+8:]))
+	// Every branch page, free ones too: the live one is among them.
+	data := bytes.Clone(good)
+	cut := 0
+	for id := 2; (id+1)*ps <= len(good); id++ {
+		off := id * ps
+		if binary.LittleEndian.Uint16(good[off+8:]) == 0x01 && binary.LittleEndian.Uint16(good[off+10:]) > 2 {
+			binary.LittleEndian.PutUint16(data[off+10:], binary.LittleEndian.Uint16(good[off+10:])-1)
+			cut++
+		}
+	}
+	if cut == 0 {
+		t.Fatal("no branch page in the state")
+	}
+	os.WriteFile(path, data, 0o600)
+	wantDamaged(t, readAll(path), path)
+}
+
+// A state path that is a dangling symbolic link, a directory or a FIFO is
+// damage for readers and writers: a dangling link was taken as "no state
+// yet", and a writer started a new lineage through it.
+func TestStatePathNotAFile(t *testing.T) {
+	for name, make := range map[string]func(string) error{
+		"dangling symlink": func(p string) error { return os.Symlink("gone.db", p) },
+		"directory":        func(p string) error { return os.Mkdir(p, 0o700) },
+		"fifo":             func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := statePath(t)
+			os.MkdirAll(filepath.Dir(path), 0o700)
+			if err := make(path); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := OpenReadOnly(path); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+				t.Errorf("reader: %v", err)
+			}
+			if w, err := Open(path, Options{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+				if err == nil {
+					w.Close()
+				}
+				t.Errorf("writer: %v", err)
+			}
+		})
 	}
 }

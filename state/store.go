@@ -246,7 +246,7 @@ func (s *BoltStore) init() error {
 			m.Put(keySerial, u64(0))
 			m.Put(keyVersion, u64(FormatVersion))
 			m.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
-			return nil
+			return countAll(tx)
 		}
 		_, err = readMeta(tx, s.path)
 		return err
