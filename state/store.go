@@ -357,8 +357,12 @@ func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 
 func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 	b := tx.Bucket(bucketMeta)
-	if b == nil || b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
+	if b == nil {
 		return Meta{}, fmt.Errorf("%w: %s has no sparkform meta data", ErrFormat, path)
+	}
+	if b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
+		// A sparkform file (it has the bucket) with a key gone or cut.
+		return Meta{}, damaged(path, "its meta data lacks a lineage, serial or format version, or one is cut short")
 	}
 	if err := checkMeta(tx, path); err != nil {
 		return Meta{}, err
