@@ -326,7 +326,9 @@ func damageKinds(t *testing.T, state, older []byte) []damageKind {
 	recs, pages, ps := locate(t, state)
 	var kinds []damageKind
 	add := func(name string, f func([]byte) []byte) { kinds = append(kinds, damageKind{name: name, file: f}) }
-	addDo := func(name string, f func(t *testing.T, dir string)) { kinds = append(kinds, damageKind{name: name, do: f}) }
+	addDo := func(name string, f func(t *testing.T, dir string)) {
+		kinds = append(kinds, damageKind{name: name, do: f})
+	}
 	n := len(state)
 
 	// The file as a whole.
