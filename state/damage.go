@@ -236,7 +236,7 @@ func writeBackup(db *bolt.DB, path string) error {
 			}
 			// Every checksum and record too: a copy of a damaged record
 			// would replace the last good one.
-			if err := checkRecords(tx, path); err != nil {
+			if err := checkRecords(tx, path, true); err != nil {
 				return err
 			}
 			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)

@@ -223,8 +223,8 @@ func TestCorruptRecordsNameTheFile(t *testing.T) {
 }
 
 // A record whose value type nests past the bound (an 85 KB list of lists
-// took 1.1 GB to decode in the engine) is damage, found by the full check
-// before anything decodes it.
+// took 1.1 GB to decode in the engine) is damage, refused before anything
+// decodes it; the last-good copy is not made from it.
 func TestDeepValueTypeIsDamage(t *testing.T) {
 	path := statePath(t)
 	w := openStore(t, path)
@@ -233,7 +233,9 @@ func TestDeepValueTypeIsDamage(t *testing.T) {
 	if err := w.PutResource(r); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	if err := w.Close(); !errors.Is(err, ErrDamaged) {
+		t.Errorf("Close made a last-good copy of it: %v", err)
+	}
 	err := readAll(path)
 	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "nests more than 64 levels") {
 		t.Errorf("got %v, want damage naming the file and the bound", err)

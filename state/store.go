@@ -537,7 +537,7 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 				if m := tx.Bucket(bucketMeta); m == nil || m.Get(keyLineage) == nil {
 					return nil // a new state, or one init refuses
 				}
-				return checkRecords(tx, s.path)
+				return checkRecords(tx, s.path, false)
 			})
 		})
 		if err != nil {
