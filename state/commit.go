@@ -390,7 +390,7 @@ func (s *BoltStore) commit(batch []*op) error {
 		s.commits.Add(1)
 		// Still under the file's flock: a reader sees the record and the
 		// commit it names together.
-		err = writeCommitRecord(s.path, lineage, txid)
+		s.recordCommit(lineage, txid)
 	}
 	return err
 }

@@ -295,3 +295,63 @@ func TestStatePathNotAFile(t *testing.T) {
 		})
 	}
 }
+
+// A last-good copy older than the last commit (its writer was killed
+// before it refreshed the copy) would be refused as a rollback once
+// restored: the printed restore then removes the commit record too, and
+// says what is lost.
+func TestRestoreOfAnOlderCopy(t *testing.T) {
+	path, _ := goodState(t)
+	old, err := os.ReadFile(BackupPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutResource(testResource("sparkform_data.y", "last")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	os.WriteFile(BackupPath(path), old, 0o600) // as if Close never refreshed it
+	os.WriteFile(path, old[:8192], 0o600)      // and then the file was damaged
+	err = readAll(path)
+	wantDamaged(t, err, path)
+	cmd := restoreCommand(t, err)
+	if !strings.HasSuffix(cmd, "&& rm "+CommitRecordPath(path)) || !strings.Contains(err.Error(), "older than the last commit") {
+		t.Fatalf("the restore of an older copy keeps the commit record: %v", err)
+	}
+	if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v %s", cmd, err, out)
+	}
+	if err := readAll(path); err != nil {
+		t.Fatalf("after the printed restore: %v", err)
+	}
+}
+
+// A commit record that cannot be written does not turn committed writes
+// into failed ones: Close reports it, and the state holds the writes.
+func TestCommitRecordUnwritable(t *testing.T) {
+	path, _ := goodState(t)
+	if err := os.Mkdir(CommitRecordPath(path)+".tmp", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutResource(testResource("sparkform_data.y", "last")); err != nil {
+		t.Fatalf("the write failed with the record: %v", err)
+	}
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "would go unnoticed") {
+		t.Errorf("Close: %v, want the record's error", err)
+	}
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Resource("sparkform_data.y"); err != nil {
+		t.Error(err)
+	}
+}

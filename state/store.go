@@ -72,6 +72,7 @@ type BoltStore struct {
 	errMu          sync.Mutex
 	deferredErr    error // the first deferred write that failed
 	deferredFailed int   // how many failed
+	recordErr      error // the first commit record that could not be written
 
 	mayCreate bool                                          // Open may give the file a new lineage (see checkExisting)
 	convert   func(json.RawMessage) ([]byte, []byte, error) // Options.ConvertValue
@@ -175,7 +176,10 @@ func (s *BoltStore) Close() error {
 				s.releaseDB()
 			}
 		}
-		return errors.Join(s.deferredError(), berr, s.lock.release())
+		s.errMu.Lock()
+		rerr := s.recordErr
+		s.errMu.Unlock()
+		return errors.Join(s.deferredError(), berr, rerr, s.lock.release())
 	}
 	return nil
 }
@@ -484,7 +488,21 @@ func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	return writeCommitRecord(s.path, lineage, txid)
+	s.recordCommit(lineage, txid)
+	return nil
+}
+
+// recordCommit writes the commit record after a commit. Failing to is no
+// reason to report the committed writes as failed (a record behind the
+// file is allowed): Close returns it, saying what it costs.
+func (s *BoltStore) recordCommit(lineage string, txid uint64) {
+	if err := writeCommitRecord(s.path, lineage, txid); err != nil {
+		s.errMu.Lock()
+		if s.recordErr == nil {
+			s.recordErr = fmt.Errorf("%w; the state file holds every change, but a later rollback of it (a damaged meta page) would go unnoticed until the record is written again", err)
+		}
+		s.errMu.Unlock()
+	}
 }
 
 // acquireDB opens the bbolt file (or shares the handle already open in this
