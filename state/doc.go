@@ -20,8 +20,8 @@
 //
 // Damage is never read as state (docs/state.md): format 4 seals every
 // value with a CRC-32C of its key and bytes and the meta data with one
-// more (seal.go); every command checks the pages, every checksum and
-// record once, when it first opens the file; each commit records its
+// more (seal.go); every command checks the pages, every checksum and the
+// record counts once, when it first opens the file; each commit records its
 // bbolt transaction id outside the file (state.db.commit), so a fallback
 // to an older meta page is refused (rollback.go); and the last-good copy
 // (state.db.backup) is made only from a file that passed all of it. Every
