@@ -90,6 +90,10 @@ func DecodeValue(b json.RawMessage) (cty.Value, error) {
 	if len(b) == 0 {
 		return cty.NullVal(cty.DynamicPseudoType), nil
 	}
+	// Its "type" costs what a value type does to decode (stateType).
+	if state.JSONDepth(b, 2*state.MaxValueTypeDepth) > 2*state.MaxValueTypeDepth {
+		return cty.NilVal, fmt.Errorf("value nests more than %d levels deep", 2*state.MaxValueTypeDepth)
+	}
 	return ctyjson.Unmarshal(b, cty.DynamicPseudoType)
 }
 
@@ -194,6 +198,10 @@ var stateTypes sync.Map // string -> cty.Type
 func stateType(js []byte) (cty.Type, error) {
 	if t, ok := stateTypes.Load(string(js)); ok {
 		return t.(cty.Type), nil
+	}
+	if err := state.CheckValueType(js); err != nil {
+		// A record damaged this way would cost gigabytes to decode.
+		return cty.NilType, fmt.Errorf("value type: %w", err)
 	}
 	t, err := ctyjson.UnmarshalType(js)
 	if err != nil {

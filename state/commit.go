@@ -69,9 +69,11 @@ func (b *opBatch) full() bool { return len(b.ops) >= maxBatch || b.bytes >= maxB
 
 // commitCtx is shared by the ops of one batch.
 type commitCtx struct {
-	serial uint64
-	now    time.Time
-	in     *txInterner
+	serial  uint64
+	now     time.Time
+	in      *txInterner
+	counts  bucketCounts // entries per sealed bucket, as ops change them
+	recount bool         // an op rebuilt the buckets (Replace): count them
 }
 
 func (c *commitCtx) next() uint64 { c.serial++; return c.serial }
@@ -344,9 +346,12 @@ func (s *BoltStore) commit(batch []*op) error {
 		return err
 	}
 	defer s.releaseDB()
+	var txid uint64
+	var lineage string
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		c := &commitCtx{serial: binary.BigEndian.Uint64(meta.Get(keySerial)), now: time.Now().UTC(), in: newInterner(tx)}
+		c.counts, _ = readCounts(meta) // the open's full check found them
 		for _, name := range [][]byte{bucketResources, bucketHistory, bucketInterned} {
 			tx.Bucket(name).FillPercent = fillPercent
 		}
@@ -356,16 +361,36 @@ func (s *BoltStore) commit(batch []*op) error {
 				continue
 			}
 			if err := o.fn(tx, c); err != nil {
-				return &opError{i: i, err: err}
+				return &opError{i: i, err: inFile(s.path, err)}
 			}
 		}
 		if c.serial != start {
-			return meta.Put(keySerial, u64(c.serial))
+			if err := meta.Put(keySerial, u64(c.serial)); err != nil {
+				return err
+			}
 		}
+		if c.recount {
+			if err := countAll(tx); err != nil {
+				return err
+			}
+		} else {
+			c.counts[cntInterned] += c.in.added
+			if err := putCounts(meta, c.counts); err != nil {
+				return err
+			}
+		}
+		if err := putMetaCheck(tx); err != nil {
+			return err
+		}
+		txid = uint64(tx.ID())
+		lineage = string(meta.Get(keyLineage))
 		return nil
 	})
 	if err == nil {
 		s.commits.Add(1)
+		// Still under the file's flock: a reader sees the record and the
+		// commit it names together.
+		s.recordCommit(lineage, txid)
 	}
 	return err
 }
@@ -402,15 +427,19 @@ func putResourceOp(r *Resource) (opFunc, error) {
 			return err
 		}
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(key)
+		prior, err := priorRecord(b, key)
+		if err != nil {
+			return err
+		}
 		action := HistoryUpdate
 		if prior == nil {
 			action = HistoryCreate
+			c.counts[cntResources]++
 		}
-		if err := putHistory(tx, r.Address, c.next(), c.now, action, "", prior); err != nil {
+		if err := putHistory(tx, c, r.Address, c.next(), action, "", prior); err != nil {
 			return err
 		}
-		return b.Put(key, data)
+		return b.Put(key, seal(key, data))
 	}, nil
 }
 
@@ -452,8 +481,17 @@ func (s *BoltStore) Complete(addr string, result *Resource) error {
 		if err := write(tx, c); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketJournal).Delete(key)
+		return deleteIntent(tx, c, key)
 	})
+}
+
+func deleteIntent(tx *bolt.Tx, c *commitCtx, key []byte) error {
+	j := tx.Bucket(bucketJournal)
+	if j.Get(key) == nil {
+		return nil
+	}
+	c.counts[cntJournal]--
+	return j.Delete(key)
 }
 
 // recordSize is about how many bytes storing r writes (0 for nil, a
@@ -478,13 +516,17 @@ func deleteResourceOp(addr string) opFunc {
 	key := []byte(addr)
 	return func(tx *bolt.Tx, c *commitCtx) error {
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(key)
+		prior, err := priorRecord(b, key)
+		if err != nil {
+			return err
+		}
 		if prior == nil {
 			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
 		}
-		if err := putHistory(tx, addr, c.next(), c.now, HistoryDelete, "", prior); err != nil {
+		if err := putHistory(tx, c, addr, c.next(), HistoryDelete, "", prior); err != nil {
 			return err
 		}
+		c.counts[cntResources]--
 		return b.Delete(key)
 	}
 }
@@ -504,7 +546,10 @@ func (s *BoltStore) MoveResource(from, to string) error {
 	fk, tk := []byte(from), []byte(to)
 	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
 		b := tx.Bucket(bucketResources)
-		prior := b.Get(fk)
+		prior, err := priorRecord(b, fk)
+		if err != nil {
+			return err
+		}
 		if prior == nil {
 			return fmt.Errorf("%w: %s (nothing to move)", ErrResourceNotFound, from)
 		}
@@ -524,13 +569,13 @@ func (s *BoltStore) MoveResource(from, to string) error {
 			return err
 		}
 		serial := c.next()
-		if err := putHistory(tx, from, serial, c.now, HistoryMoveOut, to, prior); err != nil {
+		if err := putHistory(tx, c, from, serial, HistoryMoveOut, to, prior); err != nil {
 			return err
 		}
-		if err := putHistory(tx, to, serial, c.now, HistoryMoveIn, from, nil); err != nil {
+		if err := putHistory(tx, c, to, serial, HistoryMoveIn, from, nil); err != nil {
 			return err
 		}
-		if err := b.Put(tk, data); err != nil {
+		if err := b.Put(tk, seal(tk, data)); err != nil {
 			return err
 		}
 		return b.Delete(fk)
@@ -623,7 +668,11 @@ func (s *BoltStore) PutIntent(in *Intent) error {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketJournal).Put(key, data)
+		j := tx.Bucket(bucketJournal)
+		if j.Get(key) == nil {
+			c.counts[cntJournal]++
+		}
+		return j.Put(key, seal(key, data))
 	})
 }
 
@@ -633,8 +682,8 @@ func (s *BoltStore) DeleteIntent(addr string) error {
 		return err
 	}
 	key := []byte(addr)
-	return s.submit(func(tx *bolt.Tx, _ *commitCtx) error {
-		return tx.Bucket(bucketJournal).Delete(key)
+	return s.submit(func(tx *bolt.Tx, c *commitCtx) error {
+		return deleteIntent(tx, c, key)
 	})
 }
 
@@ -642,23 +691,40 @@ func (s *BoltStore) DeleteIntent(addr string) error {
 // prefixes another address's keys; the big-endian serial keeps them ordered.
 func historyPrefix(addr string) []byte { return append([]byte(addr), 0) }
 
-func putHistory(tx *bolt.Tx, addr string, serial uint64, now time.Time, action, peer string, prior []byte) error {
-	data := encodeHistory(now, action, peer, prior) // copies prior before the key is overwritten
+func putHistory(tx *bolt.Tx, c *commitCtx, addr string, serial uint64, action, peer string, prior []byte) error {
+	data := encodeHistory(c.now, action, peer, prior) // copies prior before the key is overwritten
 	hb := tx.Bucket(bucketHistory)
 	prefix := historyPrefix(addr)
-	if err := hb.Put(binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial), data); err != nil {
+	key := binary.BigEndian.AppendUint64(bytes.Clone(prefix), serial)
+	if hb.Get(key) == nil {
+		c.counts[cntHistory]++
+	}
+	if err := hb.Put(key, seal(key, data)); err != nil {
 		return err
 	}
 	// Bound the history: O(HistoryLimit) per write, independent of N.
 	var keys [][]byte
-	c := hb.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	cur := hb.Cursor()
+	for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
 		keys = append(keys, bytes.Clone(k)) // cloned: deletes below change the pages
 	}
 	for _, k := range keys[:max(len(keys)-HistoryLimit, 0)] {
 		if err := hb.Delete(k); err != nil {
 			return err
 		}
+		c.counts[cntHistory]--
 	}
 	return nil
+}
+
+// priorRecord is the record stored under key in b, unsealed (nil when
+// there is none). Writers run on sealed files only (Open upgrades), and a
+// record that fails its checksum stops the write: copied into history or
+// moved, it would pass for a good one.
+func priorRecord(b *bolt.Bucket, key []byte) ([]byte, error) {
+	v := b.Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	return unseal(key, v)
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,15 +35,30 @@ func BackupPath(path string) string { return path + ".backup" }
 type DamagedError struct {
 	Path   string
 	Reason string
+
+	rollback bool // the file is behind its commit record
 }
 
 func (e *DamagedError) Error() string {
 	msg := fmt.Sprintf("state file %s is damaged: %s.", e.Path, e.Reason)
 	bak := BackupPath(e.Path)
 	if fi, err := os.Stat(bak); err == nil {
+		restore := fmt.Sprintf("mv %s %s.damaged && cp -p %s %s", e.Path, e.Path, bak, e.Path)
+		note := ""
+		// A copy older than the last commit (the writer after it did not
+		// get to refresh it) is refused like the rollback it is, unless
+		// the record goes with the restore.
+		want, ok, _ := readCommitRecord(e.Path)
+		if got, has := fileTxid(bak); ok && (!has || got < want) {
+			restore += " && rm " + CommitRecordPath(e.Path)
+			note = " The copy is older than the last commit: what was committed after it is lost, and the plan finds it on the nodes."
+		}
 		msg += fmt.Sprintf(" A last-good copy is %s (written %s): keep the damaged file aside and restore it with\n"+
-			"    mv %s %s.damaged && cp -p %s %s\nthen run `sparkform plan`, which refreshes every instance from its node.",
-			bak, fi.ModTime().UTC().Format(time.RFC3339), e.Path, e.Path, bak, e.Path)
+			"    %s\nthen run `sparkform plan`, which refreshes every instance from its node.%s",
+			bak, fi.ModTime().UTC().Format(time.RFC3339), restore, note)
+		if e.rollback {
+			msg += fmt.Sprintf(" If you put an older copy of the state here on purpose, remove %s instead.", CommitRecordPath(e.Path))
+		}
 	} else {
 		msg += " There is no last-good copy (" + filepath.Base(bak) + ") next to it: restore the file from your own backup" +
 			" (or a snapshot pushed with `sparkform state push`), or move it aside and `sparkform import` what the nodes hold."
@@ -121,20 +137,31 @@ func parseMeta(page []byte) (diskMeta, string) {
 }
 
 // checkFile validates the open state file's size and meta pages before
-// bbolt maps it (called with the file's flock held, so no commit runs). It
-// returns nil for an empty file (the callers decide what that means) and a
-// *DamagedError for a file bbolt cannot read safely.
+// bbolt maps it (called with the file's flock held, so no commit runs), and
+// that it is not behind its commit record (a rollback). It returns nil for
+// an empty file (the callers decide what that means) and a *DamagedError
+// for a file bbolt cannot read safely.
 func checkFile(f *os.File, path string) error {
+	m, err := readMetaPages(f, path)
+	if err != nil || m.pageSize == 0 {
+		return err
+	}
+	return checkRollback(path, m.txid)
+}
+
+// readMetaPages returns the meta page bbolt would use (zero for an empty
+// file), after checking that the file is as long as it says.
+func readMetaPages(f *os.File, path string) (diskMeta, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("state: %w", err)
+		return diskMeta{}, fmt.Errorf("state: %w", err)
 	}
 	size := fi.Size()
-	if size == 0 {
-		return nil
-	}
 	if !fi.Mode().IsRegular() {
-		return damaged(path, "it is not a regular file")
+		return diskMeta{}, notRegular(path, fi)
+	}
+	if size == 0 {
+		return diskMeta{}, nil
 	}
 	head := make([]byte, 4096)
 	n, _ := f.ReadAt(head, 0)
@@ -154,9 +181,9 @@ func checkFile(f *os.File, path string) error {
 	switch {
 	case why0 != "" && why1 != "":
 		if size < 2*ps {
-			return damaged(path, "it is only %d bytes, shorter than bbolt's two meta pages (%d bytes)", size, 2*ps)
+			return diskMeta{}, damaged(path, "it is only %d bytes, shorter than bbolt's two meta pages (%d bytes)", size, 2*ps)
 		}
-		return damaged(path, "both bbolt meta pages are unreadable (first: %s; second: %s)", why0, why1)
+		return diskMeta{}, damaged(path, "both bbolt meta pages are unreadable (first: %s; second: %s)", why0, why1)
 	case why0 != "":
 		m = m1
 	case why1 != "":
@@ -167,10 +194,10 @@ func checkFile(f *os.File, path string) error {
 		m = m0
 	}
 	if want := int64(m.pgid) * int64(m.pageSize); size < want {
-		return damaged(path, "it is %d bytes long, but its header says %d pages of %d bytes (%d bytes): the file was truncated",
+		return diskMeta{}, damaged(path, "it is %d bytes long, but its header says %d pages of %d bytes (%d bytes): the file was truncated",
 			size, m.pgid, m.pageSize, want)
 	}
-	return nil
+	return m, nil
 }
 
 // guard runs fn (a bbolt call) so that a damaged page becomes an error
@@ -206,6 +233,11 @@ func writeBackup(db *bolt.DB, path string) error {
 			}
 			if bad != nil {
 				return bad
+			}
+			// Every checksum and record too: a copy of a damaged record
+			// would replace the last good one.
+			if err := checkRecords(tx, path, true); err != nil {
+				return err
 			}
 			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 			if err != nil {
@@ -268,9 +300,14 @@ func checkExisting(path string, opts Options) (bool, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if err := danglingLink(path); err != nil {
+			return false, err
+		}
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("state: %w", err)
+	case !fi.Mode().IsRegular():
+		return false, notRegular(path, fi)
 	case opts.ResetState:
 		return true, nil
 	case fi.Size() == 0:
@@ -363,9 +400,16 @@ func checkPages(data []byte, path string) error {
 		}
 		return data[off:end], nil
 	}
+	// lo and hi bound the keys a page may hold (nil: none): a branch
+	// element's key is the first key of its child, so the child's keys
+	// are at least it and below the next element's. A flipped key in a
+	// branch page misroutes lookups and inserts (a write would then add
+	// a second record for an address); in a leaf it breaks the order
+	// lookups rely on.
 	type todo struct {
 		id     uint64
 		inline []byte // an inline bucket's page (id 0)
+		lo, hi []byte
 	}
 	stack := []todo{{id: m.root}}
 	for len(stack) > 0 {
@@ -383,6 +427,18 @@ func checkPages(data []byte, path string) error {
 		if pageHeaderSize+count*elemSize > uint64(len(p)) {
 			return damaged(path, "page %d declares %d elements, more than it holds", t.id, count)
 		}
+		var prev []byte
+		inOrder := func(i uint64, key []byte) error {
+			switch {
+			case i > 0 && bytes.Compare(key, prev) <= 0:
+				return damaged(path, "the keys of page %d are out of order (element %d)", t.id, i)
+			case t.lo != nil && bytes.Compare(key, t.lo) < 0, t.hi != nil && bytes.Compare(key, t.hi) >= 0:
+				return damaged(path, "element %d of page %d holds a key outside what its parent says the page holds", i, t.id)
+			}
+			prev = key
+			return nil
+		}
+		var branch []todo
 		for i := uint64(0); i < count; i++ {
 			eo := pageHeaderSize + i*elemSize
 			e := p[eo:]
@@ -391,12 +447,22 @@ func checkPages(data []byte, path string) error {
 				if eo+pos+ks > uint64(len(p)) {
 					return damaged(path, "element %d of page %d points past its page", i, t.id)
 				}
-				stack = append(stack, todo{id: le.Uint64(e[8:])})
+				key := p[eo+pos : eo+pos+ks]
+				if err := inOrder(i, key); err != nil {
+					return err
+				}
+				if len(branch) > 0 {
+					branch[len(branch)-1].hi = key
+				}
+				branch = append(branch, todo{id: le.Uint64(e[8:]), lo: key, hi: t.hi})
 				continue
 			}
 			ef, pos, ks, vs := le.Uint32(e), uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
 			if eo+pos+ks+vs > uint64(len(p)) {
 				return damaged(path, "element %d of page %d points past its page", i, t.id)
+			}
+			if err := inOrder(i, p[eo+pos:eo+pos+ks]); err != nil {
+				return err
 			}
 			if ef&bucketLeafFlag == 0 {
 				continue
@@ -411,6 +477,7 @@ func checkPages(data []byte, path string) error {
 				stack = append(stack, todo{id: t.id, inline: v[16:]})
 			}
 		}
+		stack = append(stack, branch...)
 		if flags&branchPageFlag != 0 && count == 0 {
 			return damaged(path, "branch page %d is empty", t.id)
 		}
@@ -430,6 +497,7 @@ func checkPages(data []byte, path string) error {
 		if n > uint64(len(ids))/8 {
 			return damaged(path, "the freelist declares %d pages, more than its page holds", n)
 		}
+		freed := make([]uint64, len(seen))
 		for i := uint64(0); i < n; i++ {
 			id := le.Uint64(ids[i*8:])
 			if id < 2 || id >= m.pgid {
@@ -438,7 +506,43 @@ func checkPages(data []byte, path string) error {
 			if isSeen(id) {
 				return damaged(path, "page %d is both in use and in the freelist", id)
 			}
+			freed[id/64] |= 1 << (id % 64)
+		}
+		// bbolt writes every page it freed, pending ones too, into the
+		// freelist: a page neither reachable nor free is a part of the tree
+		// that damage cut off (a lowered element count, a zeroed branch),
+		// whose records would be missing without a word.
+		for id := uint64(2); id < m.pgid; id++ {
+			if !isSeen(id) && freed[id/64]&(1<<(id%64)) == 0 {
+				return damaged(path, "page %d is neither reachable nor free: part of the data is cut off", id)
+			}
 		}
 	}
 	return nil
+}
+
+// danglingLink: a state path that is a symbolic link to nothing is not "no
+// state yet": the state it pointed to is gone (a moved or unmounted disk),
+// and taking it as new would start a new lineage over what the nodes hold.
+func danglingLink(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		return damaged(path, "it is a symbolic link to %s, which does not exist", target)
+	}
+	return nil
+}
+
+func notRegular(path string, fi os.FileInfo) error {
+	kind := "not a regular file"
+	switch {
+	case fi.IsDir():
+		kind = "a directory"
+	case fi.Mode()&os.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case fi.Mode()&os.ModeDevice != 0:
+		kind = "a device"
+	case fi.Mode()&os.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return damaged(path, "it is %s, not a regular file", kind)
 }

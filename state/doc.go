@@ -18,6 +18,15 @@
 //   - history:   the prior record of every changed instance (or a tombstone
 //     for "did not exist"), the last HistoryLimit per address, newest first.
 //
+// Damage is never read as state (docs/state.md): format 4 seals every
+// value with a CRC-32C of its key and bytes and the meta data with one
+// more (seal.go); every command checks the pages, every checksum and the
+// record counts once, when it first opens the file; each commit records its
+// bbolt transaction id outside the file (state.db.commit), so a fallback
+// to an older meta page is refused (rollback.go); and the last-good copy
+// (state.db.backup) is made only from a file that passed all of it. Every
+// such error is a *DamagedError naming the file and the restore.
+//
 // Concurrency contract:
 //
 //   - One writer at a time across processes. Open takes an exclusive flock on

@@ -119,8 +119,14 @@ func TestFormat1FileOpensAndMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	forEachRecord(t, path, func(bucket string, k, v []byte) {
-		if bucket != "meta" && bucket != "interned" && (len(v) == 0 || v[0] != recordTag) {
-			t.Errorf("%s %q is not a format-2 record: %q", bucket, k, v)
+		if bucket == "meta" {
+			return
+		}
+		body, err := unseal(k, v)
+		if err != nil {
+			t.Errorf("%s %q is not sealed: %v", bucket, k, err)
+		} else if bucket != "interned" && (len(body) == 0 || body[0] != recordTag) {
+			t.Errorf("%s %q is not a format-2 record: %q", bucket, k, body)
 		}
 	})
 }
@@ -167,9 +173,11 @@ func TestFormat2FileOpensAndUpgrades(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Format 4 seals every record: the bodies stay what format 2 wrote.
 	for k, v := range records() {
-		if was, ok := raw[k]; ok && was != v && k != "resources/"+next.Address && !strings.HasPrefix(k, "history/"+next.Address+"\x00") {
-			t.Errorf("%s was rewritten by the upgrade", k)
+		_, key, _ := strings.Cut(k, "/")
+		if was, ok := raw[k]; ok && v != string(seal([]byte(key), []byte(was))) && k != "resources/"+next.Address && !strings.HasPrefix(k, "history/"+next.Address+"\x00") {
+			t.Errorf("%s was changed by the upgrade, not only sealed", k)
 		}
 	}
 }
@@ -439,4 +447,59 @@ func TestRecordSensitiveAttrsDamaged(t *testing.T) {
 	if got, err := DecodeResource(full, r.Address); err != nil || !reflect.DeepEqual(got.SensitiveAttrs, []string{"token"}) {
 		t.Errorf("whole record: %+v, %v", got, err)
 	}
+}
+
+// testdata/format3.db was written by sparkform 7cdbea9 at format 3 (no
+// checksums): sparkform_data.a updated once with sensitive attributes,
+// two more instances, an output and a journal intent. Readers read it as
+// it is; the first writer seals every record (format 4) without changing
+// what readers see, and from then on a flipped byte in a record is
+// damage, where in format 3 it was read as data.
+func TestFormat3FileOpensAndSeals(t *testing.T) {
+	path, before := readFixture(t, "format3.db")
+	if before.Meta.Version != 3 || len(before.Resources) != 3 || len(before.Intents) != 1 ||
+		len(before.History["sparkform_data.a"]) != 2 || before.Outputs["a_output"].Value == nil ||
+		len(before.Resources[0].SensitiveAttrs) != 1 {
+		t.Fatalf("the fixture does not read as the format-3 state it is: %+v", before)
+	}
+	raw := map[string][]byte{}
+	forEachRecord(t, path, func(bucket string, k, v []byte) {
+		if bucket != "meta" {
+			raw[bucket+"/"+string(k)] = bytes.Clone(v)
+		}
+	})
+
+	s := openStore(t, path)
+	after := readEverything(t, s)
+	if after.Meta.Version != FormatVersion {
+		t.Errorf("after a writer opened it: format %d, want %d", after.Meta.Version, FormatVersion)
+	}
+	before.Meta.Version = after.Meta.Version
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("sealing changed what readers see:\nbefore %+v\nafter %+v", before, after)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	forEachRecord(t, path, func(bucket string, k, v []byte) {
+		if bucket == "meta" {
+			return
+		}
+		n++
+		if was := raw[bucket+"/"+string(k)]; !bytes.Equal(v, seal(k, was)) {
+			t.Errorf("%s %q: %q is not the format-3 record sealed", bucket, k, v)
+		}
+	})
+	if n != len(raw) {
+		t.Errorf("%d records after sealing, %d before", n, len(raw))
+	}
+	// Now a flipped byte in a record is damage.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipAll(t, data, []byte(`"input":"two"`), 10)
+	os.WriteFile(path, data, 0o600)
+	wantDamaged(t, readAll(path), path)
 }

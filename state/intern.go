@@ -19,12 +19,14 @@ var bucketInterned = []byte("interned")
 // the first time it is needed: the bucket holds one entry per distinct
 // node, type and value type, a handful, not one per instance.
 type txInterner struct {
-	b   *bolt.Bucket
-	ids map[string]uint64
+	b      *bolt.Bucket
+	ids    map[string]uint64
+	sealed bool
+	added  int64 // entries written (meta/counts)
 }
 
 func newInterner(tx *bolt.Tx) *txInterner {
-	return &txInterner{b: tx.Bucket(bucketInterned)}
+	return &txInterner{b: tx.Bucket(bucketInterned), sealed: sealed(tx)}
 }
 
 func (t *txInterner) id(b []byte) (uint64, error) {
@@ -35,7 +37,11 @@ func (t *txInterner) id(b []byte) (uint64, error) {
 		t.ids = map[string]uint64{}
 		err := t.b.ForEach(func(k, v []byte) error {
 			if len(k) != 8 {
-				return fmt.Errorf("%w: interned key %x", ErrFormat, k)
+				return corrupt(fmt.Sprintf("interned %x", k), "an interned key is 8 bytes")
+			}
+			v, err := openValue(t.sealed, k, v)
+			if err != nil {
+				return err
 			}
 			t.ids[string(v)] = binary.BigEndian.Uint64(k)
 			return nil
@@ -51,10 +57,21 @@ func (t *txInterner) id(b []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := t.b.Put(u64(id), bytes.Clone(b)); err != nil {
+	key := u64(id)
+	if t.b.Get(key) != nil {
+		// The bucket's sequence went back (a damaged bucket header):
+		// writing here would change what records already refer to.
+		return 0, corrupt(fmt.Sprintf("interned %d", id), "the interned bucket's sequence is behind its entries")
+	}
+	v := bytes.Clone(b)
+	if t.sealed {
+		v = seal(key, v)
+	}
+	if err := t.b.Put(key, v); err != nil {
 		return 0, err
 	}
 	t.ids[string(b)] = id
+	t.added++
 	return id, nil
 }
 
@@ -65,6 +82,7 @@ type txStrs struct {
 	tx     *bolt.Tx
 	loaded bool
 	m      map[uint64]refEntry
+	bad    map[uint64]string // ids whose entry failed its checksum
 }
 
 func newStrs(tx *bolt.Tx) *txStrs { return &txStrs{tx: tx} }
@@ -74,8 +92,17 @@ func (t *txStrs) get(id uint64) (refEntry, bool) {
 		t.loaded = true
 		t.m = map[uint64]refEntry{}
 		if b := t.tx.Bucket(bucketInterned); b != nil {
+			isSealed := sealed(t.tx)
 			b.ForEach(func(k, v []byte) error {
 				if len(k) == 8 {
+					v, err := openValue(isSealed, k, v)
+					if err != nil {
+						if t.bad == nil {
+							t.bad = map[uint64]string{}
+						}
+						t.bad[binary.BigEndian.Uint64(k)] = err.(*corruptError).why
+						return nil
+					}
 					c := bytes.Clone(v)
 					c = c[:len(c):len(c)] // shared by records: an append copies
 					t.m[binary.BigEndian.Uint64(k)] = refEntry{s: string(c), b: c}

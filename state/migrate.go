@@ -64,7 +64,35 @@ func migrate(tx *bolt.Tx, convert func(json.RawMessage) ([]byte, []byte, error))
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bucketMeta).Put(keyVersion, u64(FormatVersion))
+	return tx.Bucket(bucketMeta).Put(keyVersion, u64(3))
+}
+
+// upgradeSeal turns a format-3 file (or an older one converted to it) into
+// format 4 in the writer's opening transaction: every record is decoded
+// first (a damaged one stops the upgrade rather than getting a checksum
+// that vouches for it), then every value of the sealed buckets is sealed.
+// The interned bucket keeps its ids and its sequence.
+func upgradeSeal(tx *bolt.Tx) error {
+	if _, err := readResources(tx); err != nil {
+		return err
+	}
+	if _, err := readIntents(tx); err != nil {
+		return err
+	}
+	for _, name := range sealedBuckets {
+		seq := tx.Bucket(name).Sequence()
+		err := rebuild(tx, name, func(k, v []byte) ([]byte, error) { return seal(k, v), nil })
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(name).SetSequence(seq); err != nil {
+			return err
+		}
+	}
+	if err := countAll(tx); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyVersion, u64(sealedVersion))
 }
 
 // rebuild replaces bucket name with one holding conv of each record,

@@ -33,13 +33,25 @@ func (s *BoltStore) PutOutputs(outs map[string]Output) error {
 
 // Outputs returns every stored output.
 func (s *BoltStore) Outputs() (map[string]Output, error) {
-	out := map[string]Output{}
-	err := s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketMeta).Get(keyOutputs)
-		if v == nil {
-			return nil
+	var out map[string]Output
+	err := s.view(func(tx *bolt.Tx) (err error) {
+		if err := checkMeta(tx, s.path); err != nil {
+			return err
 		}
-		return decode(v, &out, "the outputs")
+		out, err = readOutputs(tx)
+		return err
 	})
 	return out, err
+}
+
+func readOutputs(tx *bolt.Tx) (map[string]Output, error) {
+	out := map[string]Output{}
+	v := tx.Bucket(bucketMeta).Get(keyOutputs)
+	if v == nil {
+		return out, nil
+	}
+	if err := decode(v, &out, "the outputs"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unicode/utf8"
 )
 
 // Record format 2 (FormatVersion 2): every stored record is one compact
@@ -211,7 +210,11 @@ func (d *decoder) ref(what string, inline bool, st strs) refEntry {
 	}
 	e, ok := st.get(id)
 	if !ok {
-		d.fail(fmt.Sprintf("%s (interned id %d is missing)", what, id))
+		why := "is missing"
+		if ts, isTx := st.(*txStrs); isTx && ts.bad[id] != "" {
+			why = "is damaged: " + ts.bad[id]
+		}
+		d.fail(fmt.Sprintf("%s (interned id %d %s)", what, id, why))
 	}
 	return e
 }
@@ -244,6 +247,9 @@ func decodeResource(data []byte, key string, st strs) (*Resource, error) {
 	r.Provider = d.ref("provider", inline, st).s
 	r.Node = d.ref("node", inline, st).b
 	r.ValueType = d.ref("value type", inline, st).b
+	if err := CheckValueType(r.ValueType); err != nil && d.bad == "" {
+		d.fail("value type: " + err.Error())
+	}
 	r.SchemaVersion = d.varint("schema version")
 	if at := d.varint("updated at"); at != 0 {
 		r.UpdatedAt = time.Unix(0, at).UTC()
@@ -286,10 +292,7 @@ func decodeResource(data []byte, key string, st strs) (*Resource, error) {
 }
 
 func corrupt(key, why string) error {
-	if !utf8.ValidString(key) {
-		key = fmt.Sprintf("%q", key)
-	}
-	return fmt.Errorf("%w: record for %s is corrupt: %s", ErrFormat, key, why)
+	return &corruptError{key: key, why: why}
 }
 
 // History entry (the value under addr NUL serial; the serial is the key's):

@@ -38,7 +38,7 @@ func (s *BoltStore) Replace(p *Portable) error {
 				return err
 			}
 		}
-		c.in = newInterner(tx)
+		c.in, c.recount = newInterner(tx), true
 		b := tx.Bucket(bucketResources)
 		b.FillPercent = 1 // written in key order
 		for _, r := range recs {
@@ -46,7 +46,8 @@ func (s *BoltStore) Replace(p *Portable) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Put([]byte(r.Address), data); err != nil {
+			key := []byte(r.Address)
+			if err := b.Put(key, seal(key, data)); err != nil {
 				return err
 			}
 		}

@@ -72,6 +72,7 @@ type BoltStore struct {
 	errMu          sync.Mutex
 	deferredErr    error // the first deferred write that failed
 	deferredFailed int   // how many failed
+	recordErr      error // the first commit record that could not be written
 
 	mayCreate bool                                          // Open may give the file a new lineage (see checkExisting)
 	convert   func(json.RawMessage) ([]byte, []byte, error) // Options.ConvertValue
@@ -125,11 +126,16 @@ func Open(path string, opts Options) (*BoltStore, error) {
 // most a moment for an in-flight commit, never for a whole apply.
 func OpenReadOnly(path string) (*BoltStore, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := danglingLink(path); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %s does not exist (nothing has been applied here)", ErrNoState, path)
 	} else if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 && !writerActive(path) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi)
+	} else if err == nil && fi.Size() == 0 && !writerActive(path) {
 		// Not a state being created (its writer would hold the lock): a
 		// file sparkform wrote is never empty.
 		return nil, damaged(path, "it is empty (0 bytes), so it was truncated or replaced")
@@ -170,7 +176,10 @@ func (s *BoltStore) Close() error {
 				s.releaseDB()
 			}
 		}
-		return errors.Join(s.deferredError(), berr, s.lock.release())
+		s.errMu.Lock()
+		rerr := s.recordErr
+		s.errMu.Unlock()
+		return errors.Join(s.deferredError(), berr, rerr, s.lock.release())
 	}
 	return nil
 }
@@ -216,12 +225,15 @@ func (s *BoltStore) init() error {
 			if err != nil {
 				return err
 			}
-			if m.Version == 2 {
-				// Format 3 only adds to records what new writes carry.
-				return tx.Bucket(bucketMeta).Put(keyVersion, u64(FormatVersion))
+			if m.Version == 1 {
+				if err := migrate(tx, s.convert); err != nil {
+					return err
+				}
 			}
-			if m.Version < FormatVersion {
-				return migrate(tx, s.convert)
+			// Format 3 only adds to records what new writes carry; format
+			// 4 seals every value.
+			if m.Version < sealedVersion {
+				return upgradeSeal(tx)
 			}
 		}
 		for _, b := range all {
@@ -238,7 +250,7 @@ func (s *BoltStore) init() error {
 			m.Put(keySerial, u64(0))
 			m.Put(keyVersion, u64(FormatVersion))
 			m.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
-			return nil
+			return countAll(tx)
 		}
 		_, err = readMeta(tx, s.path)
 		return err
@@ -272,6 +284,9 @@ func (s *BoltStore) Resource(addr string) (*Resource, error) {
 		v := tx.Bucket(bucketResources).Get([]byte(addr))
 		if v == nil {
 			return fmt.Errorf("%w: %s", ErrResourceNotFound, addr)
+		}
+		if v, err = openValue(sealed(tx), []byte(addr), v); err != nil {
+			return err
 		}
 		r, err = decodeResource(v, addr, newStrs(tx))
 		return err
@@ -320,10 +335,15 @@ func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		prefix := historyPrefix(addr)
 		st := newStrs(tx)
+		isSealed := sealed(tx)
 		c := tx.Bucket(bucketHistory).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(k) != len(prefix)+8 {
 				return corrupt(addr, fmt.Sprintf("history key %q", k))
+			}
+			v, err := openValue(isSealed, k, v)
+			if err != nil {
+				return err
 			}
 			e, err := decodeHistory(v, addr, binary.BigEndian.Uint64(k[len(prefix):]), st)
 			if err != nil {
@@ -341,8 +361,18 @@ func (s *BoltStore) History(addr string) ([]*HistoryEntry, error) {
 
 func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 	b := tx.Bucket(bucketMeta)
-	if b == nil || b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
+	if b == nil {
 		return Meta{}, fmt.Errorf("%w: %s has no sparkform meta data", ErrFormat, path)
+	}
+	if b.Get(keyLineage) == nil || len(b.Get(keySerial)) != 8 || len(b.Get(keyVersion)) != 8 {
+		// A sparkform file (it has the bucket) with a key gone or cut.
+		return Meta{}, damaged(path, "its meta data lacks a lineage, serial or format version, or one is cut short")
+	}
+	if err := checkMeta(tx, path); err != nil {
+		return Meta{}, err
+	}
+	if len(b.Get(keyLineage)) == 0 {
+		return Meta{}, damaged(path, "its lineage is empty (a state file always has one, made when it was created)")
 	}
 	m := Meta{
 		Lineage: string(b.Get(keyLineage)),
@@ -366,10 +396,18 @@ func readMeta(tx *bolt.Tx, path string) (Meta, error) {
 }
 
 func readResources(tx *bolt.Tx) ([]*Resource, error) {
+	return readResourcesWith(tx, newStrs(tx))
+}
+
+func readResourcesWith(tx *bolt.Tx, st *txStrs) ([]*Resource, error) {
 	b := tx.Bucket(bucketResources)
 	var out []*Resource // b.Stats().KeyN would walk every page first
-	st := newStrs(tx)
+	isSealed := sealed(tx)
 	err := b.ForEach(func(k, v []byte) error {
+		v, err := openValue(isSealed, k, v)
+		if err != nil {
+			return err
+		}
 		r, err := decodeResource(v, string(k), st)
 		if err != nil {
 			return err
@@ -383,7 +421,12 @@ func readResources(tx *bolt.Tx) ([]*Resource, error) {
 func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 	var out []*Intent
 	st := newStrs(tx)
+	isSealed := sealed(tx)
 	err := tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
+		v, err := openValue(isSealed, k, v)
+		if err != nil {
+			return err
+		}
 		in, err := decodeIntent(v, string(k), st)
 		if err != nil {
 			return err
@@ -399,7 +442,7 @@ func readIntents(tx *bolt.Tx) ([]*Intent, error) {
 // after the transaction ends.
 func decode(data []byte, v any, addr string) error {
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%w: record for %s is corrupt: %v", ErrFormat, addr, err)
+		return corrupt(addr, err.Error())
 	}
 	return nil
 }
@@ -421,7 +464,7 @@ func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return guard(s.path, func() error { return db.View(fn) })
+	return inFile(s.path, guard(s.path, func() error { return db.View(fn) }))
 }
 
 // update runs fn in a write transaction outside the commit queue (init only).
@@ -431,7 +474,35 @@ func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	defer s.releaseDB()
-	return guard(s.path, func() error { return db.Update(fn) })
+	var txid uint64
+	var lineage string
+	err = inFile(s.path, guard(s.path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			txid, lineage = uint64(tx.ID()), string(tx.Bucket(bucketMeta).Get(keyLineage))
+			return putMetaCheck(tx)
+		})
+	}))
+	if err != nil {
+		return err
+	}
+	s.recordCommit(lineage, txid)
+	return nil
+}
+
+// recordCommit writes the commit record after a commit. Failing to is no
+// reason to report the committed writes as failed (a record behind the
+// file is allowed): Close returns it, saying what it costs.
+func (s *BoltStore) recordCommit(lineage string, txid uint64) {
+	if err := writeCommitRecord(s.path, lineage, txid); err != nil {
+		s.errMu.Lock()
+		if s.recordErr == nil {
+			s.recordErr = fmt.Errorf("%w; the state file holds every change, but a later rollback of it (a damaged meta page) would go unnoticed until the record is written again", err)
+		}
+		s.errMu.Unlock()
+	}
 }
 
 // acquireDB opens the bbolt file (or shares the handle already open in this
@@ -476,6 +547,21 @@ func (s *BoltStore) acquireDB() (*bolt.DB, error) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("state: open %s: %w", s.path, err)
+	}
+	if !s.treeOK {
+		// The full check, once per command: every checksum and record.
+		err := guard(s.path, func() error {
+			return db.View(func(tx *bolt.Tx) error {
+				if m := tx.Bucket(bucketMeta); m == nil || m.Get(keyLineage) == nil {
+					return nil // a new state, or one init refuses
+				}
+				return checkRecords(tx, s.path, false)
+			})
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	s.db, s.dbRefs, s.treeOK = db, 1, true
 	return db, nil

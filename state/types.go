@@ -17,8 +17,10 @@ import (
 // writer opens it. Format 3 records may carry the names of sensitive
 // attributes (Resource.SensitiveAttrs); a format-2 file needs no
 // conversion, only its version raised, so that an older sparkform says
-// it cannot read it instead of calling such a record corrupt.
-const FormatVersion = 3
+// it cannot read it instead of calling such a record corrupt. Format 4
+// seals every record with a checksum (seal.go); the first writer seals a
+// file of an older format.
+const FormatVersion = 4
 
 // HistoryLimit is how many prior records are kept per address.
 const HistoryLimit = 20
