@@ -459,13 +459,31 @@ func (n *Node) stopSSHD() error {
 // DropConnections kills (SIGKILL) the sshd processes serving n's open
 // connections, as a crashed sshd or a cut link would end them; the
 // listener stays and takes new connections. It returns how many it killed.
+//
+// Every process below the listener goes at once (the per-connection
+// monitor, its unprivileged child that talks to the network, and the
+// commands they run): killing only the monitor leaves that child a moment
+// in which the "dropped" link still answers.
 func (n *Node) DropConnections() int {
 	if n.cmd == nil || n.cmd.Process == nil {
 		return 0
 	}
 	kids := ChildrenOf(n.cmd.Process.Pid)
-	for _, child := range kids {
-		_ = syscall.Kill(child, syscall.SIGKILL)
+	var tree []int
+	for next := kids; len(next) > 0; {
+		tree = append(tree, next...)
+		var below []int
+		for _, pid := range next {
+			below = append(below, ChildrenOf(pid)...)
+		}
+		next = below
+	}
+	// Stop them all first, so none reacts to another's death, then kill.
+	for _, pid := range tree {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range tree {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return len(kids)
 }

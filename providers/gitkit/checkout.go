@@ -772,6 +772,7 @@ func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyReq
 	if err != nil {
 		return c.destroyCut(ctx, conn, req, fmt.Sprintf("removing %s and the folders sparkform made for it on node %s: %s", p, req.Node.Name, runErrText(err)))
 	}
+	sdk.Step(req.Address, "delete-tree-removed") // a kill here leaves only the record
 	// Gone and its folders handled: only now may the record go.
 	if err := records.Remove(ctx, conn, req.Node.Become, p); err != nil {
 		return c.destroyCut(ctx, conn, req, fmt.Sprintf("removed %s on node %s, but not its restore record: %s", p, req.Node.Name, err))
