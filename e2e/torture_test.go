@@ -23,22 +23,30 @@ type tortureKill struct {
 	converged bool
 	leaked    bool
 	lost      bool
+	// byDestroy: a destroy killed here was converged by destroy alone,
+	// and the node checked right after it.
+	byDestroy bool
 }
 
 // TestTorture is `make torture`: testdata/faults on two sshd nodes (one
-// simulated kernel each) with 200 sparkform_data, killed at random moments
-// of apply and destroy: kill -9 of the CLI, of one of its plugins, or of a
-// node's sshd connections. A round is: apply killed, then one apply must
-// converge and a plan show no changes (state opens, journal settled);
-// destroy killed, the same; then a destroy that must leave both nodes as
-// before (module parameters put back; node folders byte for byte; no
-// restore record or container). It runs until SPARKFORM_TORTURE_KILLS
-// kills (default 100; about 9 minutes here) or SPARKFORM_TORTURE_TIME (default 12m), prints the
-// table, and fails on any leak, lost restore, failed convergence, or too
-// few kills. SPARKFORM_TORTURE_SEED repeats a run.
+// simulated kernel each; the seed's shape: kmod_module, kmod_cgroup,
+// gitkit, hubstage, docker image and container, node_command) with 20
+// sparkform_data, killed at uniformly random moments of the whole apply or
+// destroy (from its start to as long as a clean one takes): kill -9 of the
+// CLI, of one of its plugins, or of a node's sshd connections. A round
+// is: apply killed, then one apply must converge and a plan show no
+// changes (state opens, journal settled); destroy killed, then converged
+// either by one destroy alone, after which the nodes must be exactly as
+// before (an interrupted destroy leaves nothing), or by an apply as above;
+// then a destroy that must leave both nodes as before (module parameters
+// put back; node folders byte for byte; no restore record, cgroup or
+// container). It runs until SPARKFORM_TORTURE_KILLS kills (default 100)
+// or SPARKFORM_TORTURE_TIME (default 15m), prints the table, and fails on
+// any leak, lost restore, failed convergence, or too few kills.
+// SPARKFORM_TORTURE_SEED repeats a run.
 func TestTorture(t *testing.T) {
 	want := envInt(t, "SPARKFORM_TORTURE_KILLS", 100)
-	budget := 12 * time.Minute
+	budget := 15 * time.Minute
 	if s := os.Getenv("SPARKFORM_TORTURE_TIME"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -51,7 +59,7 @@ func TestTorture(t *testing.T) {
 	t.Logf("seed %d (SPARKFORM_TORTURE_SEED=%d repeats this run)", seed, seed)
 
 	start := time.Now()
-	fb := newFaultBed(t, 2, 200)
+	fb := newFaultBed(t, 2, 20)
 	// How long a clean apply and destroy take: kills land within them.
 	t0 := time.Now()
 	fb.sf.must(0, "apply", "-auto-approve")
@@ -78,13 +86,36 @@ func TestTorture(t *testing.T) {
 			if k == nil {
 				continue // it finished before the kill: not a kill point
 			}
+			kills = append(kills, k)
+			if op == "destroy" && rng.Intn(2) == 0 {
+				// Converged by destroy alone: nothing may be left, at
+				// once (an apply first would re-create over a leftover).
+				k.byDestroy = true
+				r := fb.sf.run("destroy", "-auto-approve")
+				if r.code != 0 {
+					t.Errorf("round %d, destroy killed (%s at %s): the converging destroy: %s", rounds, k.kind, k.at, r)
+				} else {
+					k.converged = true
+				}
+				leaked, lost := fb.problems()
+				for _, l := range leaked {
+					t.Errorf("round %d, destroy killed (%s at %s), converged by destroy: leaked: %s", rounds, k.kind, k.at, l)
+				}
+				for _, l := range lost {
+					t.Errorf("round %d, destroy killed (%s at %s), converged by destroy: restore lost: %s", rounds, k.kind, k.at, l)
+				}
+				k.leaked, k.lost = len(leaked) > 0, len(lost) > 0
+				if len(leaked)+len(lost) > 0 || r.code != 0 {
+					fb.repair()
+				}
+				continue
+			}
 			if err := fb.converge(); err != nil {
 				t.Errorf("round %d, %s killed (%s at %s): %v", rounds, op, k.kind, k.at, err)
 				fb.sf.run("apply", "-auto-approve") // back on track for the next kill
 			} else {
 				k.converged = true
 			}
-			kills = append(kills, k)
 			round = append(round, k)
 		}
 		if r := fb.sf.run("destroy", "-auto-approve"); r.code != 0 {
@@ -118,7 +149,8 @@ func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tor
 	fb.t.Helper()
 	kinds := []string{"cli", "cli", "cli", "plugin", "plugin", "plugin", "sshd"}
 	k := &tortureKill{op: op, kind: kinds[rng.Intn(len(kinds))]}
-	k.at = time.Duration(rng.Int63n(int64(expect)*9/10 + 1))
+	// Uniform over the whole operation, as long as a clean one takes.
+	k.at = time.Duration(rng.Int63n(int64(expect) + 1))
 	p := fb.start(nil, op, "-auto-approve")
 	select {
 	case <-p.done:
@@ -153,6 +185,9 @@ func tortureTable(kills []*tortureKill) string {
 	var total row
 	for _, k := range kills {
 		key := k.op + " / " + k.kind
+		if k.byDestroy {
+			key += " (by destroy)"
+		}
 		if rows[key] == nil {
 			rows[key] = &row{}
 		}
@@ -175,12 +210,12 @@ func tortureTable(kills []*tortureKill) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-18s %6s %10s %7s %13s\n", "kill point", "tried", "converged", "leaked", "restore lost")
+	fmt.Fprintf(&b, "%-30s %6s %10s %7s %13s\n", "kill point", "tried", "converged", "leaked", "restore lost")
 	for _, k := range keys {
 		r := rows[k]
-		fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", k, r.tried, r.converged, r.leaked, r.lost)
+		fmt.Fprintf(&b, "%-30s %6d %10d %7d %13d\n", k, r.tried, r.converged, r.leaked, r.lost)
 	}
-	fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", "total", total.tried, total.converged, total.leaked, total.lost)
+	fmt.Fprintf(&b, "%-30s %6d %10d %7d %13d\n", "total", total.tried, total.converged, total.leaked, total.lost)
 	return b.String()
 }
 
