@@ -54,7 +54,7 @@ var checkoutSchema = &sdk.ResourceSchema{
 		attrPath: {Type: cty.String, Required: true, ForceNew: true,
 			Description: "Absolute path on the node where the tree is staged. It must not exist before the first apply: sparkform never creates over files it did not put there. Missing parent folders are created, and destroy removes them again while they are empty."},
 		attrDigest: {Type: cty.String, Computed: true,
-			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift."},
+			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift. \"(absent; its restore record is still on the node)\" when the tree is gone but the record of the folders sparkform made for it is not (a destroy cut short): apply stages the tree again, destroy finishes removing them."},
 	}},
 }
 
