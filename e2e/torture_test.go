@@ -40,13 +40,15 @@ type tortureKill struct {
 // before (an interrupted destroy leaves nothing), or by an apply as above;
 // then a destroy that must leave both nodes as before (module parameters
 // put back; node folders byte for byte; no restore record, cgroup or
-// container). It runs until SPARKFORM_TORTURE_KILLS kills (default 100)
-// or SPARKFORM_TORTURE_TIME (default 15m), prints the table, and fails on
+// container). Often the rerun that would converge is killed too (a kill
+// during recovery), before one converges. It runs until
+// SPARKFORM_TORTURE_KILLS kills (default 100) or SPARKFORM_TORTURE_TIME
+// (default 20m), prints the table, and fails on
 // any leak, lost restore, failed convergence, or too few kills.
 // SPARKFORM_TORTURE_SEED repeats a run.
 func TestTorture(t *testing.T) {
 	want := envInt(t, "SPARKFORM_TORTURE_KILLS", 100)
-	budget := 15 * time.Minute
+	budget := 20 * time.Minute
 	if s := os.Getenv("SPARKFORM_TORTURE_TIME"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -77,46 +79,66 @@ func TestTorture(t *testing.T) {
 	for len(kills) < want && time.Since(start) < budget {
 		rounds++
 		var round []*tortureKill
+		cleanNodes := false // the last step left the nodes empty and checked
 		for _, op := range []string{"apply", "destroy"} {
 			expect := tApply
 			if op == "destroy" {
 				expect = tDestroy
 			}
-			k := fb.killAt(rng, op, expect)
-			if k == nil {
-				continue // it finished before the kill: not a kill point
+			// The operation killed, and then often the rerun that would
+			// recover from it killed too (a kill during recovery), before
+			// one converges.
+			var phase []*tortureKill
+			for i := 0; i < 2; i++ {
+				if i > 0 && rng.Intn(3) == 0 {
+					break
+				}
+				if k := fb.killAt(rng, op, expect); k != nil {
+					phase = append(phase, k)
+				} // else it finished before the kill: not a kill point
 			}
-			kills = append(kills, k)
+			if len(phase) == 0 {
+				continue
+			}
+			kills = append(kills, phase...)
+			what := fmt.Sprintf("round %d, %s killed (%s)", rounds, op, describeKills(phase))
 			if op == "destroy" && rng.Intn(2) == 0 {
 				// Converged by destroy alone: nothing may be left, at
 				// once (an apply first would re-create over a leftover).
-				k.byDestroy = true
 				r := fb.sf.run("destroy", "-auto-approve")
 				if r.code != 0 {
-					t.Errorf("round %d, destroy killed (%s at %s): the converging destroy: %s", rounds, k.kind, k.at, r)
-				} else {
-					k.converged = true
+					t.Errorf("%s: the converging destroy: %s", what, r)
 				}
 				leaked, lost := fb.problems()
 				for _, l := range leaked {
-					t.Errorf("round %d, destroy killed (%s at %s), converged by destroy: leaked: %s", rounds, k.kind, k.at, l)
+					t.Errorf("%s, converged by destroy: leaked: %s", what, l)
 				}
 				for _, l := range lost {
-					t.Errorf("round %d, destroy killed (%s at %s), converged by destroy: restore lost: %s", rounds, k.kind, k.at, l)
+					t.Errorf("%s, converged by destroy: restore lost: %s", what, l)
 				}
-				k.leaked, k.lost = len(leaked) > 0, len(lost) > 0
+				for _, k := range phase {
+					k.byDestroy, k.converged = true, r.code == 0
+					k.leaked, k.lost = len(leaked) > 0, len(lost) > 0
+				}
 				if len(leaked)+len(lost) > 0 || r.code != 0 {
 					fb.repair()
 				}
+				cleanNodes = true
 				continue
 			}
 			if err := fb.converge(); err != nil {
-				t.Errorf("round %d, %s killed (%s at %s): %v", rounds, op, k.kind, k.at, err)
+				t.Errorf("%s: %v", what, err)
 				fb.sf.run("apply", "-auto-approve") // back on track for the next kill
 			} else {
-				k.converged = true
+				for _, k := range phase {
+					k.converged = true
+				}
 			}
-			round = append(round, k)
+			round = append(round, phase...)
+			cleanNodes = false
+		}
+		if cleanNodes {
+			continue // the converging destroy ended the round, checked
 		}
 		if r := fb.sf.run("destroy", "-auto-approve"); r.code != 0 {
 			t.Errorf("round %d: destroy after the kills: %s", rounds, r)
@@ -177,6 +199,15 @@ func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tor
 		fb.t.Errorf("%s killed (%s at %s): sparkform did not end within 4 minutes:\n%s", op, k.kind, k.at, lastLines(p.out.String(), 20))
 	}
 	return k
+}
+
+// describeKills is "cli at 1.2s, sshd at 3s".
+func describeKills(ks []*tortureKill) string {
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s at %s", k.kind, k.at.Round(time.Millisecond)))
+	}
+	return strings.Join(parts, ", then ")
 }
 
 func tortureTable(kills []*tortureKill) string {

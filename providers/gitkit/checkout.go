@@ -360,6 +360,10 @@ func (c *Checkout) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 // node: what apply re-stages and destroy finishes removing.
 const absentDigest = "(absent; its restore record is still on the node)"
 
+// unknownDigest is the tree_digest of a checkout whose create failed when
+// the node could not be read afterwards: the next refresh reads it.
+const unknownDigest = "(unknown: the node could not be read after a failed apply)"
+
 // absentValue is v for a checkout whose tree is gone but whose restore
 // record is not.
 func absentValue(v cty.Value) cty.Value { return withDigest(v, cty.StringVal(absentDigest)) }
@@ -695,13 +699,23 @@ func stageError(err error, nodeName, repo, commit, subdir, p string) error {
 func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, v cty.Value, made []string) sdk.ApplyResponse {
 	resp := sdk.ApplyResponse{NewState: req.Prior, Private: req.Private}
 	obs, _, err := readPaths(ctx, conn, req.Node, []string{str(v, attrPath)})
+	if err == nil && obs[0].err != "" {
+		err = fmt.Errorf("cannot read %s: %s", str(v, attrPath), obs[0].err)
+	}
 	if err != nil {
 		resp.Diagnostics = sdk.Diagnostics{sdk.FromError("state may be stale", err)}
+		if req.Prior.IsNull() {
+			// A create that failed where the node cannot be read now (the
+			// link dropped under it) may have staged the tree: null would
+			// make sparkform forget it, and the next create refuse the
+			// path as someone else's. Kept (tainted, as a failed create
+			// is), the next refresh finds out what is there.
+			resp.NewState = withDigest(v, cty.StringVal(unknownDigest))
+			resp.Private = private{Made: made}.encode()
+		}
 		return resp
 	}
 	switch o := obs[0]; {
-	case o.err != "":
-		resp.Diagnostics = sdk.Diagnostics{sdk.Errorf(nil, "state may be stale", "cannot read %s: %s", str(v, attrPath), o.err)}
 	case o.absent:
 		resp.NewState, resp.Private = cty.NullVal(checkoutSchema.Block.ImpliedType()), nil
 	case req.Prior.IsNull():
