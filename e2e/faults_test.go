@@ -111,7 +111,9 @@ func newFaultBed(t *testing.T, nodes, data int) *faultBed {
 		"model-00002-of-00002.safetensors": "shard two",
 	})
 	kitRepo, kitCommit := makeKitRepo(t, shared, bed.User)
-	const image = "sparkform-e2e/faults:1"
+	// Per test process: another run's cleanup (docker rmi) must not take
+	// this one's image away mid-run.
+	image := fmt.Sprintf("sparkform-e2e/faults:%d", os.Getpid())
 	buildImage(t, image)
 
 	work := t.TempDir()
