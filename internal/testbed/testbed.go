@@ -460,29 +460,32 @@ func (n *Node) stopSSHD() error {
 // connections, as a crashed sshd or a cut link would end them; the
 // listener stays and takes new connections. It returns how many it killed.
 //
-// Every process below the listener goes at once (the per-connection
-// monitor, its unprivileged child that talks to the network, and the
-// commands they run): killing only the monitor leaves that child a moment
-// in which the "dropped" link still answers.
+// Every sshd process below the listener goes at once (the per-connection
+// monitor and its unprivileged child that talks to the network): killing
+// only the monitor leaves that child a moment in which the "dropped" link
+// still answers. The commands they run are not killed: as after a real
+// cut, they lose their session and see it go (hang-up, broken pipes).
 func (n *Node) DropConnections() int {
 	if n.cmd == nil || n.cmd.Process == nil {
 		return 0
 	}
 	kids := ChildrenOf(n.cmd.Process.Pid)
-	var tree []int
+	var sshds []int
 	for next := kids; len(next) > 0; {
-		tree = append(tree, next...)
 		var below []int
 		for _, pid := range next {
-			below = append(below, ChildrenOf(pid)...)
+			if comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "sshd" {
+				sshds = append(sshds, pid)
+				below = append(below, ChildrenOf(pid)...)
+			}
 		}
 		next = below
 	}
 	// Stop them all first, so none reacts to another's death, then kill.
-	for _, pid := range tree {
+	for _, pid := range sshds {
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
 	}
-	for _, pid := range tree {
+	for _, pid := range sshds {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return len(kids)
