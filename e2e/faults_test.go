@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sparkform/sparkform/internal/kernelsim"
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 )
 
@@ -65,6 +69,8 @@ type faultBed struct {
 	sf     *cli
 	prefix string
 	before map[string]nodeSnapshot
+	// cgroupRoot is the machine's cgroup v2 root the kmod_cgroups go in.
+	cgroupRoot string
 }
 
 func newFaultBed(t *testing.T, nodes, data int) *faultBed {
@@ -77,7 +83,12 @@ func newFaultBed(t *testing.T, nodes, data int) *faultBed {
 		t.Fatal(err)
 	}
 	sims := sharedDir(t, "sparkform-faults-kernel-")
-	fb := &faultBed{t: t, prefix: fmt.Sprintf("sf-faults-%d", os.Getpid())}
+	fb := &faultBed{t: t, prefix: fmt.Sprintf("sf-faults-%d", os.Getpid()), cgroupRoot: cgroup2Root(t)}
+	pidsMax := "" // null: no pids controller to limit with
+	if b, err := os.ReadFile(filepath.Join(fb.cgroupRoot, "cgroup.controllers")); err == nil && slices.Contains(strings.Fields(string(b)), "pids") {
+		pidsMax = "SPARKFORM_VAR_cgroup_pids_max=64"
+	}
+	t.Cleanup(fb.removeCgroups)
 	var entries []string
 	for i := 0; i < nodes; i++ {
 		key := "n" + strconv.Itoa(i+1)
@@ -100,7 +111,9 @@ func newFaultBed(t *testing.T, nodes, data int) *faultBed {
 		"model-00002-of-00002.safetensors": "shard two",
 	})
 	kitRepo, kitCommit := makeKitRepo(t, shared, bed.User)
-	const image = "sparkform-e2e/faults:1"
+	// Per test process: another run's cleanup (docker rmi) must not take
+	// this one's image away mid-run.
+	image := fmt.Sprintf("sparkform-e2e/faults:%d", os.Getpid())
 	buildImage(t, image)
 
 	work := t.TempDir()
@@ -121,7 +134,11 @@ func newFaultBed(t *testing.T, nodes, data int) *faultBed {
 		"SPARKFORM_KMOD_SYSFS_ROOT="+filepath.Join(sims, "{node}", "sys"),
 		"SPARKFORM_KMOD_MODPROBE="+filepath.Join(sims, "{node}", "bin", "modprobe"),
 		"SPARKFORM_KMOD_RMMOD="+filepath.Join(sims, "{node}", "bin", "rmmod"),
+		"SPARKFORM_KMOD_CGROUP_ROOT="+fb.cgroupRoot,
 	)
+	if pidsMax != "" {
+		env = append(env, pidsMax)
+	}
 	fb.sf = &cli{t: t, dir: work, env: env, bin: bin}
 	fb.before = fb.snapshot()
 	for _, n := range fb.nodes {
@@ -163,10 +180,13 @@ func (fb *faultBed) problems() (leaked, lost []string) {
 			continue
 		}
 		for _, n := range fb.nodes {
-			if bytes.Contains(b, []byte(n.bed.Root)) || bytes.Contains(b, []byte(n.sim.Root)) {
+			if fb.recordOf(n, b) {
 				leaked = append(leaked, n.key+": restore record left: "+r+": "+strings.SplitN(string(b), "\n", 2)[0])
 			}
 		}
+	}
+	for _, g := range fb.cgroups() {
+		leaked = append(leaked, "cgroup left: "+g)
 	}
 	out, _ := exec.Command("docker", "ps", "-a", "--filter", "name="+fb.prefix, "--format", "{{.Names}}").Output()
 	for _, name := range strings.Fields(string(out)) {
@@ -305,6 +325,11 @@ type killPoint struct {
 	// intent (LocalApply), so a result lost with the CLI is planned
 	// again, not recovered.
 	unjournaled bool
+	// byDestroy: after a kill during destroy, the operator converges with
+	// destroy (not apply, then destroy): it must exit 0 and leave the node
+	// as before on its own. An apply first would re-create what the
+	// interrupted destroy left and hide a leftover.
+	byDestroy bool
 }
 
 // shortKillPoints hit every kind of window once: each resource type's
@@ -328,6 +353,16 @@ var shortKillPoints = []killPoint{
 	// node): killed with its result queued, the result is simply lost and
 	// the next apply creates it again.
 	{action: "create", addr: `sparkform_data.d[3]`, kill: "cli", store: true, unjournaled: true},
+	// Inside a destroy (sdk.Step), between two of its node changes, and
+	// converged by destroy alone: the tree is gone, its restore record and
+	// (for kmod_cgroup) the ancestor group sparkform made are not.
+	{action: "delete-tree-removed", addr: `gitkit_checkout.kit["n1"]`, kill: "cli", byDestroy: true},
+	{action: "delete-tree-removed", addr: `gitkit_checkout.kit["n1"]`, kill: "sshd", byDestroy: true},
+	{action: "delete-group-removed", addr: `kmod_cgroup.serve["n1"]`, kill: "sshd", byDestroy: true},
+	{action: "delete-group-removed", addr: `kmod_cgroup.serve["n1"]`, kill: "plugin", byDestroy: true},
+	{action: "delete", addr: `gitkit_checkout.kit["n1"]`, kill: "cli", byDestroy: true},
+	{action: "delete", addr: `hubstage_manifest.model["n1"]`, kill: "cli", byDestroy: true},
+	{action: "delete", addr: `node_command.marker["n1"]`, kill: "plugin", byDestroy: true},
 }
 
 // TestKillPoints is the short version of the torture suite (make
@@ -343,10 +378,13 @@ func TestKillPoints(t *testing.T) {
 		if kp.store {
 			name += " result queued"
 		}
+		if kp.byDestroy {
+			name += " converge by destroy"
+		}
 		t.Run(name, func(t *testing.T) {
 			fb.t, fb.sf.t = t, t
 			op := "apply"
-			if kp.action == "delete" {
+			if strings.HasPrefix(kp.action, "delete") {
 				fb.sf.must(0, "apply", "-auto-approve")
 				op = "destroy"
 			}
@@ -374,6 +412,14 @@ func TestKillPoints(t *testing.T) {
 				if p.code == 0 {
 					t.Errorf("%s exit 0 although the plugin applying %s was killed:\n%s", op, kp.addr, p.out.String())
 				}
+			case "sshd":
+				// The node's link drops under the paused provider, which
+				// then goes on over it.
+				fb.nodes[0].bed.DropConnections()
+				if err := os.WriteFile(filepath.Join(dir, "resume"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				p.wait(4 * time.Minute)
 			}
 			t.Logf("killed %s during %s %s:\n%s", kp.kill, kp.action, kp.addr, lastLines(p.out.String(), 8))
 			switch {
@@ -401,7 +447,11 @@ func TestKillPoints(t *testing.T) {
 					}
 				}
 			}
-			if err := fb.converge(); err != nil {
+			if kp.byDestroy {
+				if p.code == 0 && kp.kill == "sshd" && strings.HasPrefix(kp.action, "delete-") {
+					t.Errorf("destroy exit 0 although the link to the node dropped inside %s's destroy:\n%s", kp.addr, p.out.String())
+				}
+			} else if err := fb.converge(); err != nil {
 				t.Fatal(err)
 			}
 			fb.sf.must(0, "destroy", "-auto-approve")
@@ -436,11 +486,12 @@ func (fb *faultBed) repair() {
 			}
 		}
 	}
+	fb.removeCgroups()
 	recs, _ := filepath.Glob(filepath.Join(restoreRoot, "*", "*"))
 	for _, r := range recs {
 		b, _ := os.ReadFile(r)
 		for _, n := range fb.nodes {
-			if bytes.Contains(b, []byte(n.bed.Root)) || bytes.Contains(b, []byte(n.sim.Root)) {
+			if fb.recordOf(n, b) {
 				os.Remove(r)
 			}
 		}
@@ -458,4 +509,59 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// recordOf reports whether restore record b belongs to node n of this bed:
+// it names n's folder, its simulated kernel or its cgroup.
+func (fb *faultBed) recordOf(n *faultNode, b []byte) bool {
+	return bytes.Contains(b, []byte(n.bed.Root)) || bytes.Contains(b, []byte(n.sim.Root)) ||
+		bytes.Contains(b, []byte(filepath.Join(fb.cgroupRoot, fb.prefix+"-"+n.key)))
+}
+
+// cgroups lists the groups of this bed in the cgroup root, deepest first.
+func (fb *faultBed) cgroups() []string {
+	var out []string
+	tops, _ := filepath.Glob(filepath.Join(fb.cgroupRoot, fb.prefix+"-*"))
+	for _, top := range tops {
+		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(out)))
+	return out
+}
+
+// removeCgroups removes the groups of this bed (repair, and the end).
+func (fb *faultBed) removeCgroups() {
+	for _, g := range fb.cgroups() {
+		_ = os.Remove(g)
+	}
+}
+
+// cgroup2Root is the machine's cgroup v2 hierarchy that the fault tests
+// make groups in (they run as root): /sys/fs/cgroup on a unified host,
+// /sys/fs/cgroup/unified on a hybrid one.
+func cgroup2Root(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		realpart.Missing(t, "/proc/self/mounts: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "cgroup2" {
+			continue
+		}
+		probe := filepath.Join(f[1], fmt.Sprintf("sparkform-probe-%d", os.Getpid()))
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			continue
+		}
+		_ = os.Remove(probe)
+		return f[1]
+	}
+	realpart.Missing(t, "a cgroup v2 hierarchy the fault tests can make groups in (mounted cgroup2, run as root)")
+	return ""
 }

@@ -23,22 +23,32 @@ type tortureKill struct {
 	converged bool
 	leaked    bool
 	lost      bool
+	// byDestroy: a destroy killed here was converged by destroy alone,
+	// and the node checked right after it.
+	byDestroy bool
 }
 
 // TestTorture is `make torture`: testdata/faults on two sshd nodes (one
-// simulated kernel each) with 200 sparkform_data, killed at random moments
-// of apply and destroy: kill -9 of the CLI, of one of its plugins, or of a
-// node's sshd connections. A round is: apply killed, then one apply must
-// converge and a plan show no changes (state opens, journal settled);
-// destroy killed, the same; then a destroy that must leave both nodes as
-// before (module parameters put back; node folders byte for byte; no
-// restore record or container). It runs until SPARKFORM_TORTURE_KILLS
-// kills (default 100; about 9 minutes here) or SPARKFORM_TORTURE_TIME (default 12m), prints the
-// table, and fails on any leak, lost restore, failed convergence, or too
-// few kills. SPARKFORM_TORTURE_SEED repeats a run.
+// simulated kernel each; the seed's shape: kmod_module, kmod_cgroup,
+// gitkit, hubstage, docker image and container, node_command) with 20
+// sparkform_data, killed at uniformly random moments of the whole apply or
+// destroy (from its start to as long as a clean one takes): kill -9 of the
+// CLI, of one of its plugins, or of a node's sshd connections. A round
+// is: apply killed, then one apply must converge and a plan show no
+// changes (state opens, journal settled); destroy killed, then converged
+// either by one destroy alone, after which the nodes must be exactly as
+// before (an interrupted destroy leaves nothing), or by an apply as above;
+// then a destroy that must leave both nodes as before (module parameters
+// put back; node folders byte for byte; no restore record, cgroup or
+// container). Often the rerun that would converge is killed too (a kill
+// during recovery), before one converges. It runs until
+// SPARKFORM_TORTURE_KILLS kills (default 100) or SPARKFORM_TORTURE_TIME
+// (default 20m), prints the table, and fails on
+// any leak, lost restore, failed convergence, or too few kills.
+// SPARKFORM_TORTURE_SEED repeats a run.
 func TestTorture(t *testing.T) {
 	want := envInt(t, "SPARKFORM_TORTURE_KILLS", 100)
-	budget := 12 * time.Minute
+	budget := 20 * time.Minute
 	if s := os.Getenv("SPARKFORM_TORTURE_TIME"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -51,7 +61,7 @@ func TestTorture(t *testing.T) {
 	t.Logf("seed %d (SPARKFORM_TORTURE_SEED=%d repeats this run)", seed, seed)
 
 	start := time.Now()
-	fb := newFaultBed(t, 2, 200)
+	fb := newFaultBed(t, 2, 20)
 	// How long a clean apply and destroy take: kills land within them.
 	t0 := time.Now()
 	fb.sf.must(0, "apply", "-auto-approve")
@@ -69,23 +79,66 @@ func TestTorture(t *testing.T) {
 	for len(kills) < want && time.Since(start) < budget {
 		rounds++
 		var round []*tortureKill
+		cleanNodes := false // the last step left the nodes empty and checked
 		for _, op := range []string{"apply", "destroy"} {
 			expect := tApply
 			if op == "destroy" {
 				expect = tDestroy
 			}
-			k := fb.killAt(rng, op, expect)
-			if k == nil {
-				continue // it finished before the kill: not a kill point
+			// The operation killed, and then often the rerun that would
+			// recover from it killed too (a kill during recovery), before
+			// one converges.
+			var phase []*tortureKill
+			for i := 0; i < 2; i++ {
+				if i > 0 && rng.Intn(3) == 0 {
+					break
+				}
+				if k := fb.killAt(rng, op, expect); k != nil {
+					phase = append(phase, k)
+				} // else it finished before the kill: not a kill point
+			}
+			if len(phase) == 0 {
+				continue
+			}
+			kills = append(kills, phase...)
+			what := fmt.Sprintf("round %d, %s killed (%s)", rounds, op, describeKills(phase))
+			if op == "destroy" && rng.Intn(2) == 0 {
+				// Converged by destroy alone: nothing may be left, at
+				// once (an apply first would re-create over a leftover).
+				r := fb.sf.run("destroy", "-auto-approve")
+				if r.code != 0 {
+					t.Errorf("%s: the converging destroy: %s", what, r)
+				}
+				leaked, lost := fb.problems()
+				for _, l := range leaked {
+					t.Errorf("%s, converged by destroy: leaked: %s", what, l)
+				}
+				for _, l := range lost {
+					t.Errorf("%s, converged by destroy: restore lost: %s", what, l)
+				}
+				for _, k := range phase {
+					k.byDestroy, k.converged = true, r.code == 0
+					k.leaked, k.lost = len(leaked) > 0, len(lost) > 0
+				}
+				if len(leaked)+len(lost) > 0 || r.code != 0 {
+					fb.repair()
+				}
+				cleanNodes = true
+				continue
 			}
 			if err := fb.converge(); err != nil {
-				t.Errorf("round %d, %s killed (%s at %s): %v", rounds, op, k.kind, k.at, err)
+				t.Errorf("%s: %v", what, err)
 				fb.sf.run("apply", "-auto-approve") // back on track for the next kill
 			} else {
-				k.converged = true
+				for _, k := range phase {
+					k.converged = true
+				}
 			}
-			kills = append(kills, k)
-			round = append(round, k)
+			round = append(round, phase...)
+			cleanNodes = false
+		}
+		if cleanNodes {
+			continue // the converging destroy ended the round, checked
 		}
 		if r := fb.sf.run("destroy", "-auto-approve"); r.code != 0 {
 			t.Errorf("round %d: destroy after the kills: %s", rounds, r)
@@ -118,7 +171,8 @@ func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tor
 	fb.t.Helper()
 	kinds := []string{"cli", "cli", "cli", "plugin", "plugin", "plugin", "sshd"}
 	k := &tortureKill{op: op, kind: kinds[rng.Intn(len(kinds))]}
-	k.at = time.Duration(rng.Int63n(int64(expect)*9/10 + 1))
+	// Uniform over the whole operation, as long as a clean one takes.
+	k.at = time.Duration(rng.Int63n(int64(expect) + 1))
 	p := fb.start(nil, op, "-auto-approve")
 	select {
 	case <-p.done:
@@ -147,12 +201,24 @@ func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tor
 	return k
 }
 
+// describeKills is "cli at 1.2s, sshd at 3s".
+func describeKills(ks []*tortureKill) string {
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s at %s", k.kind, k.at.Round(time.Millisecond)))
+	}
+	return strings.Join(parts, ", then ")
+}
+
 func tortureTable(kills []*tortureKill) string {
 	type row struct{ tried, converged, leaked, lost int }
 	rows := map[string]*row{}
 	var total row
 	for _, k := range kills {
 		key := k.op + " / " + k.kind
+		if k.byDestroy {
+			key += " (by destroy)"
+		}
 		if rows[key] == nil {
 			rows[key] = &row{}
 		}
@@ -175,12 +241,12 @@ func tortureTable(kills []*tortureKill) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-18s %6s %10s %7s %13s\n", "kill point", "tried", "converged", "leaked", "restore lost")
+	fmt.Fprintf(&b, "%-30s %6s %10s %7s %13s\n", "kill point", "tried", "converged", "leaked", "restore lost")
 	for _, k := range keys {
 		r := rows[k]
-		fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", k, r.tried, r.converged, r.leaked, r.lost)
+		fmt.Fprintf(&b, "%-30s %6d %10d %7d %13d\n", k, r.tried, r.converged, r.leaked, r.lost)
 	}
-	fmt.Fprintf(&b, "%-18s %6d %10d %7d %13d\n", "total", total.tried, total.converged, total.leaked, total.lost)
+	fmt.Fprintf(&b, "%-30s %6d %10d %7d %13d\n", "total", total.tried, total.converged, total.leaked, total.lost)
 	return b.String()
 }
 

@@ -73,6 +73,7 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if err := e.Store.Flush(); err != nil {
 		diags = append(diags, errDiag("Cannot store results", err.Error()+
 			"\n\nThe journal still records each such instance: the next plan refreshes it from its node."))
+		ap.uncountUnstored()
 	}
 	switch {
 	case p.Mode == plans.NormalMode:
@@ -119,6 +120,12 @@ type applier struct {
 	// whose delete the walk reached: a change it did not reach is an
 	// error (unreached), never dropped without a word.
 	created, deleted map[string]bool
+	// uncounted are the addresses of this apply's provider calls that
+	// Applied does not count (failed, outcome unknown), and of journal
+	// intents already there when it started: after a failed Flush, an
+	// intent left for any other address is a counted result that state
+	// does not hold (uncountUnstored). Few: only failures go here.
+	uncounted map[string]bool
 }
 
 // newApplier reads state, refuses a stale plan (or, for a saved plan, one
@@ -158,9 +165,17 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 	}
 	// What refresh found is the truth: store it first.
 	diags = append(diags, e.storeDrift(p, objs, changes, storeOnly)...)
-	return &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
+	ap := &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
 		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
-		created: map[string]bool{}, deleted: map[string]bool{}}, diags
+		created: map[string]bool{}, deleted: map[string]bool{}}
+	// Intents already in the journal (usually none) are not this apply's
+	// results: a failed Flush must not take them from the counts.
+	if intents, err := e.Store.Intents(); err == nil {
+		for _, in := range intents {
+			ap.notCounted(in.Address)
+		}
+	}
+	return ap, diags
 }
 
 // graph is the walk graph of the apply: in normal mode the configuration's
@@ -396,6 +411,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	}
 	diags := redact(sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng), secrets)
 	if resp.OutcomeUnknown {
+		ap.count(ci.Addr, c.Action, true)
 		return cty.NilVal, append(diags, keptIntent(ci.Addr))
 	}
 	if !pr.Applied {
@@ -432,10 +448,12 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 	newVal = ap.e.types.share(obj.Type, newVal)
 	obj.Value, obj.Private = newVal, resp.Private
 	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
-	if serr := ap.store(obj); serr != nil {
-		diags = append(diags, errDiag("Cannot store "+obj.Addr, serr.Error()))
+	serr := ap.store(obj)
+	if serr != nil {
+		diags = append(diags, errDiag("Cannot store "+obj.Addr, serr.Error()+
+			"\n\nThe provider's result is not in state and is not counted; the journal still records the instance, so the next plan refreshes it from its node."))
 	}
-	ap.count(c.Action, resp.Diagnostics.HasErrors())
+	ap.count(obj.Addr, c.Action, resp.Diagnostics.HasErrors() || serr != nil)
 	if newVal.IsNull() {
 		return cty.UnknownVal(ty), diags
 	}
@@ -599,13 +617,55 @@ func (ap *applier) moveToDeposed(addr string) error {
 	return ap.e.Store.DeleteResource(addr)
 }
 
-func (ap *applier) count(a plans.Action, failed bool) {
+// count counts addr's result under a unless the call failed or its
+// result was not stored: the summary counts what state holds.
+func (ap *applier) count(addr string, a plans.Action, failed bool) {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
 	if failed {
+		ap.notCounted(addr)
+		return
+	}
+	ap.res.Applied[a]++
+}
+
+// notCounted records that addr's result is not in Applied (ap.mu held).
+func (ap *applier) notCounted(addr string) {
+	if ap.uncounted == nil {
+		ap.uncounted = map[string]bool{}
+	}
+	ap.uncounted[addr] = true
+}
+
+// uncountUnstored takes back from Applied the results that a failed
+// Flush lost: Complete clears an instance's intent in the same write as
+// its result, so an intent still in the journal for a counted address is
+// a result that state does not hold. (The results of types that write no
+// intent are planned again from state; a lost one is not seen here.)
+func (ap *applier) uncountUnstored() {
+	intents, err := ap.e.Store.Intents()
+	if err != nil {
 		return
 	}
 	ap.mu.Lock()
-	ap.res.Applied[a]++
-	ap.mu.Unlock()
+	defer ap.mu.Unlock()
+	for _, in := range intents {
+		if ap.uncounted[in.Address] {
+			continue
+		}
+		a := plans.Delete
+		if in.Action != "delete" {
+			c := ap.changes[in.Address]
+			if c == nil {
+				continue
+			}
+			a = c.Action
+		}
+		if ap.res.Applied[a] > 0 {
+			ap.res.Applied[a]--
+		}
+		ap.notCounted(in.Address)
+	}
 }
 
 // replacesOf is the object a replacement's create takes the place of.

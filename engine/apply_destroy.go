@@ -191,6 +191,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	}
 	diags = redact(sdkDiags(resp.Diagnostics, addr, nil, nil), secrets)
 	if resp.OutcomeUnknown {
+		ap.count(stateAddr, plans.Delete, true)
 		return append(diags, keptIntent(addr))
 	}
 	if resp.NewState != cty.NilVal && !resp.NewState.IsNull() {
@@ -209,6 +210,6 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 			diags = append(diags, errDiag("Cannot update state for "+addr, serr.Error()))
 		}
 	}
-	ap.count(plans.Delete, diags.HasErrors())
+	ap.count(stateAddr, plans.Delete, diags.HasErrors())
 	return diags
 }

@@ -459,13 +459,34 @@ func (n *Node) stopSSHD() error {
 // DropConnections kills (SIGKILL) the sshd processes serving n's open
 // connections, as a crashed sshd or a cut link would end them; the
 // listener stays and takes new connections. It returns how many it killed.
+//
+// Every sshd process below the listener goes at once (the per-connection
+// monitor and its unprivileged child that talks to the network): killing
+// only the monitor leaves that child a moment in which the "dropped" link
+// still answers. The commands they run are not killed: as after a real
+// cut, they lose their session and see it go (hang-up, broken pipes).
 func (n *Node) DropConnections() int {
 	if n.cmd == nil || n.cmd.Process == nil {
 		return 0
 	}
 	kids := ChildrenOf(n.cmd.Process.Pid)
-	for _, child := range kids {
-		_ = syscall.Kill(child, syscall.SIGKILL)
+	var sshds []int
+	for next := kids; len(next) > 0; {
+		var below []int
+		for _, pid := range next {
+			if comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "sshd" {
+				sshds = append(sshds, pid)
+				below = append(below, ChildrenOf(pid)...)
+			}
+		}
+		next = below
+	}
+	// Stop them all first, so none reacts to another's death, then kill.
+	for _, pid := range sshds {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range sshds {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return len(kids)
 }

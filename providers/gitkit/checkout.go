@@ -54,7 +54,7 @@ var checkoutSchema = &sdk.ResourceSchema{
 		attrPath: {Type: cty.String, Required: true, ForceNew: true,
 			Description: "Absolute path on the node where the tree is staged. It must not exist before the first apply: sparkform never creates over files it did not put there. Missing parent folders are created, and destroy removes them again while they are empty."},
 		attrDigest: {Type: cty.String, Computed: true,
-			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift."},
+			Description: "\"sha256:HEX\" of what is at `path` (relative paths, kinds, exec bits, symlink targets, content hashes), computed on the node. A change on the node shows as drift. \"(absent; its restore record is still on the node)\" when the tree is gone but the record of the folders sparkform made for it is not (a destroy cut short): apply stages the tree again, destroy finishes removing them."},
 	}},
 }
 
@@ -321,12 +321,31 @@ func (c *Checkout) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 	if err != nil {
 		return nil, trips, sdk.Diagnostics{sdk.FromError("Cannot read checkouts", err)}
 	}
+	// A path that is gone while its restore record is still on the node
+	// (a destroy interrupted after the tree went, a create killed before
+	// it was staged) is not gone: the record names folders sparkform made,
+	// and the instance stays in state until a destroy removes them.
+	var absent []string
+	for j, o := range obs {
+		if o.absent {
+			absent = append(absent, paths[j])
+		}
+	}
+	var recorded map[string]bool
+	if len(absent) > 0 {
+		trips++
+		if recorded, err = haveRecords(ctx, conn, n, absent); err != nil {
+			return nil, trips, sdk.Diagnostics{sdk.FromError("Cannot read the restore records of checkouts", err)}
+		}
+	}
 	for j, o := range obs {
 		i := idx[j]
 		switch {
 		case o.err != "":
 			results[i].Diagnostics = sdk.Diagnostics{sdk.Errorf(nil, "Cannot read checkout",
 				"%s: cannot read %s on node %s: %s", items[i].Address, paths[j], n.Name, o.err)}
+		case o.absent && recorded[paths[j]]:
+			results[i].NewState = absentValue(items[i].Prior)
 		case o.absent:
 			results[i].NewState = cty.NullVal(checkoutSchema.Block.ImpliedType())
 		default:
@@ -334,6 +353,50 @@ func (c *Checkout) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 		}
 	}
 	return results, trips, nil
+}
+
+// absentDigest is the tree_digest of a checkout whose tree is gone while
+// its restore record (and perhaps the folders it names) is still on the
+// node: what apply re-stages and destroy finishes removing.
+const absentDigest = "(absent; its restore record is still on the node)"
+
+// unknownDigest is the tree_digest of a checkout whose create failed when
+// the node could not be read afterwards: the next refresh reads it.
+const unknownDigest = "(unknown: the node could not be read after a failed apply)"
+
+// absentValue is v for a checkout whose tree is gone but whose restore
+// record is not.
+func absentValue(v cty.Value) cty.Value { return withDigest(v, cty.StringVal(absentDigest)) }
+
+// haveRecordsScript ($3...: record names) prints, per name, "yes" when
+// that record exists and "no" otherwise.
+const haveRecordsScript = `d=$(sf_rdir "$1" "$2") || exit 1
+shift 2
+for n in "$@"; do
+	if [ -f "$d/$n" ]; then echo yes; else echo no; fi
+done
+`
+
+// haveRecords reports which of paths have a restore record on the node
+// (one remote command).
+func haveRecords(ctx context.Context, conn node.Conn, n sdk.Node, paths []string) (map[string]bool, error) {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = records.Name(p)
+	}
+	out, err := records.Run(ctx, conn, n.Become, haveRecordsScript, names...)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Fields(out)
+	if len(lines) != len(paths) {
+		return nil, fmt.Errorf("restore records on %s: got %d answers for %d paths (%q)", n.Name, len(lines), len(paths), out)
+	}
+	have := map[string]bool{}
+	for i, l := range lines {
+		have[paths[i]] = l == "yes"
+	}
+	return have, nil
 }
 
 // Plan implements sdk.Resource.
@@ -571,8 +634,14 @@ func (c *Checkout) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		if resp.NewState.IsNull() && !resp.Diagnostics.HasErrors() {
 			// Nothing staged and nothing in state: take away the folders
 			// made for it (while empty) and their record now, as no
-			// destroy will come for them.
-			c.unmake(tctx, conn, req.Node, p, made)
+			// destroy will come for them. Should that fail, the instance
+			// stays in state (tree absent) until a destroy removes them.
+			if uerr := c.unmake(tctx, conn, req.Node, p, made); uerr != nil {
+				resp.NewState, resp.Private = absentValue(req.Planned), private{Made: made}.encode()
+				resp.Diagnostics = append(resp.Diagnostics, sdk.Errorf(nil, req.Address+": folders made for the checkout kept",
+					"nothing was staged at %s on node %s, but the folders sparkform made for it and their restore record could not be removed: %s. "+
+						"The instance stays in state; destroy removes them.", p, req.Node.Name, uerr))
+			}
 		}
 		resp.Diagnostics = append(sdk.Diagnostics{sdk.FromError(req.Address+": staging failed", err)}, resp.Diagnostics...)
 		return resp
@@ -630,13 +699,23 @@ func stageError(err error, nodeName, repo, commit, subdir, p string) error {
 func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, v cty.Value, made []string) sdk.ApplyResponse {
 	resp := sdk.ApplyResponse{NewState: req.Prior, Private: req.Private}
 	obs, _, err := readPaths(ctx, conn, req.Node, []string{str(v, attrPath)})
+	if err == nil && obs[0].err != "" {
+		err = fmt.Errorf("cannot read %s: %s", str(v, attrPath), obs[0].err)
+	}
 	if err != nil {
 		resp.Diagnostics = sdk.Diagnostics{sdk.FromError("state may be stale", err)}
+		if req.Prior.IsNull() {
+			// A create that failed where the node cannot be read now (the
+			// link dropped under it) may have staged the tree: null would
+			// make sparkform forget it, and the next create refuse the
+			// path as someone else's. Kept (tainted, as a failed create
+			// is), the next refresh finds out what is there.
+			resp.NewState = withDigest(v, cty.StringVal(unknownDigest))
+			resp.Private = private{Made: made}.encode()
+		}
 		return resp
 	}
 	switch o := obs[0]; {
-	case o.err != "":
-		resp.Diagnostics = sdk.Diagnostics{sdk.Errorf(nil, "state may be stale", "cannot read %s: %s", str(v, attrPath), o.err)}
 	case o.absent:
 		resp.NewState, resp.Private = cty.NullVal(checkoutSchema.Block.ImpliedType()), nil
 	case req.Prior.IsNull():
@@ -659,20 +738,37 @@ func (c *Checkout) truth(ctx context.Context, conn node.Conn, req sdk.ApplyReque
 	return resp
 }
 
-// unmake removes, best effort, the empty folders made for p and then its
-// restore record, when nothing is at p.
-func (c *Checkout) unmake(ctx context.Context, conn node.Conn, n sdk.Node, p string, made []string) {
-	var kept string
+// unmake removes the empty folders made for p and then its restore
+// record, when nothing is at p. A made folder that holds other files stays
+// (it is no longer only ours), and the record goes all the same.
+func (c *Checkout) unmake(ctx context.Context, conn node.Conn, n sdk.Node, p string, made []string) error {
+	if _, err := c.remove(ctx, conn, n, p, madeToRemove(p, made)); err != nil {
+		return err
+	}
+	return records.Remove(ctx, conn, n.Become, p)
+}
+
+// remove runs remove.sh for p and the made folders: p goes, then each made
+// folder while empty. kept names the first made folder that holds other
+// files ("" none). An error means the script did not finish (it failed, or
+// the link dropped under it): what it names may be partly there still.
+func (c *Checkout) remove(ctx context.Context, conn node.Conn, n sdk.Node, p string, made []string) (kept string, err error) {
 	out := &lineWriter{fn: func(line string) {
 		if d, ok := strings.CutPrefix(line, "kept: "); ok {
 			kept = d
 		}
 	}}
-	if err := run(ctx, conn, n, shArgv(removeScript, append([]string{p}, madeToRemove(p, made)...)...), out); err == nil && kept == "" {
-		_ = records.Remove(ctx, conn, n.Become, p)
+	if err := run(ctx, conn, n, shArgv(removeScript, append([]string{p}, made...)...), out); err != nil {
+		return "", err
 	}
+	return kept, nil
 }
 
+// destroy removes the checkout, the folders made for it and its restore
+// record, in that order. The instance leaves state only once all of them
+// are gone: a destroy cut short (a failed command, a dropped link) keeps
+// it, with the tree marked absent when it is, and the next destroy (or a
+// refresh, which sees the record) finishes the job.
 func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyRequest) sdk.ApplyResponse {
 	p := str(req.Prior, attrPath)
 	if p == "" || checkPath(p) != nil {
@@ -685,40 +781,15 @@ func (c *Checkout) destroy(ctx context.Context, conn node.Conn, req sdk.ApplyReq
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.Errorf(nil,
 			req.Address+": cannot read the restore record", "%s; nothing was removed and the next destroy retries", err)}}
 	}
-	resp := c.removeTree(ctx, conn, req, p, madeToRemove(p, mergeMade(decodePrivate(req.Private).Made, rec["made"])))
-	if resp.NewState.IsNull() {
-		// Gone and its folders handled: only now may the record go.
-		if err := records.Remove(ctx, conn, req.Node.Become, p); err != nil {
-			resp.Diagnostics = append(resp.Diagnostics, warningf(req.Address+": restore record kept",
-				"removed %s on node %s, but not its restore record: %s", p, req.Node.Name, err))
-		}
+	made := madeToRemove(p, mergeMade(decodePrivate(req.Private).Made, rec["made"]))
+	kept, err := c.remove(ctx, conn, req.Node, p, made)
+	if err != nil {
+		return c.destroyCut(ctx, conn, req, fmt.Sprintf("removing %s and the folders sparkform made for it on node %s: %s", p, req.Node.Name, runErrText(err)))
 	}
-	return resp
-}
-
-// removeTree removes p and then the folders of made while empty.
-func (c *Checkout) removeTree(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, p string, made []string) sdk.ApplyResponse {
-	var kept string
-	var removed bool
-	out := &lineWriter{fn: func(line string) {
-		if d, ok := strings.CutPrefix(line, "kept: "); ok {
-			kept = d
-		}
-		removed = removed || line == "removed"
-	}}
-	if err := run(ctx, conn, req.Node, shArgv(removeScript, append([]string{p}, made...)...), out); err != nil {
-		resp := c.truth(ctx, conn, req, req.Prior, nil)
-		if removed && resp.NewState.IsNull() && !resp.Diagnostics.HasErrors() {
-			// The checkout is gone; only a folder made for it could not be
-			// removed. The destroy is done: say what stayed and why.
-			return sdk.ApplyResponse{NewState: req.Planned, Diagnostics: sdk.Diagnostics{warningf(
-				req.Address+": folder made for the checkout kept",
-				"removed %s on node %s, but not the folder(s) sparkform made for it (%s): %s. Remove them yourself if they are not needed.",
-				p, req.Node.Name, strings.Join(made, ", "), runErrText(err))}}
-		}
-		resp.Diagnostics = append(sdk.Diagnostics{sdk.Errorf(nil, req.Address+": cannot remove checkout",
-			"removing %s on node %s: %s", p, req.Node.Name, runErrText(err))}, resp.Diagnostics...)
-		return resp
+	sdk.Step(req.Address, "delete-tree-removed") // a kill here leaves only the record
+	// Gone and its folders handled: only now may the record go.
+	if err := records.Remove(ctx, conn, req.Node.Become, p); err != nil {
+		return c.destroyCut(ctx, conn, req, fmt.Sprintf("removed %s on node %s, but not its restore record: %s", p, req.Node.Name, err))
 	}
 	resp := sdk.ApplyResponse{NewState: req.Planned}
 	if kept != "" {
@@ -737,6 +808,30 @@ func (c *Checkout) removeTree(ctx context.Context, conn node.Conn, req sdk.Apply
 			"%s. Remove it yourself once its contents are not needed.", detail)}
 	}
 	return resp
+}
+
+// destroyCut is the answer of a destroy that did not finish: an error, and
+// the instance kept in state as the node now shows it (its tree absent
+// when it is gone) with its private data, so the next destroy finishes.
+func (c *Checkout) destroyCut(ctx context.Context, conn node.Conn, req sdk.ApplyRequest, why string) sdk.ApplyResponse {
+	tctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+	}
+	st := req.Prior
+	if obs, _, err := readPaths(tctx, conn, req.Node, []string{str(req.Prior, attrPath)}); err == nil {
+		switch o := obs[0]; {
+		case o.absent:
+			st = absentValue(req.Prior)
+		case o.err == "":
+			st = withDigest(req.Prior, cty.StringVal(o.digest))
+		}
+	}
+	return sdk.ApplyResponse{NewState: st, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.Errorf(nil,
+		req.Address+": destroy did not finish", "%s. The instance stays in state with its restore record on the node; "+
+			"run destroy again to finish removing what sparkform made.", why)}}
 }
 
 // Import implements sdk.Resource. The id is "PATH,REPO,COMMIT[,SUBDIR]".

@@ -22,7 +22,12 @@
 // deleted. Read reports the stored repo/commit/subdir/path and the digest
 // of what is really at path now; Plan compares it with the recorded digest,
 // so an edited file is drift and plans an update that re-stages the tree
-// (swapped in with renames). A path that is gone reads as null.
+// (swapped in with renames). A path that is gone reads as null, unless its
+// restore record is still on the node (a destroy cut short after the tree
+// went, a create killed before it was staged): then the instance is not
+// gone, its tree_digest reads "(absent; its restore record is still on the
+// node)", apply stages it again and destroy finishes removing the folders
+// and the record.
 //
 // Ownership: a create refuses a path that already exists (checked on the
 // node at plan time, and again at apply), so sparkform never deletes files
@@ -38,8 +43,12 @@
 // cannot leave them: after removing path it removes those folders deepest
 // first with rmdir, so only while empty (one that now holds other files
 // stays, with a warning naming it), then the record. Neither record (older
-// state, import) means none were made. A failed create removes the folders
-// it made and their record.
+// state, import) means none were made. The instance leaves state only when
+// the record is gone: a destroy cut short (the script failed, the link
+// dropped, the record could not be removed) is an error that keeps the
+// instance, and the next destroy finishes. A failed create removes the
+// folders it made and their record (or, when it cannot, stays in state
+// with its tree absent, for destroy to finish).
 //
 // Progress: the phases (cloning, checking out, staging) and git's own
 // fetch progress (git fetch --progress on the node, parsed: "fetching:
@@ -62,7 +71,8 @@
 // again through sudo only when some tree is unreadable and become is on.
 //
 // Cost: Read of N checkouts on one node is one remote command (two when
-// the sudo retry above is needed); Apply is
+// the sudo retry above is needed, and one more when some path is gone, to
+// ask for their restore records); Apply is
 // one remote command (plus one to report the truth after a failure); Plan
 // of a create is one remote command.
 package gitkit

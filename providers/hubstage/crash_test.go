@@ -84,3 +84,46 @@ func TestLostReplyManifestOwnership(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedWriteKeepsRecordedInstance: a create whose manifest write fails
+// after its restore record went down on the node (here: the folder for
+// manifest_path cannot be made) is kept in state, not forgotten: before,
+// the instance was null and the record (and whatever the write had made)
+// stayed on the node with nothing left to remove it. Destroy then removes
+// the record.
+func TestFailedWriteKeepsRecordedInstance(t *testing.T) {
+	nodes := testNodes(t)
+	p := provider(t, nodes)
+	ctx := context.Background()
+	for _, n := range nodes {
+		if n.name != "sshd" {
+			continue // the local nodes run as root: nothing is refused to them
+		}
+		h := newHub(t, t.TempDir())
+		modelHub(t, h)
+		null := cty.NullVal(schema.Block.ImpliedType())
+		base := filepath.Join(t.TempDir(), "root-owned")
+		must(t, os.MkdirAll(base, 0o755)) // not writable by the node's user
+		mp := filepath.Join(base, "made", "mounts.txt")
+		cfg := config(t, map[string]cty.Value{
+			"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"),
+			"target": cty.StringVal("/model"), "manifest_path": cty.StringVal(mp),
+		})
+		pl := sdktest.Plan(t, p, TypeManifest, n.node, null, nil, cfg)
+		resp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeManifest, Address: "a", Node: n.node,
+			Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, nil)
+		if !resp.Diagnostics.HasErrors() {
+			t.Fatalf("write under a folder the user cannot write: no error")
+		}
+		if _, ok, err := records.Get(ctx, n.conn, false, mp); err != nil || !ok {
+			t.Fatalf("the failed write left no restore record (ok=%v, %v): the test needs one", ok, err)
+		}
+		if resp.NewState.IsNull() {
+			t.Fatalf("failed create with its restore record on the node: state is null, so nothing would ever remove the record")
+		}
+		sdktest.Destroy(t, p, TypeManifest, n.node, resp.NewState, resp.Private)
+		if _, ok, err := records.Get(ctx, n.conn, false, mp); err != nil || ok {
+			t.Errorf("restore record left after destroy (ok=%v, %v)", ok, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package hubstage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -458,7 +459,18 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		progress(sdk.Progress{Message: "writing " + s.ManifestPath, Elapsed: time.Since(start)})
 		wrote, err := writeManifest(ctx, conn, req.Node.Become, s.ManifestPath, content, want, owned)
 		if err != nil {
-			return fail("Cannot write manifest_path", err)
+			resp := fail("Cannot write manifest_path", err)
+			if req.Prior.IsNull() && !errors.Is(err, ErrForeignManifest) {
+				// The write may have happened (a dropped link hides its
+				// answer), and its restore record says so: kept in state
+				// (tainted, as a failed create is) rather than forgotten,
+				// so that destroy, or the next apply's replacement,
+				// removes the file, the folders made for it and the
+				// record. Wrote is false: the record alone decides.
+				resp.NewState = value(req.Planned, res, s, summary)
+				resp.Private = private{ManifestPath: s.ManifestPath, ManifestSHA256: want}.encode()
+			}
+			return resp
 		}
 		newPriv = private{ManifestPath: s.ManifestPath, ManifestSHA256: want, Wrote: wrote}
 	}

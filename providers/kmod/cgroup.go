@@ -452,31 +452,54 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 				return fail(real(req.Prior), fmt.Errorf("removing %s on %s: %s", gpath, n.Name, toolErr(err)))
 			}
 		}
+		step(req.Address, "delete-group-removed")
+		// What is left to undo is named by the record: the instance leaves
+		// state only once all of it is undone. A step that fails (a
+		// dropped link, a refused write) keeps the instance and the record,
+		// so that the next destroy finishes; only what others now use
+		// (a group with other groups or processes in it, a controller a
+		// child group relies on) is left with a warning, as theirs.
+		var cut []string
 		for i := len(rec.Created) - 1; i >= 0; i-- { // deepest first
 			// A recorded group may never have been made (the record is
 			// written before the mkdir): gone is fine.
-			if c := rec.Created[i]; c != gpath {
-				if _, err := r.k.sh(ctx, conn, n, `[ ! -d "$1" ] || rmdir "$1"`, ops.abs(c)); err != nil {
-					diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Ancestor group left in place",
-						Detail: fmt.Sprintf("sparkform created %s but cannot remove it now (%s); remove it when it is empty", c, toolErr(err))})
-				}
+			c := rec.Created[i]
+			if c == gpath {
+				continue
+			}
+			out, err := r.k.sh(ctx, conn, n, cgRmdirScript, ops.abs(c))
+			switch {
+			case err != nil:
+				cut = append(cut, fmt.Sprintf("removing the group %s it created: %s", c, toolErr(err)))
+			case strings.TrimSpace(out) == "kept":
+				diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Ancestor group left in place",
+					Detail: fmt.Sprintf("sparkform created %s on %s, but other groups or processes are in it now, so it is left as it is; remove it when it is empty", c, n.Name)})
 			}
 		}
 		for i := len(rec.Enabled) - 1; i >= 0; i-- {
 			// In a group sparkform created and removed above there is
 			// nothing left to disable.
 			dir, ctrl, _ := strings.Cut(rec.Enabled[i], ":")
-			if _, err := r.k.sh(ctx, conn, n, `[ ! -d "$1" ] || printf '%s\n' "$2" > "$1/cgroup.subtree_control"`, ops.abs(dir), "-"+ctrl); err != nil {
+			out, err := r.k.sh(ctx, conn, n, cgDisableScript, ops.abs(dir), ctrl)
+			switch {
+			case err != nil:
+				cut = append(cut, fmt.Sprintf("disabling %s in %s, which it enabled: %s", ctrl, dir, toolErr(err)))
+			case strings.TrimSpace(out) == "kept":
 				diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Controller left enabled",
-					Detail: fmt.Sprintf("sparkform enabled %s in %s and cannot disable it now (another group uses it?): %s", ctrl, dir, toolErr(err))})
+					Detail: fmt.Sprintf("sparkform enabled %s in %s on %s, but a group below it now uses it, so it stays enabled", ctrl, dir, n.Name)})
 			}
 		}
-		// The record goes once everything is put back; a warning keeps
-		// it, so that the next destroy of this group tries again.
-		if len(diags) == 0 {
+		if len(cut) == 0 {
+			// Everything put back: only now may the record go.
 			if err := records.Remove(ctx, conn, n.Become, recKey); err != nil {
-				diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Restore record left on the node", Detail: err.Error()})
+				cut = append(cut, "removing its restore record: "+err.Error())
 			}
+		}
+		if len(cut) > 0 {
+			resp := fail(real(req.Prior), fmt.Errorf("destroy of %s on %s did not finish: %s. The instance stays in state with its restore record on the node; "+
+				"run destroy again to finish", gpath, n.Name, strings.Join(cut, "; ")))
+			resp.Diagnostics = append(resp.Diagnostics, diags...)
+			return resp
 		}
 		return sdk.ApplyResponse{NewState: cty.NullVal(req.Planned.Type()), Diagnostics: diags}
 	}
@@ -596,6 +619,47 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	}
 	return sdk.ApplyResponse{NewState: st, Private: rec.private()}
 }
+
+// cgRmdirScript ($1 group folder) removes a group sparkform created: done
+// when it is gone; "kept" when other groups or processes are in it now
+// (theirs, not ours to remove); otherwise the kernel's error.
+const cgRmdirScript = `d=$1
+[ -d "$d" ] || exit 0
+err=$(rmdir "$d" 2>&1) && exit 0
+for c in "$d"/*/; do
+  [ -d "$c" ] && { echo kept; exit 0; }
+done
+[ -s "$d/cgroup.procs" ] && { echo kept; exit 0; }
+printf '%s\n' "$err" >&2
+exit 1
+`
+
+// cgDisableScript ($1 group folder, $2 controller) disables a controller
+// sparkform enabled: done when the group is gone or the controller is off;
+// "kept" when a child group has it in its own subtree_control (the kernel
+// refuses while one does); otherwise the kernel's error.
+const cgDisableScript = `d=$1 c=$2
+[ -d "$d" ] || exit 0
+grep -qw -- "$c" "$d/cgroup.subtree_control" || exit 0
+err=$( { printf '%s\n' "-$c" > "$d/cgroup.subtree_control"; } 2>&1) && exit 0
+for s in "$d"/*/cgroup.subtree_control; do
+  [ -f "$s" ] && grep -qw -- "$c" "$s" && { echo kept; exit 0; }
+done
+printf '%s\n' "$err" >&2
+exit 1
+`
+
+// step marks a point between two node changes of an apply: a fault point
+// in test builds (sdk.Step), and testStep for this package's tests.
+func step(address, name string) {
+	sdk.Step(address, name)
+	if testStep != nil {
+		testStep(address, name)
+	}
+}
+
+// testStep, set only by tests (export_test.go), runs at each step.
+var testStep func(address, name string)
 
 // fileSet reports whether any limit attribute of v writes file.
 func fileSet(v cty.Value, file string) bool {

@@ -1,12 +1,19 @@
 package kmod_test
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/internal/kernelsim"
+	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/kmod"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -91,6 +98,116 @@ func TestLostReplyKeepsFirstPrior(t *testing.T) {
 			}
 			if _, err := os.Stat(restoreDir(s)); !os.IsNotExist(err) {
 				t.Errorf("restore record folder left after destroy: %v", err)
+			}
+		})
+	}
+}
+
+// cgroup2Root is a cgroup v2 hierarchy of this machine the tests may make
+// groups in (they run as root): /sys/fs/cgroup on a unified host,
+// /sys/fs/cgroup/unified on a hybrid one.
+func cgroup2Root(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		realpart.Missing(t, "/proc/self/mounts: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "cgroup2" {
+			continue
+		}
+		probe := filepath.Join(f[1], fmt.Sprintf("sparkform-probe-%d", os.Getpid()))
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			continue
+		}
+		_ = os.Remove(probe)
+		return f[1]
+	}
+	realpart.Missing(t, "a cgroup v2 hierarchy this test can make groups in (mounted cgroup2, run as root)")
+	return ""
+}
+
+// TestCgroupDestroyCutShort: a kmod_cgroup destroy whose link to the node
+// drops after it removed the group, before the ancestors it created and
+// its restore record: the destroy is an error and the instance stays in
+// state (before, a warning "Ancestor group left in place ... cannot remove
+// it now" and a null state: the ancestors and the record stayed forever).
+// The next destroy finishes, and an ancestor that other groups use now is
+// left to them with a warning, its record gone.
+func TestCgroupDestroyCutShort(t *testing.T) {
+	root := cgroup2Root(t)
+	bed := testbed.StartT(t, 1)
+	n := bed.Nodes[0].SDK()
+	n.Become = true
+	recs := t.TempDir()
+	if err := os.Chmod(recs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := sdktest.GRPC(t, kmod.NewWithConfig(kmod.Config{CgroupRoot: root, RestoreDir: recs}))
+	top := fmt.Sprintf("sparkform-cut-%d", os.Getpid())
+	t.Cleanup(func() {
+		for _, d := range []string{"other", "b/serve", "b", "a/serve", "a", ""} {
+			_ = os.Remove(filepath.Join(root, top, d))
+		}
+	})
+	records := func() []string {
+		got, _ := filepath.Glob(filepath.Join(recs, "restore", "kmod_cgroup", "*"))
+		return got
+	}
+	exists := func(rel string) bool {
+		_, err := os.Stat(filepath.Join(root, rel))
+		return err == nil
+	}
+	for _, tc := range []struct {
+		name, sub string
+		foreign   bool // another group appears in the ancestor before the second destroy
+	}{{"link dropped, destroy again", "a", false}, {"link dropped, then the ancestor used by another group", "b", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gpath := top + "/" + tc.sub + "/serve"
+			cfg := cgCfg(t, p, map[string]cty.Value{"path": cty.StringVal(gpath)})
+			st, priv := sdktest.Create(t, p, cgType, n, cfg)
+			if !exists(gpath) || len(records()) != 1 {
+				t.Fatalf("after create: group there %v, records %v", exists(gpath), records())
+			}
+			kmod.SetTestStep(func(_, name string) {
+				if name == "delete-group-removed" {
+					bed.Nodes[0].DropConnections()
+				}
+			})
+			del := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: cgType, Node: n, Address: "kmod_cgroup.g",
+				Prior: st, Planned: cty.NullVal(cfg.Type()), Config: cty.NullVal(cfg.Type()), Private: priv}, nil)
+			kmod.SetTestStep(nil)
+			if !del.Diagnostics.HasErrors() || del.NewState.IsNull() {
+				t.Fatalf("destroy cut short: want an error and the instance kept, got state %#v, diagnostics %v", del.NewState, del.Diagnostics)
+			}
+			if exists(gpath) || !exists(top+"/"+tc.sub) || len(records()) != 1 {
+				t.Fatalf("after the cut: group %v (want gone), ancestor %v (want there), records %v (want 1); %v", exists(gpath), exists(top+"/"+tc.sub), records(), del.Diagnostics.Err())
+			}
+			if tc.foreign {
+				if err := os.Mkdir(filepath.Join(root, top, tc.sub, "other"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := sdktest.Read(t, p, cgType, n, del.NewState, del.Private)
+			again := p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: cgType, Node: n, Address: "kmod_cgroup.g",
+				Prior: res.NewState, Planned: cty.NullVal(cfg.Type()), Config: cty.NullVal(cfg.Type()), Private: res.Private}, nil)
+			if again.Diagnostics.HasErrors() || !again.NewState.IsNull() {
+				t.Fatalf("second destroy: state %#v, %v", again.NewState, again.Diagnostics.Err())
+			}
+			if len(records()) != 0 {
+				t.Errorf("restore records left: %v", records())
+			}
+			if tc.foreign {
+				// It, and the ancestor above it, stay with a warning each.
+				if !exists(top+"/"+tc.sub+"/other") || len(again.Diagnostics) != 2 || !strings.Contains(again.Diagnostics[0].Detail, top+"/"+tc.sub+" on") ||
+					!strings.Contains(again.Diagnostics[1].Detail, "other groups or processes") {
+					t.Errorf("ancestor with another group in it: want it and its parent kept with a warning each, got %v", again.Diagnostics)
+				}
+				_ = os.Remove(filepath.Join(root, top, tc.sub, "other"))
+				_ = os.Remove(filepath.Join(root, top, tc.sub))
+			} else if exists(top + "/" + tc.sub) {
+				t.Errorf("the ancestor sparkform created is still there")
 			}
 		})
 	}

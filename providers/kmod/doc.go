@@ -55,8 +55,13 @@
 // limit file changed. Destroy removes the group if it is empty (else an
 // error lists the pids inside), removes the ancestors it created and
 // disables only the controllers it enabled (a recorded group that is gone
-// or never was made is fine), then removes the record; a warning keeps it
-// for the next destroy. A node without cgroup v2 gets an error saying so.
+// or never was made is fine), then removes the record. The instance leaves
+// state only once all that is done: a step that fails (a dropped link, a
+// write the kernel refuses) or a record that cannot be removed is an
+// error that keeps the instance and the record, and the next destroy
+// finishes. Only what others use now is left, with a warning: an ancestor
+// with other groups or processes in it, a controller a child group has
+// enabled. A node without cgroup v2 gets an error saying so.
 //
 // # Simulated kernels
 //

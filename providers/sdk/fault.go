@@ -8,6 +8,15 @@ package sdk
 // kill the CLI or the plugin at exactly that point.
 var faultPoint = func(typeName, action, address string) {}
 
+// Step marks a point inside a provider's Apply between two changes on the
+// node (e.g. a destroy that removed a group and not yet the ancestors it
+// made): the windows a kill at a random moment finds and a pause after the
+// whole Apply does not. It does nothing in the shipped binary; the
+// fault-injection build pauses there when SPARKFORM_FAULT_PAUSE is
+// "STEP:ADDRESS", so tests kill the CLI, the plugin or the node's link at
+// exactly that point.
+func Step(address, step string) { faultPoint("", step, address) }
+
 // applyAction names an apply request's action as the fault hook matches
 // it: "create", "update" or "delete".
 func applyAction(priorNull, plannedNull bool) string {

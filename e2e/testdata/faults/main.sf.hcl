@@ -16,6 +16,11 @@ variable "kit_commit" {}
 variable "prefix" {
   description = "Container name prefix, unique per test run."
 }
+variable "cgroup_pids_max" {
+  description = "pids.max of the group, or null where the cgroup v2 root has no pids controller."
+  type        = string
+  default     = null
+}
 variable "data_count" {
   type    = number
   default = 200
@@ -36,6 +41,24 @@ resource "kmod_module" "drm" {
   node     = node.n[each.key]
   name     = "nvidia_drm"
   params   = { modeset = "1", fbdev = "0" }
+}
+
+# In the machine's cgroup v2 root (SPARKFORM_KMOD_CGROUP_ROOT): the
+# ancestor "PREFIX-KEY" is created by sparkform and recorded.
+resource "kmod_cgroup" "serve" {
+  for_each = var.nodes
+  node     = node.n[each.key]
+  path     = "${var.prefix}-${each.key}/serve"
+  pids_max = var.cgroup_pids_max
+}
+
+resource "node_command" "marker" {
+  for_each       = var.nodes
+  node           = node.n[each.key]
+  dir            = each.value.home
+  create_script  = "mkdir -p cmd && echo staged > cmd/marker"
+  check_script   = "[ -d cmd ]"
+  destroy_script = "rm -rf cmd"
 }
 
 resource "gitkit_checkout" "kit" {
