@@ -229,7 +229,9 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 	}
 	if s := cfgOf.GetAttr("sleep_ms"); !s.IsNull() && s.IsKnown() {
 		ms, _ := s.AsBigFloat().Int64()
-		progress(sdk.Progress{Message: "sleeping"})
+		// The message repeats the value, as real providers repeat
+		// theirs (a module's parameters, an image reference).
+		progress(sdk.Progress{Message: "sleeping; value = " + valueOf(cfgOf)})
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-ctx.Done():
@@ -244,7 +246,7 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 	fail := func(what string) sdk.ApplyResponse {
 		t.tp.log("failed-"+op, req.Address)
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{
-			sdk.Errorf(cty.GetAttrPath("fail"), "Test provider failure", "%s of %s failed because its config says fail = %q", what, req.Address, what)}}
+			sdk.Errorf(cty.GetAttrPath("fail"), "Test provider failure", "%s of %s (value %s) failed because its config says fail = %q", what, req.Address, valueOf(cfgOf), what)}}
 	}
 	switch op {
 	case "delete":
@@ -289,4 +291,16 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 
 func (thing) Import(_ context.Context, _ sdk.ImportRequest) sdk.ImportResponse {
 	return sdk.ImportUnsupported(testThing)
+}
+
+// valueOf is v's "value" as messages show it.
+func valueOf(v cty.Value) string {
+	if v.IsNull() || !v.IsKnown() {
+		return "?"
+	}
+	x := v.GetAttr("value")
+	if x.IsNull() || !x.IsKnown() {
+		return "null"
+	}
+	return x.AsString()
 }
