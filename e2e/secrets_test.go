@@ -101,6 +101,7 @@ output "mode" {
 	plan2 := filepath.Join(work, "p2.bin")
 	check("plan (token changed)", sf2.must(0, "plan", "-out", plan2), `must be replaced`, `~ env\s+=`, `~ HF_TOKEN = \(sensitive value\)`, modeLine, `forces replacement`)
 	check("show PLAN (token changed)", sf2.must(0, "show", plan2), `~ HF_TOKEN = \(sensitive value\)`)
+	check("plan -json (token changed)", sf2.must(0, "plan", "-json"), `"type":\s*"planned_change"`)
 	check("apply -json PLAN", sf2.must(0, "apply", "-json", plan2), `"type":\s*"apply_complete"`)
 	wantIn(t, "container env", docker(t, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", name), "HF_TOKEN="+tok2)
 
@@ -108,6 +109,9 @@ output "mode" {
 	// log tail, where the token is redacted.
 	r := sf2.must(1, "apply", "-auto-approve", "-var", "fail=true")
 	check("failed apply", r, `mode=x`, `token=\(sensitive value\)`)
+
+	r = sf2.must(1, "apply", "-auto-approve", "-json", "-var", "fail=true")
+	check("failed apply -json", r, `mode=x`, `token=\(sensitive value\)`)
 
 	check("destroy", sf2.must(0, "destroy", "-auto-approve"), `Destroy complete`)
 	if id, err := dockerInspect(name); err == nil {
