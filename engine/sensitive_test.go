@@ -188,3 +188,26 @@ func TestSensitiveProviderMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestSensitiveReadBatchMessages: an error or warning a provider gives
+// for a whole read batch (no one instance's) is redacted of every
+// instance's sensitive values; the plain ones still show.
+func TestSensitiveReadBatchMessages(t *testing.T) {
+	for _, tt := range []struct{ tok, fails string }{{"hunter2", "Read failed"}, {"ab", "Read failed"}, {"hunter2", "warning"}, {"ab", "warning"}} {
+		t.Run(tt.tok+"/"+tt.fails, func(t *testing.T) {
+			b := newBed(t)
+			r := b.cfg("sensitive_read", "tok="+tt.tok)
+			r.converge()
+			b.tp.readFails.Store(&tt.fails)
+			_, diags := r.planE(PlanOptions{})
+			msg := diagString(diags)
+			if !strings.Contains(msg, "(sensitive value)") || !strings.Contains(msg, "plain-value") {
+				t.Errorf("the message does not show the values, redacted: %s", msg)
+			}
+			alone := regexp.MustCompile(`(^|[^\pL\pN_])` + regexp.QuoteMeta(tt.tok) + `($|[^\pL\pN_])`)
+			if alone.MatchString(msg) {
+				t.Errorf("the message repeats %q: %s", tt.tok, msg)
+			}
+		})
+	}
+}

@@ -63,6 +63,10 @@ type testProvider struct {
 	// planValue, when set, is the value every plan gives "value" instead
 	// of the configured one (a provider whose plan moved on).
 	planValue atomic.Pointer[string]
+	// readFails, when set, makes a read fail as a whole with this
+	// summary, naming every instance's value (a provider whose batch
+	// error repeats what it was given).
+	readFails atomic.Pointer[string]
 }
 
 func newTestProvider(dir string) *testProvider {
@@ -139,6 +143,17 @@ func (thing) Validate(_ context.Context, cfg cty.Value) sdk.Diagnostics {
 
 func (t thing) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
 	out := make([]sdk.ReadResult, len(items))
+	var batch sdk.Diagnostics
+	if f := t.tp.readFails.Load(); f != nil {
+		var vals []string
+		for _, it := range items {
+			vals = append(vals, valueOf(it.Prior))
+		}
+		if *f != "warning" {
+			return nil, 0, sdk.Diagnostics{sdk.Errorf(nil, *f, "cannot read objects with values %s", strings.Join(vals, ", "))}
+		}
+		batch = sdk.Diagnostics{{Severity: sdk.Warning, Summary: "Slow read", Detail: "values " + strings.Join(vals, ", ") + " were slow"}}
+	}
 	for i, it := range items {
 		out[i] = sdk.ReadResult{NewState: cty.NullVal(thingType)}
 		if it.Prior.IsNull() {
@@ -165,7 +180,7 @@ func (t thing) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]sdk.
 		m["value"], m["key"] = strPtrVal(f.Value), strPtrVal(f.Key)
 		out[i].NewState, out[i].Private = cty.ObjectVal(m), it.Private
 	}
-	return out, 1, nil
+	return out, 1, batch
 }
 
 func strPtrVal(s *string) cty.Value {
