@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 				res.Outputs[name] = v
 			}
 		}, destroy: ap.destroyStep})...)
+	if !diags.HasErrors() && ctx.Err() == nil {
+		diags = append(diags, ap.unreached()...)
+	}
 	// Results are queued (Store.Complete): all are durable before Apply
 	// returns, and one that could not be stored is an error here.
 	if err := e.Store.Flush(); err != nil {
@@ -111,6 +115,10 @@ type applier struct {
 
 	mu  sync.Mutex
 	res *ApplyResult
+	// created and deleted are the changes whose create (or update) and
+	// whose delete the walk reached: a change it did not reach is an
+	// error (unreached), never dropped without a word.
+	created, deleted map[string]bool
 }
 
 // newApplier reads state, refuses a stale plan (or, for a saved plan, one
@@ -133,19 +141,26 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 			return nil, append(diags, d...)
 		}
 	}
-	if p.Saved && p.Mode != plans.RefreshOnlyMode {
-		if d := e.checkPlanCurrent(ctx, p, objs); d.HasErrors() {
+	var storeOnly map[string]bool // nil: all the drift (a plan made in this process)
+	if p.Saved {
+		if d := e.checkPlanConfig(p); d.HasErrors() {
 			return nil, append(diags, d...)
 		}
+		confirmed, d := e.checkPlanCurrent(ctx, p, objs)
+		if d.HasErrors() {
+			return nil, append(diags, d...)
+		}
+		storeOnly = confirmed
 	}
 	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
 	for _, c := range p.Changes {
 		changes[c.Addr] = c
 	}
 	// What refresh found is the truth: store it first.
-	diags = append(diags, e.storeDrift(p, objs, changes)...)
+	diags = append(diags, e.storeDrift(p, objs, changes, storeOnly)...)
 	return &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
-		lim: make(limiter, e.parallelism()), localLim: e.localLimiter()}, diags
+		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
+		created: map[string]bool{}, deleted: map[string]bool{}}, diags
 }
 
 // graph is the walk graph of the apply: in normal mode the configuration's
@@ -184,12 +199,13 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 	return g, diags
 }
 
-// storeDrift writes refreshed values into state.
-func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, changes map[string]*plans.ResourceChange) hcl.Diagnostics {
+// storeDrift writes refreshed values into state: of a saved plan, only
+// the drift that the refresh at apply confirmed (only; checkPlanCurrent).
+func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, changes map[string]*plans.ResourceChange, only map[string]bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, d := range p.Drift {
 		in, ok := insts[d.Addr]
-		if !ok {
+		if !ok || only != nil && !only[d.Addr] {
 			continue
 		}
 		if d.After.IsNull() {
@@ -296,6 +312,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.Module.Resources[key].Addr.Type), len(cis), func(i int) {
 		ci := cis[i]
 		c := ap.changes[ci.Addr]
+		ap.reached(ap.created, ci.Addr)
 		val, d := ap.applyInstance(ctx, prov, key, ci, c)
 		if val != cty.NilVal {
 			b.set(ci.Key, MarkSensitive(val, c.SensitiveAttrs))
@@ -537,6 +554,36 @@ func (ap *applier) done(c *plans.ResourceChange) {
 		return
 	}
 	c.Before, c.After, c.PriorPrivate, c.PlannedPrivate = cty.NilVal, cty.NilVal, nil, nil
+}
+
+// reached records that the walk reached addr's create or delete.
+func (ap *applier) reached(set map[string]bool, addr string) {
+	ap.mu.Lock()
+	set[addr] = true
+	ap.mu.Unlock()
+}
+
+// unreached is an error per change of the plan that a walk without
+// errors did not carry out: a plan file whose change the configuration
+// does not make (an instance key it does not have, a change outside the
+// plan's own targets). Apply reports it instead of success.
+func (ap *applier) unreached() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, c := range ap.plan.Changes {
+		var missed []string
+		if (c.Action == plans.Create || c.Action == plans.Update || c.Action.IsReplace()) && !ap.created[c.Addr] {
+			missed = append(missed, "its "+map[bool]string{true: "create", false: "update"}[c.Action != plans.Update])
+		}
+		if (c.Action == plans.Delete || c.Action.IsReplace()) && !ap.deleted[c.Addr] {
+			missed = append(missed, "its delete")
+		}
+		if len(missed) > 0 {
+			diags = append(diags, errDiag("Planned change not carried out",
+				fmt.Sprintf("The plan would %s %s, but %s was not carried out: the configuration does not make this instance (or the plan file was changed after it was made). Everything else in the plan was applied; run plan to see what is left.",
+					c.Action, c.Addr, strings.Join(missed, " and "))))
+		}
+	}
+	return diags
 }
 
 func (ap *applier) object(addr string) (*stateObject, bool) {

@@ -142,6 +142,7 @@ func orderDestroy(g *walkGraph, c *plans.ResourceChange, users map[string]bool, 
 // destroyStep deletes one instance (or the old half of a replacement).
 func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics {
 	c := ap.changes[addr]
+	ap.reached(ap.deleted, addr)
 	stateAddr := addr
 	if c.Action == plans.CreateThenDelete {
 		stateAddr = addr + deposedSuffix

@@ -216,6 +216,9 @@ func (r *run) plan(opts PlanOptions) *plans.Plan {
 func (r *run) applyE(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Diagnostics) {
 	r.b.t.Helper()
 	f := filepath.Join(r.b.dir, "plan.bin")
+	if p.ConfigDigest == "" {
+		p.ConfigDigest = strings.Repeat("0", 64) // the CLI sets it (cmd/sparkform configDigest)
+	}
 	if err := plans.WriteFile(f, p); err != nil {
 		r.b.t.Fatalf("writing plan: %v", err)
 	}

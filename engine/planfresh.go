@@ -24,11 +24,40 @@ import (
 // stopping halfway (containers destroyed, their replacements refused by
 // the per-instance check) is worse than not starting. The per-instance
 // check at apply stays as the last line of defence.
-func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[string]*stateObject) hcl.Diagnostics {
+//
+// The plan's drift is read again the same way: apply stores it first,
+// and a plan file is only a file, so a drift entry is stored only when
+// its prior is what state holds and this refresh finds what it says (a
+// record is forgotten only when its object is really gone). Drift that
+// state already holds (an interrupted instance the plan settled) needs
+// nothing. Anything else, or a change naming an instance that state does
+// not hold, refuses the plan. It returns the drift addresses to store.
+func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[string]*stateObject) (map[string]bool, hcl.Diagnostics) {
+	var out hcl.Diagnostics
+	confirm := map[string]bool{}
+	refuse := func(c *plans.ResourceChange, addr string, node sdk.Node, what string) {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Saved plan no longer matches the nodes",
+			Detail: fmt.Sprintf("%s changed on %s since the plan was made: %s. Nothing was changed on any node; run plan again to review what apply would do now.",
+				addr, nodeLabel(node), what)}
+		if c != nil {
+			if r, ok := e.Module.Resources[c.Resource]; ok {
+				rng := r.DeclRange
+				d.Subject = &rng
+			}
+		}
+		out = append(out, d)
+	}
+	notHeld := func(what, addr string) {
+		out = append(out, errDiag("Saved plan no longer matches the nodes",
+			fmt.Sprintf("The plan %s %s, which state does not hold (or holds as another type). The plan file was not made from this state, or was changed after; nothing was changed on any node. Run plan again.", what, addr)))
+	}
 	toRead := map[string]*stateObject{}
 	for _, c := range p.Changes {
 		in, ok := insts[c.Addr]
-		if !ok {
+		if !ok || in.Type != c.Type {
+			if ok || c.Before != cty.NilVal && !c.Before.IsNull() {
+				notHeld("changes", c.Addr)
+			}
 			continue
 		}
 		cp := *in
@@ -37,12 +66,31 @@ func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[
 		}
 		toRead[c.Addr] = &cp
 	}
+	for _, d := range p.Drift {
+		in, ok := insts[d.Addr]
+		switch {
+		case !ok && d.After.IsNull(), ok && in.Type == d.Type && sdk.ValuesEqual(d.After, in.Value):
+			continue // state holds it already (settled at plan): nothing to store
+		case !ok || in.Type != d.Type:
+			notHeld("records drift of", d.Addr)
+			continue
+		case !sdk.ValuesEqual(d.Before, in.Value):
+			refuse(nil, d.Addr, in.Node, "the drift the plan records for it starts from a value that is not the value state holds")
+			continue
+		}
+		confirm[d.Addr] = true
+		if _, ok := toRead[d.Addr]; !ok {
+			toRead[d.Addr] = in
+		}
+	}
+	if out.HasErrors() {
+		return nil, out
+	}
 	refreshed, _, _, diags := e.refresh(ctx, toRead)
 	if diags.HasErrors() {
-		return append(diags, errDiag("Saved plan not applied",
+		return nil, append(diags, errDiag("Saved plan not applied",
 			"The instances it changes could not be read again before the first change, so nothing was changed. Run apply again when the nodes can be reached, or plan again."))
 	}
-	var out hcl.Diagnostics
 	for _, c := range p.Changes {
 		before := c.Before
 		if before == cty.NilVal {
@@ -51,23 +99,28 @@ func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[
 		now := cty.NullVal(before.Type())
 		if in, ok := refreshed[c.Addr]; ok {
 			now = in.Value
-		} else if _, read := toRead[c.Addr]; !read && !before.IsNull() {
-			continue // not in state: CheckFresh already refused a plan like that
 		}
-		what := changedAttrs(before, now)
-		if what == "" {
+		if what := changedAttrs(before, now); what != "" {
+			refuse(c, c.Addr, plans.NodeValue(c.Node), what)
+		}
+	}
+	for _, d := range p.Drift {
+		if !confirm[d.Addr] {
 			continue
 		}
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Saved plan no longer matches the nodes",
-			Detail: fmt.Sprintf("%s changed on %s since the plan was made: %s. Nothing was changed on any node; run plan again to review what apply would do now.",
-				c.Addr, nodeLabel(plans.NodeValue(c.Node)), what)}
-		if r, ok := e.Module.Resources[c.Resource]; ok {
-			rng := r.DeclRange
-			d.Subject = &rng
+		now := cty.NullVal(d.Before.Type())
+		if in, ok := refreshed[d.Addr]; ok {
+			now = in.Value
 		}
-		out = append(out, d)
+		switch what := changedAttrs(d.After, now); {
+		case what == "":
+		case d.After.IsNull():
+			refuse(p.Change(d.Addr), d.Addr, insts[d.Addr].Node, "the plan records it as gone, but "+d.Addr+" is still on its node")
+		default:
+			refuse(p.Change(d.Addr), d.Addr, insts[d.Addr].Node, what)
+		}
 	}
-	return append(diags, out...)
+	return confirm, append(diags, out...)
 }
 
 // changedAttrs describes how now differs from before, attribute by
@@ -131,4 +184,27 @@ func short(v cty.Value) string {
 		return fmt.Sprintf("%d entries", v.LengthInt())
 	}
 	return v.GoString()
+}
+
+// checkPlanConfig refuses a saved normal plan that creates or updates an
+// instance of a resource the configuration does not have: the walk would
+// never reach it, and the change would be dropped without a word. (The
+// configuration digest already ties a CLI plan to its files; this holds
+// for any plan file.)
+func (e *Engine) checkPlanConfig(p *plans.Plan) hcl.Diagnostics {
+	if p.Mode != plans.NormalMode {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	for _, c := range p.Changes {
+		if c.Action == plans.Delete || c.Action == plans.NoOp {
+			continue
+		}
+		if _, ok := e.Module.Resources[c.Resource]; !ok {
+			diags = append(diags, errDiag("Saved plan does not match the configuration",
+				fmt.Sprintf("The plan would %s %s, but %s is not in the configuration. The plan file was made from other files, or changed after; nothing was changed on any node. Run plan again.",
+					c.Action, c.Addr, c.Resource)))
+		}
+	}
+	return diags
 }

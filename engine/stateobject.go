@@ -20,6 +20,7 @@ import (
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -499,7 +500,7 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 	return out, nil
 }
 
-const deposedSuffix = "#deposed"
+const deposedSuffix = plans.DeposedSuffix
 
 func isNotFound(err error) bool {
 	return errors.Is(err, state.ErrResourceNotFound)

@@ -31,7 +31,9 @@ func writeDiagnostic(w io.Writer, d *hcl.Diagnostic, files map[string]*hcl.File,
 	if color {
 		head = style.Sprint(head)
 	}
-	fmt.Fprintf(w, "%s %s\n", head, d.Summary)
+	// Summaries and details name addresses and keys read from state and
+	// plan files: escaped, they cannot forge lines or drive the terminal.
+	fmt.Fprintf(w, "%s %s\n", head, termSafe(d.Summary))
 	if d.Subject != nil {
 		s := d.Subject
 		fmt.Fprintf(w, "\n  on %s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
@@ -48,7 +50,7 @@ func writeDiagnostic(w io.Writer, d *hcl.Diagnostic, files map[string]*hcl.File,
 		}
 	}
 	if d.Detail != "" {
-		fmt.Fprintf(w, "\n%s\n", d.Detail)
+		fmt.Fprintf(w, "\n%s\n", termSafeText(d.Detail))
 	}
 	fmt.Fprintln(w)
 }

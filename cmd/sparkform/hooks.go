@@ -48,7 +48,7 @@ func (h *uiHooks) PreRefresh(provider, node string, n int) {
 			map[string]any{"refresh": map[string]any{"provider": provider, "node": node, "instances": n}})
 		return
 	}
-	h.d.line(fmt.Sprintf("%s: refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider))
+	h.d.line(fmt.Sprintf("%s: refreshing %d %s of provider %s...", termSafe(orLocal(node)), n, plural(n, "instance", "instances"), provider))
 }
 
 func (h *uiHooks) PostRefresh(provider, node string, n int, took time.Duration, roundTrips int, err error) {
@@ -67,7 +67,7 @@ func (h *uiHooks) PostRefresh(provider, node string, n int, took time.Duration, 
 	}
 	if h.debug {
 		h.d.line(fmt.Sprintf("[DEBUG] refresh %s on %s: %d instances, 1 ReadResources call, %d remote round trips, %s",
-			provider, orLocal(node), n, roundTrips, took.Round(time.Millisecond)))
+			provider, termSafe(orLocal(node)), n, roundTrips, took.Round(time.Millisecond)))
 	}
 }
 
@@ -88,10 +88,19 @@ var doneVerb = map[plans.Action]string{
 	plans.DeleteThenCreate: "Creation", plans.CreateThenDelete: "Creation",
 }
 
-func (h *uiHooks) PreApply(addr string, a plans.Action) { h.d.start(addr, a) }
-func (h *uiHooks) Progress(addr string, p sdk.Progress) { h.d.progress(addr, p) }
+// The display prints addresses for people (escaped, termSafe); the JSON
+// stream takes them as they are (encoding/json escapes them).
+func (h *uiHooks) addr(addr string) string {
+	if h.json != nil {
+		return addr
+	}
+	return termSafe(addr)
+}
+
+func (h *uiHooks) PreApply(addr string, a plans.Action) { h.d.start(h.addr(addr), a) }
+func (h *uiHooks) Progress(addr string, p sdk.Progress) { h.d.progress(h.addr(addr), p) }
 func (h *uiHooks) PostApply(addr string, a plans.Action, took time.Duration, err error) {
-	h.d.finish(addr, a, took, err)
+	h.d.finish(h.addr(addr), a, took, err)
 }
 
 func (h *uiHooks) Note(msg string) {}

@@ -51,7 +51,7 @@ func (m *meta) applyMoved(st state.Store, moved []*config.Moved, quiet bool) err
 			delete(have, p[0])
 			have[p[1]] = true
 			if !quiet {
-				fmt.Fprintf(m.stdout, "  # %s has moved to %s\n", p[0], p[1])
+				fmt.Fprintf(m.stdout, "  # %s has moved to %s\n", termSafe(p[0]), termSafe(p[1]))
 			}
 		}
 	}

@@ -301,7 +301,7 @@ func (m *meta) applySaved(path string, f *planFlags) error {
 	if !ok {
 		return &exitError{1}
 	}
-	if p.ConfigDigest != "" && p.ConfigDigest != configDigest(mod) {
+	if p.ConfigDigest != configDigest(mod) { // plans.Read refuses a file without one
 		return m.failed(fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan))
 	}
 	if mod, ok = m.flatten(mod, p.Variables); !ok {

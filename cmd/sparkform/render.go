@@ -107,7 +107,7 @@ func (r *renderer) plan(p *plans.Plan) {
 	r.w, r.tw = tw, tw
 	defer func() { r.w, r.tw = w, nil }()
 	for _, n := range p.Notes {
-		fmt.Fprintf(r.w, "%s %s\n", r.c(boldYellow, "Note:"), n)
+		fmt.Fprintf(r.w, "%s %s\n", r.c(boldYellow, "Note:"), termSafe(n))
 	}
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(r.w)
@@ -123,10 +123,10 @@ func (r *renderer) plan(p *plans.Plan) {
 				undone++
 			}
 			if d.After.IsNull() {
-				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c(bold, d.Addr))
+				fmt.Fprintf(r.w, "  # %s has been deleted\n", r.c(bold, termSafe(d.Addr)))
 				continue
 			}
-			fmt.Fprintf(r.w, "  # %s has changed\n", r.c(bold, d.Addr))
+			fmt.Fprintf(r.w, "  # %s has changed\n", r.c(bold, termSafe(d.Addr)))
 			if follows {
 				fmt.Fprintln(r.w, "  # (the plan below follows this change; it is not undone)")
 			}
@@ -175,19 +175,19 @@ func (r *renderer) plan(p *plans.Plan) {
 	for _, c := range changes {
 		r.cur = c.Addr
 		tw.WriteString("\n  # ")
-		tw.WriteString(r.c(bold, c.Addr))
+		tw.WriteString(r.c(bold, termSafe(c.Addr)))
 		tw.WriteByte(' ')
 		tw.WriteString(verb(c.Action))
 		if c.NodeName() != "" {
 			tw.WriteString(" on ")
-			tw.WriteString(c.NodeName())
+			tw.WriteString(termSafe(c.NodeName()))
 		}
 		tw.WriteByte('\n')
 		if c.Reason != "" {
-			fmt.Fprintf(tw, "  # (because %s)\n", c.Reason)
+			fmt.Fprintf(tw, "  # (because %s)\n", termSafe(c.Reason))
 		}
 		for _, n := range c.Notes {
-			fmt.Fprintf(tw, "  %s %s\n", r.c(boldYellow, "# Note:"), n)
+			fmt.Fprintf(tw, "  %s %s\n", r.c(boldYellow, "# Note:"), termSafe(n))
 		}
 		tw.WriteString(r.symbol(c.Action))
 		tw.WriteString(" resource ")

@@ -30,9 +30,9 @@ func (m *meta) renderRecord(r *state.Resource) error {
 	v = engine.MarkSensitive(v, r.SensitiveAttrs)
 	var n sdk.Node
 	_ = json.Unmarshal(r.Node, &n)
-	fmt.Fprintf(m.stdout, "# %s:", r.Address)
+	fmt.Fprintf(m.stdout, "# %s:", termSafe(r.Address))
 	if n.Name != "" {
-		fmt.Fprintf(m.stdout, " (on %s)", n.Name)
+		fmt.Fprintf(m.stdout, " (on %s)", termSafe(n.Name))
 	}
 	if r.Status == state.StatusTainted {
 		fmt.Fprint(m.stdout, " (tainted)")

@@ -33,9 +33,9 @@ func newStateHistoryCommand(m *meta) *cobra.Command {
 				hidden = cur.SensitiveAttrs
 			}
 			for _, h := range hs {
-				fmt.Fprintf(m.stdout, "serial %d  %s  %s", h.Serial, h.Time.Format("2006-01-02 15:04:05"), h.Action)
+				fmt.Fprintf(m.stdout, "serial %d  %s  %s", h.Serial, h.Time.Format("2006-01-02 15:04:05"), termSafe(h.Action))
 				if h.Peer != "" {
-					fmt.Fprintf(m.stdout, " (%s)", h.Peer)
+					fmt.Fprintf(m.stdout, " (%s)", termSafe(h.Peer))
 				}
 				fmt.Fprintln(m.stdout)
 				if h.Prior != nil {

@@ -27,7 +27,7 @@ func newStateListCommand(m *meta) *cobra.Command {
 				return err
 			}
 			for _, r := range recs {
-				fmt.Fprintln(m.stdout, r.Address)
+				fmt.Fprintln(m.stdout, termSafe(r.Address))
 			}
 			return nil
 		},

@@ -33,7 +33,7 @@ func (m *meta) fail(err error) {
 		m.jsonOut.errorDiag(err)
 		return
 	}
-	fmt.Fprintln(m.stderr, "Error:", err)
+	fmt.Fprintln(m.stderr, "Error:", termSafeText(err.Error()))
 }
 
 // failed is fail, as the command's result (exit status 1).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -97,33 +98,6 @@ type filePlan struct {
 // plan is a few MB): a crafted gzip stream cannot fill memory. A variable
 // so the test can use a small bound.
 var maxPlanBytes int64 = 256 << 20
-
-// check refuses what Write never writes: an unknown mode or action, an
-// instance without an address or listed twice. Values are checked as they
-// are decoded; their types against the provider schema at apply.
-func (fp *filePlan) check() error {
-	switch fp.Mode {
-	case NormalMode, DestroyMode, RefreshOnlyMode:
-	default:
-		return fmt.Errorf("unknown plan mode %q", fp.Mode)
-	}
-	seen := make(map[string]bool, len(fp.Changes))
-	for i, c := range fp.Changes {
-		switch c.Action {
-		case NoOp, Create, Update, Delete, DeleteThenCreate, CreateThenDelete:
-		default:
-			return fmt.Errorf("change %d (%q): unknown action %q", i, c.Addr, c.Action)
-		}
-		if c.Addr == "" || c.Type == "" {
-			return fmt.Errorf("change %d: no instance address or resource type", i)
-		}
-		if seen[c.Addr] {
-			return fmt.Errorf("%s is planned twice", c.Addr)
-		}
-		seen[c.Addr] = true
-	}
-	return nil
-}
 
 // pathToStrings keeps only attribute steps and string/int keys, which is
 // all a RequiresReplace path uses.
@@ -224,21 +198,39 @@ func Write(w io.Writer, p *Plan) error {
 }
 
 // Read reads a plan written by Write.
+//
+// The gzip stream is first unpacked into nothing, counting, and only
+// decoded when it stays within maxPlanBytes: a bomb (a few hundred KB
+// that unpack to gigabytes) is refused in constant memory, never after
+// the JSON decoder has buffered what it unpacked.
 func Read(r io.Reader) (*Plan, error) {
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
 		return nil, ErrNotPlanFile
 	}
-	zr, err := gzip.NewReader(r)
+	packed, err := io.ReadAll(io.LimitReader(r, maxPlanBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(packed)) > maxPlanBytes {
+		return nil, fmt.Errorf("%w: it is larger than %d bytes", ErrNotPlanFile, maxPlanBytes)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxPlanBytes+1))
+	switch {
+	case n > maxPlanBytes:
+		return nil, fmt.Errorf("%w: it unpacks to more than %d bytes", ErrNotPlanFile, maxPlanBytes)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
+	}
+	if err := zr.Reset(bytes.NewReader(packed)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
+	}
 	var fp filePlan
-	lr := &io.LimitedReader{R: zr, N: maxPlanBytes + 1}
-	if err := json.NewDecoder(lr).Decode(&fp); err != nil {
-		if lr.N <= 0 {
-			return nil, fmt.Errorf("%w: it unpacks to more than %d bytes", ErrNotPlanFile, maxPlanBytes)
-		}
+	if err := json.NewDecoder(zr).Decode(&fp); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
 	if fp.FormatVersion != FormatVersion {
@@ -285,6 +277,9 @@ func Read(r io.Reader) (*Plan, error) {
 	for k, o := range fp.Outputs {
 		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}
 	}
+	if err == nil {
+		err = p.checkValues()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlanFile, err)
 	}
@@ -328,13 +323,23 @@ func WriteFile(path string, p *Plan) error {
 	return os.Rename(tmp, path)
 }
 
-// ReadFile reads a plan file.
+// ReadFile reads a plan file. Anything but a regular file (a FIFO, a
+// device, a directory) is refused at once: it is opened without blocking
+// and checked before a byte is read, so a FIFO nobody writes to cannot
+// hang show or apply.
 func ReadFile(path string) (*Plan, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: it is %s, not a regular file", ErrNotPlanFile, fileKind(fi.Mode()))
+	}
 	p, err := Read(f)
 	if p != nil {
 		p.Saved = true
@@ -342,11 +347,28 @@ func ReadFile(path string) (*Plan, error) {
 	return p, err
 }
 
+// fileKind names what a non-regular file is, for the refusal.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
 // CheckFresh returns ErrStalePlan (wrapped, with what moved) unless the
-// state is still the one the plan was made against.
+// state is still the one the plan was made against. A plan without a
+// lineage was made before any state existed (Read allows that only at
+// serial 0): it applies to a state never written, whatever its lineage.
 func (p *Plan) CheckFresh(lineage string, serial uint64) error {
-	if p.Lineage != "" && lineage != "" && p.Lineage != lineage {
-		return fmt.Errorf("%w: it was made for state lineage %s, but the state is now lineage %s; run plan again", ErrStalePlan, p.Lineage, lineage)
+	if p.Lineage != "" && p.Lineage != lineage {
+		return fmt.Errorf("%w: it was made for state lineage %s, but the state is now lineage %q; run plan again", ErrStalePlan, p.Lineage, lineage)
 	}
 	if p.Serial != serial {
 		return fmt.Errorf("%w: the state changed since the plan was made (serial %d, now %d); run plan again", ErrStalePlan, p.Serial, serial)

@@ -72,7 +72,7 @@ func roundTrip(t *testing.T, p *Plan) *Plan {
 // changes, and a change without a prior node reads back without one.
 func TestReadSharesNodes(t *testing.T) {
 	n := sdk.Node{Name: "node.a", Transport: "local"}
-	p := &Plan{Lineage: "L", Mode: NormalMode}
+	p := &Plan{Lineage: "L", Mode: NormalMode, ConfigDigest: testDigest, Created: testCreated}
 	for _, addr := range []string{"sparkform_data.a", "sparkform_data.b"} {
 		p.Changes = append(p.Changes, &ResourceChange{Addr: addr, Resource: addr, Type: "sparkform_data", Provider: "sparkform",
 			Node: &sdk.Node{Name: n.Name, Transport: n.Transport}, Action: Create,

@@ -57,7 +57,16 @@ type Options struct {
 	// terraform_data so too). A panic in one is its call's error. They
 	// win over Builtins of the same name, and make no RPCs (Stats).
 	InProcess map[string]func() sdk.Provider
+	// StartTimeout bounds a plugin's start: the handshake line, and its
+	// gRPC server answering at the address it announced. Zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
 }
+
+// DefaultStartTimeout is how long a plugin may take to start: a Go
+// binary on a loaded machine starts in well under a second; a plugin
+// silent this long is not going to speak.
+const DefaultStartTimeout = 30 * time.Second
 
 // StderrTailSize is how much of a plugin's stderr is kept for diagnostics.
 const StderrTailSize = 8 << 10
@@ -123,9 +132,12 @@ type process struct {
 	rpc     goplugin.ClientProtocol
 	cmd     *exec.Cmd // its ProcessState says how the plugin ended
 	sockDir string    // the folder of the plugin's socket (see start)
-	stderr  *ring
-	shared  []string          // the providers it serves when it serves several
-	frames  map[string]string // Options.BuiltinFrames, when shared
+	// lifeline is this end of the plugin's lifeline (addLifeline): held
+	// open while the plugin runs, closed when it is killed.
+	lifeline *os.File
+	stderr   *ring
+	shared   []string          // the providers it serves when it serves several
+	frames   map[string]string // Options.BuiltinFrames, when shared
 }
 
 // NewHost returns a Host; nothing starts until a provider is asked for.
@@ -133,6 +145,11 @@ func NewHost(opts Options) *Host {
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	// Socket folders of sparkform processes that are gone (killed before
+	// their plugin could remove them) go now, started plugin or not.
+	for _, base := range []string{os.TempDir(), "/tmp"} {
+		sdk.SweepStaleDirs(base, sdk.SocketDirPrefix)
 	}
 	return &Host{opts: opts, log: log, plugins: map[string]*instance{}}
 }
@@ -323,12 +340,30 @@ func (w wrapped) Unwrap() error { return w.err }
 // for (its calls are counted there). Close kills what it started.
 func (h *Host) start(what string, log hclog.Logger, cmd *exec.Cmd, plugins goplugin.PluginSet, route func(service string) *instance) (*process, error) {
 	p := &process{cmd: cmd, stderr: newRing(StderrTailSize)}
+	timeout := h.opts.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	// A process group of its own: a plugin that fails to start is killed
+	// with everything it started, which may hold its stdout and stderr
+	// open (go-plugin waits for those to close, forever).
+	setProcessGroup(cmd)
+	// The lifeline: the plugin's end of a pipe whose other end only this
+	// process holds. When this process dies, however it dies, the plugin
+	// reads EOF and exits, removing its socket (sdk.Serve).
+	lifeline, theirs, err := addLifeline(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrPluginStart, what, err)
+	}
+	p.lifeline = lifeline
 	// The plugin makes its socket in a folder of its own, which goes when
 	// the plugin is killed or closed here, and which the plugin removes
 	// itself when it outlives this process (sdk.Serve): an orphan left
 	// behind no /tmp/plugin* socket.
 	sockDir, err := socketDir()
 	if err != nil {
+		lifeline.Close()
+		theirs.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrPluginStart, what, err)
 	}
 	p.sockDir = sockDir
@@ -365,6 +400,7 @@ func (h *Host) start(what string, log hclog.Logger, cmd *exec.Cmd, plugins goplu
 	}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
+		StartTimeout:     timeout,
 		Plugins:          plugins,
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
@@ -394,15 +430,19 @@ func (h *Host) start(what string, log hclog.Logger, cmd *exec.Cmd, plugins goplu
 		},
 	})
 	p.client = client
+	started := time.Now()
 	rpc, err := client.Client()
+	theirs.Close() // the plugin has its own copy (or never started)
 	if err != nil {
-		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
-			err = fmt.Errorf("it speaks another version of the provider protocol than this sparkform, which speaks version %d (%v). "+
-				"Use a build of the provider made against this sparkform's providers/sdk", sdk.ProtocolVersion, err)
-		}
-		return nil, p.startError(what, err)
+		return nil, p.startError(what, handshakeError(err, timeout))
 	}
 	p.rpc = rpc
+	// The handshake names an address; a plugin that is not serving there
+	// would leave the first call waiting on its connection. Ask its health
+	// service, within what is left of the start timeout.
+	if err := checkServing(rpc, timeout-time.Since(started)); err != nil {
+		return nil, p.startError(what, fmt.Errorf("it cannot be reached at the address it announced (%s): %v", client.ReattachConfig().Addr, err))
+	}
 	h.mu.Lock()
 	closed := h.closed
 	if !closed {
@@ -419,6 +459,7 @@ func (h *Host) start(what string, log hclog.Logger, cmd *exec.Cmd, plugins goplu
 // startError kills a process that did not start serving and says why,
 // quoting its stderr.
 func (p *process) startError(what string, err error) error {
+	killGroup(p.cmd) // whatever it started goes with it, at once
 	p.kill()
 	tail := p.stderr.Tail()
 	if tail != "" {
@@ -643,22 +684,48 @@ const maxSocketPath = 107
 
 // socketDir makes the folder for a plugin's socket: in TMPDIR, or in /tmp
 // when TMPDIR is so deep that the socket's path would be too long for the
-// kernel; "" (go-plugin's own choice) when neither will do.
+// kernel; "" (go-plugin's own choice) when neither will do. The folder's
+// name holds this process's pid, and the folders of processes that are
+// gone are removed first (sdk.SweepStaleDirs).
 func socketDir() (string, error) {
-	sock := len("/" + sdk.SocketDirPrefix + "1234567890/plugin1234567890")
+	sock := len("/" + sdk.SocketDirPrefix + "1234567-1234567890/plugin1234567890")
 	for _, base := range []string{os.TempDir(), "/tmp"} {
 		if len(base)+sock > maxSocketPath {
 			continue
 		}
-		return os.MkdirTemp(base, sdk.SocketDirPrefix)
+		sdk.SweepStaleDirs(base, sdk.SocketDirPrefix)
+		return os.MkdirTemp(base, fmt.Sprintf("%s%d-", sdk.SocketDirPrefix, os.Getpid()))
 	}
 	return "", nil
 }
 
+// killWait bounds how long kill waits for go-plugin's Kill: it returns
+// only when the plugin's stdout and stderr are closed, which a process
+// the plugin started can hold open for ever.
+const killWait = 5 * time.Second
+
 // kill stops the plugin (gracefully first, as go-plugin does) and removes
-// its socket folder.
+// its socket folder. When go-plugin's Kill does not return in killWait,
+// the plugin's process group is killed, closing the pipes it waits on;
+// kill returns after at most twice killWait.
 func (p *process) kill() {
-	p.client.Kill()
+	done := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(killWait):
+		killGroup(p.cmd)
+		select {
+		case <-done:
+		case <-time.After(killWait):
+		}
+	}
+	if p.lifeline != nil {
+		p.lifeline.Close()
+	}
 	if p.sockDir != "" {
 		os.RemoveAll(p.sockDir)
 	}

@@ -145,10 +145,13 @@ func NewRelay(pool *Pool) (*Relay, error) {
 // TMPDIR is too deep for a socket path.
 func relayDir() (string, error) {
 	for _, base := range []string{os.TempDir(), "/tmp"} {
-		if len(base)+len("/"+RelayDirPrefix+"1234567890/s") > maxSocketPath {
+		if len(base)+len("/"+RelayDirPrefix+"1234567-1234567890/s") > maxSocketPath {
 			continue
 		}
-		return os.MkdirTemp(base, RelayDirPrefix) // 0700
+		// Named with this process's pid: the relay of a sparkform killed
+		// before any plugin could remove it is swept by the next one.
+		sdk.SweepStaleDirs(base, RelayDirPrefix)
+		return os.MkdirTemp(base, fmt.Sprintf("%s%d-", RelayDirPrefix, os.Getpid())) // 0700
 	}
 	return "", errors.New("no temporary folder short enough for a unix socket path")
 }

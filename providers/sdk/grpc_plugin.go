@@ -2,9 +2,13 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -89,7 +93,8 @@ func NewGRPCServerWithLimits(opts []grpc.ServerOption) *grpc.Server {
 // returns when the engine closes the connection. A plugin's main calls it
 // and nothing else; the process must not write to stdout before it.
 func Serve(p Provider) {
-	go exitWithParent(p.Stop, os.Getppid())
+	ignoreSIGPIPE()
+	go exitWithParent(p.Stop)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{PluginName: &GRPCProviderPlugin{Impl: p}},
@@ -97,23 +102,73 @@ func Serve(p Provider) {
 	})
 }
 
+// ignoreSIGPIPE makes a write to a dead engine's end of stdout or stderr
+// (the handshake line, a log line) fail with EPIPE instead of killing the
+// plugin with SIGPIPE: killed so, it would leave its socket behind
+// before exitWithParent could remove it. Called before plugin.Serve,
+// which makes the socket and then writes the handshake.
+func ignoreSIGPIPE() { signal.Ignore(syscall.SIGPIPE) }
+
+// LifelineEnv names, in a plugin's environment, the file descriptor of
+// its lifeline: the read end of a pipe whose write end only the engine
+// holds. It reads EOF when the engine is gone, however it went.
+const LifelineEnv = "SPARKFORM_PLUGIN_LIFELINE_FD"
+
+// ParentPIDEnv names, in a plugin's environment, the pid of the engine
+// that started it: a plugin whose engine died before it could ask
+// (os.Getppid is then already someone else) still sees it is an orphan.
+const ParentPIDEnv = "SPARKFORM_PLUGIN_PARENT_PID"
+
+// parentPollInterval is how often a plugin without a lifeline (started
+// by an older engine) checks its parent.
+const parentPollInterval = 200 * time.Millisecond
+
 // exitWithParent ends the plugin when the engine that started it is gone
 // (killed with SIGKILL, it cannot tell its plugins): go-plugin would keep
-// an orphan serving nobody, holding its SSH connections. In-flight work is
-// asked to stop first; its results have no one to go to.
-func exitWithParent(stop func(context.Context) error, ppid int) {
-	for {
-		time.Sleep(500 * time.Millisecond)
-		if os.Getppid() == ppid {
-			continue
+// an orphan serving nobody, holding its SSH connections and its socket.
+// In-flight work is asked to stop first; its results have no one to go
+// to. The engine is gone when the lifeline (LifelineEnv) reads EOF, or
+// when the parent is not the engine that started the plugin
+// (ParentPIDEnv, else the parent at start), checked at once and then
+// every parentPollInterval: so a plugin orphaned before it got here,
+// under any load, still goes.
+func exitWithParent(stop func(context.Context) error) {
+	gone := make(chan struct{}, 2)
+	if fd, err := strconv.Atoi(os.Getenv(LifelineEnv)); err == nil && fd > 2 {
+		if f := os.NewFile(uintptr(fd), "lifeline"); f != nil {
+			go func() {
+				var b [1]byte
+				for {
+					if _, err := f.Read(b[:]); err != nil {
+						gone <- struct{}{}
+						return
+					}
+				}
+			}()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = stop(ctx)
-		cancel()
-		time.Sleep(500 * time.Millisecond) // let stopped calls unwind
-		removeSocketDir()
-		os.Exit(2)
 	}
+	ppid := os.Getppid()
+	if p, err := strconv.Atoi(os.Getenv(ParentPIDEnv)); err == nil && p > 0 {
+		ppid = p
+	}
+	go func() {
+		for os.Getppid() == ppid {
+			time.Sleep(parentPollInterval)
+		}
+		gone <- struct{}{}
+	}()
+	<-gone
+	removeSocketDir() // first: nobody is left to connect to it
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = stop(ctx)
+	cancel()
+	time.Sleep(300 * time.Millisecond) // let stopped calls unwind
+	// Again, until it is gone: go-plugin may have been making its socket
+	// in the folder while it was being removed.
+	for i := 0; removeSocketDir() && i < 40; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.Exit(2)
 }
 
 // SocketDirPrefix names the folder the engine makes for a plugin's socket
@@ -128,12 +183,53 @@ const SocketDirPrefix = "sparkform-plugin-"
 // "sparkform-relay-"): the engine that made it was killed.
 const RelayEnv = "SPARKFORM_NODE_RELAY"
 
-func removeSocketDir() {
-	d := os.Getenv(plugin.EnvUnixSocketDir)
-	if d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
-		os.RemoveAll(d)
+// SweepStaleDirs removes from base the folders named PREFIX PID-... of
+// this user whose process PID is gone. A sparkform killed between making
+// such a folder (a plugin's socket folder, its connection relay's) and
+// starting a plugin, which would remove it, leaves it behind; the next
+// sparkform to make one sweeps it. A pid in use again keeps its folder.
+func SweepStaleDirs(base, prefix string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
+}
+
+// removeSocketDir removes the plugin's socket folder and its engine's
+// relay folder; it reports whether one of them is still there.
+func removeSocketDir() (left bool) {
+	remove := func(d string) {
+		_ = os.RemoveAll(d)
+		if _, err := os.Lstat(d); err == nil {
+			left = true
+		}
+	}
+	if d := os.Getenv(plugin.EnvUnixSocketDir); d != "" && strings.HasPrefix(filepath.Base(d), SocketDirPrefix) {
+		remove(d)
 	}
 	if s := os.Getenv(RelayEnv); s != "" && strings.HasPrefix(filepath.Base(filepath.Dir(s)), "sparkform-relay-") {
-		os.RemoveAll(filepath.Dir(s))
+		remove(filepath.Dir(s))
 	}
+	return left
 }

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 
@@ -40,7 +39,8 @@ func ServeShared(ps map[string]Provider) {
 		wg.Wait()
 		return nil
 	}
-	go exitWithParent(stopAll, os.Getppid())
+	ignoreSIGPIPE()
+	go exitWithParent(stopAll)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         set,
