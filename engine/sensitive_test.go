@@ -113,6 +113,7 @@ func TestSensitiveDrift(t *testing.T) {
 	writeObj(t, b.tp, b.attr("sftest_thing.d", "id"), "edited-secret")
 	for _, mode := range []plans.Mode{plans.NormalMode, plans.RefreshOnlyMode} {
 		p := r.plan(PlanOptions{Mode: mode})
+		p.ConfigDigest = strings.Repeat("0", 64) // the CLI sets it (cmd/sparkform configDigest)
 		f := filepath.Join(b.dir, "drift.bin")
 		if err := plans.WriteFile(f, p); err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -202,9 +203,15 @@ func (fp *filePlan) check() error {
 				return err
 			}
 		}
-		for _, a := range append(append([]string(nil), c.SensitiveAttrs...), c.SummaryAttrs...) {
+		for _, a := range c.SummaryAttrs {
 			if !hclsyntax.ValidIdentifier(a) {
 				return fmt.Errorf("%s: attribute name %q is not an identifier", c.Addr, a)
+			}
+		}
+		// Sensitive entries are paths (input.env.TOKEN, args[1]), not names.
+		for _, a := range append(append([]string(nil), c.SensitiveAttrs...), c.PriorSensitiveAttrs...) {
+			if err := checkSensitivePath(c.Addr, a); err != nil {
+				return err
 			}
 		}
 		if seen[c.Addr] {
@@ -223,6 +230,11 @@ func (fp *filePlan) check() error {
 		}
 		if drifted[d.Addr] {
 			return fmt.Errorf("drift of %s is listed twice", d.Addr)
+		}
+		for _, a := range d.SensitiveAttrs {
+			if err := checkSensitivePath("drift of "+d.Addr, a); err != nil {
+				return err
+			}
 		}
 		drifted[d.Addr] = true
 	}
@@ -265,6 +277,21 @@ func (p *Plan) checkValues() error {
 		if d.After == cty.NilVal {
 			return fmt.Errorf("drift of %s has no value found (null for gone)", d.Addr)
 		}
+	}
+	return nil
+}
+
+// checkSensitivePath refuses a sensitive path (see config.SensitivePaths)
+// that does not parse or does not start with an attribute name.
+func checkSensitivePath(addr, p string) error {
+	if err := checkText(addr+": sensitive path", p); err != nil {
+		return err
+	}
+	if err := config.ParseSensitivePath(p); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	if root, _ := config.SplitSensitivePath(p); !hclsyntax.ValidIdentifier(root) {
+		return fmt.Errorf("%s: sensitive path %q does not start with an attribute name", addr, p)
 	}
 	return nil
 }
