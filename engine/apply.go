@@ -397,7 +397,11 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		Private: c.PlannedPrivate, Dependencies: ap.cg.resourceDeps[key], SchemaVersion: schema.Version, SensitiveAttrs: c.SensitiveAttrs}
 	intent := func() cty.Value { return intentValue(c.After, cfg) }
 	var pr sdk.PlanApplyResponse
-	resp, err := ap.callApply(ctx, obj, intent, ci.Addr, string(c.Action), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+	var secretsOf func() []string // nil: nothing to redact progress of
+	if len(c.SensitiveAttrs)+len(c.PriorSensitiveAttrs) > 0 {
+		secretsOf = func() []string { return secretStrings(c.BeforeSensitive(), c.Before, cfg) }
+	}
+	resp, err := ap.callApply(ctx, obj, intent, ci.Addr, string(c.Action), secretsOf, func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 		pr = sdk.PlanAndApply(ctx, prov, sdk.PlanApplyRequest{TypeName: r.Addr.Type, Address: ci.Addr, Node: ci.Node,
 			Prior: prior, PriorPrivate: priorPrivate, Config: cfg, Replaces: replacesOf(c), Reviewed: c.After}, started, progress)
 		return pr.ApplyResponse
@@ -465,8 +469,10 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 // addr. The intent records intent() as inst's value when intent is not
 // nil (it is built only when an intent is written). call makes the
 // provider call; it calls started with the moment the change started (a
-// plan-and-apply may refuse before: then no apply events).
-func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func() cty.Value, addr, action string,
+// plan-and-apply may refuse before: then no apply events). secrets, when
+// not nil, are the sensitive strings progress messages are redacted of
+// (found at the first message).
+func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func() cty.Value, addr, action string, secrets func() []string,
 	call func(ctx context.Context, started func(at time.Time), progress func(sdk.Progress)) sdk.ApplyResponse) (sdk.ApplyResponse, error) {
 	h := ap.e.hooks()
 	// A call that reaches no node changes nothing a crash could leave
@@ -488,6 +494,8 @@ func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func
 		pa = plans.Delete
 	}
 	var start time.Time
+	var secretsOnce sync.Once
+	var found []string
 	// An operation in flight is never cut off by the caller's cancellation
 	// (Ctrl-C): it finishes, or stops early through Provider.Stop, and
 	// reports the state really left on the node, which is then saved.
@@ -497,6 +505,10 @@ func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func
 	}, func(p sdk.Progress) {
 		if p.Elapsed == 0 {
 			p.Elapsed = time.Since(start)
+		}
+		if secrets != nil && p.Message != "" {
+			secretsOnce.Do(func() { found = secrets() })
+			p.Message = redactString(p.Message, found)
 		}
 		h.Progress(addr, p)
 	})

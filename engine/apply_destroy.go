@@ -170,7 +170,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	var resp sdk.ApplyResponse
 	var err error
 	if lerr := ap.limiterFor(ctx, c.Type).do(ctx, func() {
-		resp, err = ap.callApply(ctx, inst, nil, addr, "delete", func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
+		resp, err = ap.callApply(ctx, inst, nil, addr, "delete", destroySecrets(c), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 			started(time.Now())
 			return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{
 				TypeName: c.Type, Address: addr, Node: node, Prior: c.Before, Planned: cty.NullVal(c.Before.Type()),
@@ -212,4 +212,12 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	}
 	ap.count(stateAddr, plans.Delete, diags.HasErrors())
 	return diags
+}
+
+// destroySecrets is what a delete's progress is redacted of (nil: none).
+func destroySecrets(c *plans.ResourceChange) func() []string {
+	if len(c.SensitiveAttrs)+len(c.PriorSensitiveAttrs) == 0 {
+		return nil
+	}
+	return func() []string { return secretStrings(c.BeforeSensitive(), c.Before) }
 }

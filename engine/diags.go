@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -76,9 +78,11 @@ func nodeLabel(n sdk.Node) string {
 	return fmt.Sprintf("%s@%s:%d", n.User, n.Host, n.Port)
 }
 
-// minSecretLen is the shortest sensitive string redact looks for in a
-// message: a shorter one (a "1", a "yes") would blank ordinary words
-// without hiding much.
+// minSecretLen is the shortest sensitive string redact replaces wherever
+// it occurs in a message. A shorter one (a "1", a "yes") is replaced
+// where it stands alone, not inside a longer word ("token=ab", "value
+// \"7\"", but not "about" or "77"): a message then never repeats it as a
+// value, and ordinary words that merely contain it stay readable.
 const minSecretLen = 4
 
 // secretStrings are the strings (and numbers, as text) at the sensitive
@@ -101,12 +105,12 @@ func secretStrings(paths []string, vals ...cty.Value) []string {
 		ty := v.Type()
 		switch {
 		case ty == cty.String:
-			if in && len(v.AsString()) >= minSecretLen {
+			if in && v.AsString() != "" {
 				out = append(out, v.AsString())
 			}
 		case ty == cty.Number:
-			if s := v.AsBigFloat().Text('f', -1); in && len(s) >= minSecretLen {
-				out = append(out, s)
+			if in {
+				out = append(out, v.AsBigFloat().Text('f', -1))
 			}
 		case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
 			for it := v.ElementIterator(); it.Next(); {
@@ -127,26 +131,66 @@ func secretStrings(paths []string, vals ...cty.Value) []string {
 }
 
 // redact replaces each secret in the diagnostics' text with "(sensitive
-// value)": a provider takes plain values and may quote them in an error
-// (an image reference, a command's output), and sparkform prints no
-// sensitive value.
+// value)" (see redactString): a provider takes plain values and may quote
+// them in an error (an image reference, a command's output), and
+// sparkform prints no sensitive value.
 func redact(diags hcl.Diagnostics, secrets []string) hcl.Diagnostics {
 	if len(secrets) == 0 {
 		return diags
 	}
 	for _, d := range diags {
-		for _, s := range secrets {
-			d.Summary = strings.ReplaceAll(d.Summary, s, "(sensitive value)")
-			d.Detail = strings.ReplaceAll(d.Detail, s, "(sensitive value)")
-		}
+		d.Summary = redactString(d.Summary, secrets)
+		d.Detail = redactString(d.Detail, secrets)
 	}
 	return diags
 }
 
-// redactString is redact for one message.
+// redactString is msg with each secret replaced by "(sensitive value)":
+// one of minSecretLen characters or more wherever it occurs, a shorter
+// one where it stands alone (see minSecretLen). secrets are longest
+// first, so a secret that holds another is replaced whole.
 func redactString(msg string, secrets []string) string {
 	for _, s := range secrets {
-		msg = strings.ReplaceAll(msg, s, "(sensitive value)")
+		switch {
+		case s == "" || !strings.Contains(msg, s):
+		case utf8.RuneCountInString(s) >= minSecretLen:
+			msg = strings.ReplaceAll(msg, s, sensitiveText)
+		default:
+			msg = replaceAlone(msg, s)
+		}
 	}
 	return msg
 }
+
+const sensitiveText = "(sensitive value)"
+
+// replaceAlone replaces each occurrence of s in msg that no letter,
+// digit or underscore touches on either side.
+func replaceAlone(msg, s string) string {
+	var b strings.Builder
+	last := 0 // msg[last:] is not written yet
+	for from := 0; ; {
+		i := strings.Index(msg[from:], s)
+		if i < 0 {
+			break
+		}
+		i += from
+		end := i + len(s)
+		before, _ := utf8.DecodeLastRuneInString(msg[:i])
+		after, _ := utf8.DecodeRuneInString(msg[end:])
+		if (i == 0 || !wordRune(before)) && (end == len(msg) || !wordRune(after)) {
+			b.WriteString(msg[last:i])
+			b.WriteString(sensitiveText)
+			last, from = end, end
+			continue
+		}
+		from = i + 1 // s starts with a whole rune: no match starts inside one
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
+func wordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }

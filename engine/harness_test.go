@@ -65,12 +65,19 @@ type recHooks struct {
 	notes     []string
 	applied   []string // "action addr" in PostApply order, errors marked
 	started   []string // "action addr" in PreApply order
+	progress  []string // "addr: message" in Progress order
 	postApply func(addr string, err error)
 }
 
 func (h *recHooks) Note(msg string) {
 	h.mu.Lock()
 	h.notes = append(h.notes, msg)
+	h.mu.Unlock()
+}
+
+func (h *recHooks) Progress(addr string, p sdk.Progress) {
+	h.mu.Lock()
+	h.progress = append(h.progress, addr+": "+p.Message)
 	h.mu.Unlock()
 }
 

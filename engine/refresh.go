@@ -7,6 +7,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -143,6 +144,10 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 		if err == nil {
 			err = fmt.Errorf("provider %s returned %d results for %d instances", g.provider, len(resp.Results), len(g.addrs))
 		}
+		// A message about the whole batch may repeat any instance's value.
+		if secrets := groupSecrets(g.addrs, objs); len(secrets) > 0 {
+			err = errors.New(redactString(err.Error(), secrets))
+		}
 		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, err)
 		return nil, hcl.Diagnostics{errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err.Error())}, resp.RoundTrips
 	}
@@ -155,6 +160,9 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 // the first instance's failure, for the hooks.
 func readResults(addrs []string, objs map[string]*stateObject, resp sdk.ReadResponse) (map[string]*stateObject, hcl.Diagnostics, error) {
 	diags := sdkDiags(filterWarnings(resp.Diagnostics), "", nil, nil)
+	if len(diags) > 0 {
+		diags = redact(diags, groupSecrets(addrs, objs))
+	}
 	out := make(map[string]*stateObject, len(addrs))
 	var first error
 	for i, addr := range addrs {
@@ -217,4 +225,17 @@ func (e *Engine) refreshForPlan(ctx context.Context, objs map[string]*stateObjec
 		}
 	}
 	return merged, drift, diags
+}
+
+// groupSecrets are the sensitive strings of every object of a read batch,
+// longest first: what a message about the whole batch must not repeat.
+func groupSecrets(addrs []string, objs map[string]*stateObject) []string {
+	var out []string
+	for _, addr := range addrs {
+		if o := objs[addr]; o != nil {
+			out = append(out, secretStrings(o.SensitiveAttrs, o.Value)...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -123,5 +125,90 @@ func TestSensitiveDrift(t *testing.T) {
 		if len(p.Drift) != 1 || !slices.Equal(p.Drift[0].SensitiveAttrs, []string{"value"}) {
 			t.Errorf("%s: drift %+v, want sftest_thing.d hiding value", mode, p.Drift)
 		}
+	}
+}
+
+// TestRedactString: a sensitive string of minSecretLen characters or
+// more is replaced wherever it occurs; a shorter one wherever it stands
+// alone (not inside a longer word), so a message never repeats it as
+// itself while ordinary words that merely contain it stay readable.
+func TestRedactString(t *testing.T) {
+	const h = "(sensitive value)"
+	tests := []struct {
+		name, msg string
+		secrets   []string
+		want      string
+	}{
+		{"long, inside a word", "token=xhunter2x", []string{"hunter2"}, "token=x" + h + "x"},
+		{"short, as a field", "token=ab mode=x", []string{"ab"}, "token=" + h + " mode=x"},
+		{"short, quoted", `value "ab" is bad`, []string{"ab"}, `value "` + h + `" is bad`},
+		{"short, at both ends", "ab", []string{"ab"}, h},
+		{"short, start and end", "ab:ab", []string{"ab"}, h + ":" + h},
+		{"short, inside words", "about a lab cabin", []string{"ab"}, "about a lab cabin"},
+		{"short, beside digits", "ab1 1ab _ab", []string{"ab"}, "ab1 1ab _ab"},
+		{"one character", "exit 7; retry 7 times; 77", []string{"7"}, "exit " + h + "; retry " + h + " times; 77"},
+		{"non-word characters", "pw=+-+ ok", []string{"+-+"}, "pw=" + h + " ok"},
+		{"several", "a=hunter2 b=ab c=abc", []string{"hunter2", "ab"}, "a=" + h + " b=" + h + " c=abc"},
+		{"a short one inside a long one", "k=xyz123", []string{"xyz123", "xy"}, "k=" + h},
+		{"multi-byte", "pw=äö, ok", []string{"äö"}, "pw=" + h + ", ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactString(tt.msg, tt.secrets); got != tt.want {
+				t.Errorf("redactString(%q, %q) = %q, want %q", tt.msg, tt.secrets, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSensitiveProviderMessages: a provider that repeats a sensitive
+// value in its progress messages and in its errors has it redacted,
+// whatever its length.
+func TestSensitiveProviderMessages(t *testing.T) {
+	for _, tok := range []string{"hunter2", "ab", "7"} {
+		t.Run(tok, func(t *testing.T) {
+			b := newBed(t)
+			r := b.cfg("sensitive_messages", "tok="+tok)
+			_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
+			msg := diagString(diags)
+			if !strings.Contains(msg, "Test provider failure") || !strings.Contains(msg, "(value (sensitive value))") {
+				t.Errorf("the error does not show the redacted value: %s", msg)
+			}
+			b.hooks.mu.Lock()
+			progress := strings.Join(b.hooks.progress, "\n")
+			b.hooks.mu.Unlock()
+			if !strings.Contains(progress, "value = (sensitive value)") {
+				t.Errorf("progress does not show the redacted value: %q", progress)
+			}
+			alone := regexp.MustCompile(`(^|[^\pL\pN_])` + regexp.QuoteMeta(tok) + `($|[^\pL\pN_])`)
+			for what, s := range map[string]string{"error": msg, "progress": progress} {
+				if alone.MatchString(s) {
+					t.Errorf("%s repeats %q: %s", what, tok, s)
+				}
+			}
+		})
+	}
+}
+
+// TestSensitiveReadBatchMessages: an error or warning a provider gives
+// for a whole read batch (no one instance's) is redacted of every
+// instance's sensitive values; the plain ones still show.
+func TestSensitiveReadBatchMessages(t *testing.T) {
+	for _, tt := range []struct{ tok, fails string }{{"hunter2", "Read failed"}, {"ab", "Read failed"}, {"hunter2", "warning"}, {"ab", "warning"}} {
+		t.Run(tt.tok+"/"+tt.fails, func(t *testing.T) {
+			b := newBed(t)
+			r := b.cfg("sensitive_read", "tok="+tt.tok)
+			r.converge()
+			b.tp.readFails.Store(&tt.fails)
+			_, diags := r.planE(PlanOptions{})
+			msg := diagString(diags)
+			if !strings.Contains(msg, "(sensitive value)") || !strings.Contains(msg, "plain-value") {
+				t.Errorf("the message does not show the values, redacted: %s", msg)
+			}
+			alone := regexp.MustCompile(`(^|[^\pL\pN_])` + regexp.QuoteMeta(tt.tok) + `($|[^\pL\pN_])`)
+			if alone.MatchString(msg) {
+				t.Errorf("the message repeats %q: %s", tt.tok, msg)
+			}
+		})
 	}
 }

@@ -63,6 +63,10 @@ type testProvider struct {
 	// planValue, when set, is the value every plan gives "value" instead
 	// of the configured one (a provider whose plan moved on).
 	planValue atomic.Pointer[string]
+	// readFails, when set, makes a read fail as a whole with this
+	// summary, naming every instance's value (a provider whose batch
+	// error repeats what it was given).
+	readFails atomic.Pointer[string]
 }
 
 func newTestProvider(dir string) *testProvider {
@@ -139,6 +143,17 @@ func (thing) Validate(_ context.Context, cfg cty.Value) sdk.Diagnostics {
 
 func (t thing) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]sdk.ReadResult, int, sdk.Diagnostics) {
 	out := make([]sdk.ReadResult, len(items))
+	var batch sdk.Diagnostics
+	if f := t.tp.readFails.Load(); f != nil {
+		var vals []string
+		for _, it := range items {
+			vals = append(vals, valueOf(it.Prior))
+		}
+		if *f != "warning" {
+			return nil, 0, sdk.Diagnostics{sdk.Errorf(nil, *f, "cannot read objects with values %s", strings.Join(vals, ", "))}
+		}
+		batch = sdk.Diagnostics{{Severity: sdk.Warning, Summary: "Slow read", Detail: "values " + strings.Join(vals, ", ") + " were slow"}}
+	}
 	for i, it := range items {
 		out[i] = sdk.ReadResult{NewState: cty.NullVal(thingType)}
 		if it.Prior.IsNull() {
@@ -165,7 +180,7 @@ func (t thing) Read(_ context.Context, _ sdk.Node, items []sdk.ReadItem) ([]sdk.
 		m["value"], m["key"] = strPtrVal(f.Value), strPtrVal(f.Key)
 		out[i].NewState, out[i].Private = cty.ObjectVal(m), it.Private
 	}
-	return out, 1, nil
+	return out, 1, batch
 }
 
 func strPtrVal(s *string) cty.Value {
@@ -229,7 +244,9 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 	}
 	if s := cfgOf.GetAttr("sleep_ms"); !s.IsNull() && s.IsKnown() {
 		ms, _ := s.AsBigFloat().Int64()
-		progress(sdk.Progress{Message: "sleeping"})
+		// The message repeats the value, as real providers repeat
+		// theirs (a module's parameters, an image reference).
+		progress(sdk.Progress{Message: "sleeping; value = " + valueOf(cfgOf)})
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-ctx.Done():
@@ -244,7 +261,7 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 	fail := func(what string) sdk.ApplyResponse {
 		t.tp.log("failed-"+op, req.Address)
 		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{
-			sdk.Errorf(cty.GetAttrPath("fail"), "Test provider failure", "%s of %s failed because its config says fail = %q", what, req.Address, what)}}
+			sdk.Errorf(cty.GetAttrPath("fail"), "Test provider failure", "%s of %s (value %s) failed because its config says fail = %q", what, req.Address, valueOf(cfgOf), what)}}
 	}
 	switch op {
 	case "delete":
@@ -289,4 +306,16 @@ func (t thing) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sd
 
 func (thing) Import(_ context.Context, _ sdk.ImportRequest) sdk.ImportResponse {
 	return sdk.ImportUnsupported(testThing)
+}
+
+// valueOf is v's "value" as messages show it.
+func valueOf(v cty.Value) string {
+	if v.IsNull() || !v.IsKnown() {
+		return "?"
+	}
+	x := v.GetAttr("value")
+	if x.IsNull() || !x.IsKnown() {
+		return "null"
+	}
+	return x.AsString()
 }

@@ -167,6 +167,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 	type batch struct {
 		keys []string
 		reqs []sdk.ValidateRequest
+		sens [][]string // each request's sensitive paths (sensitive("literal"))
 	}
 	byProvider := map[string]*batch{}
 	var names []string
@@ -176,7 +177,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 		if r.Scope != nil { // a root block's body may be let go
 			ctx = r.Scope.BodyContext(r.Body(), ictx)
 		}
-		cfg, _, d := cg.decoderOf(r).Decode(ctx)
+		cfg, sens, d := cg.decoderOf(r).Decode(ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -197,6 +198,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 		}
 		b.keys = append(b.keys, key)
 		b.reqs = append(b.reqs, sdk.ValidateRequest{TypeName: r.Addr.Type, Config: cfg})
+		b.sens = append(b.sens, sens)
 	}
 	results := make([]hcl.Diagnostics, len(names))
 	failed := make([]bool, len(names))
@@ -224,7 +226,11 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 			for j, key := range b.keys {
 				r := e.Module.Resources[key]
 				rng := r.DeclRange
-				results[i] = append(results[i], sdkDiags(got[j], key, r.Body, &rng)...)
+				d := sdkDiags(got[j], key, r.Body, &rng)
+				if len(d) > 0 && len(b.sens[j]) > 0 {
+					d = redact(d, secretStrings(b.sens[j], b.reqs[j].Config))
+				}
+				results[i] = append(results[i], d...)
 			}
 		})
 	}

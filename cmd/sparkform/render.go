@@ -462,6 +462,10 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive 
 					continue
 				}
 				line(r.c(yellow, "~"), n)
+				if d, ok := r.sensitiveDiffOf(sensIn[n] && !sens[n], attrOf(markedB, n), attrOf(markedA, n), indent); ok {
+					tw.WriteString(d)
+					break
+				}
 				show(n, b, markedB)
 				tw.WriteString(" -> ")
 				show(n, a, markedA)

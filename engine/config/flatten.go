@@ -59,6 +59,10 @@ func Flatten(root *Module, vars map[string]cty.Value) (*Module, hcl.Diagnostics)
 		}
 		f.validate = true
 	}
+	// Sensitive root variables keep their mark before the walk too, so a
+	// call's for_each or count made from one is refused (its keys are
+	// printed) as a resource's is.
+	f.vars = MarkVariables(root, f.vars)
 	rw := &rewriter{mod: root, f: f}
 	for n, l := range root.Locals {
 		rw.expr(l.Expr)

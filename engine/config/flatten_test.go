@@ -215,6 +215,56 @@ module "m" {
   for_each = sparkform_data.d.output
 }`, "m/main.sf.hcl": `output "o" { value = 1 }`},
 			map[string]cty.Value{}, []string{"Invalid module for_each", "must be known before the plan"}},
+		// A sensitive variable is refused in a call's for_each and count
+		// as in a resource's (instance keys are printed), directly,
+		// through a local, with sensitive(), and from a module's own
+		// sensitive variable in a nested call.
+		{"for_each from a sensitive variable", map[string]string{"main.sf.hcl": `variable "keys" {
+  type      = set(string)
+  sensitive = true
+}
+module "m" {
+  source   = "./m"
+  for_each = var.keys
+}`, "m/main.sf.hcl": `output "o" { value = 1 }`},
+			map[string]cty.Value{"keys": cty.SetVal([]cty.Value{cty.StringVal("hunter2")})}, []string{"Invalid for_each argument", "sensitive", "main.sf.hcl:7"}},
+		{"count from a sensitive variable via a local", map[string]string{"main.sf.hcl": `variable "n" {
+  type      = number
+  sensitive = true
+}
+locals { n = var.n + 1 }
+module "m" {
+  source = "./m"
+  count  = local.n
+}`, "m/main.sf.hcl": `output "o" { value = 1 }`},
+			map[string]cty.Value{"n": cty.NumberIntVal(2)}, []string{"Invalid count argument", "sensitive", "main.sf.hcl:8"}},
+		{"for_each from sensitive()", map[string]string{"main.sf.hcl": `module "m" {
+  source   = "./m"
+  for_each = sensitive(toset(["a"]))
+}`, "m/main.sf.hcl": `output "o" { value = 1 }`},
+			map[string]cty.Value{}, []string{"Invalid for_each argument", "sensitive"}},
+		{"nested for_each from a module's sensitive variable", map[string]string{"main.sf.hcl": `module "m" {
+  source = "./m"
+  keys   = ["a"]
+}`, "m/main.sf.hcl": `variable "keys" {
+  type      = set(string)
+  sensitive = true
+}
+module "inner" {
+  source   = "../leaf"
+  for_each = var.keys
+}`, "leaf/main.sf.hcl": `output "o" { value = 1 }`},
+			map[string]cty.Value{}, []string{"Invalid for_each argument", "sensitive", "main.sf.hcl:7"}},
+		{"validate: for_each from a sensitive default", map[string]string{"main.sf.hcl": `variable "keys" {
+  type      = set(string)
+  default   = ["a"]
+  sensitive = true
+}
+module "m" {
+  source   = "./m"
+  for_each = var.keys
+}`, "m/main.sf.hcl": `output "o" { value = 1 }`},
+			nil, []string{"Invalid for_each argument", "sensitive"}},
 		{"bad key", map[string]string{"main.sf.hcl": `module "m" {
   source = "./m"
   count  = 1
@@ -236,6 +286,9 @@ output "x" { value = module.m["a"].o }`, "m/main.sf.hcl": `output "o" { value = 
 			}
 			msg := diags.Error()
 			for _, d := range diags {
+				if d.Subject != nil {
+					msg += "\n" + d.Subject.String()
+				}
 				msg += "\n" + d.Detail
 			}
 			for _, w := range tt.want {

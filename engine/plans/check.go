@@ -208,8 +208,11 @@ func (fp *filePlan) check() error {
 				return fmt.Errorf("%s: attribute name %q is not an identifier", c.Addr, a)
 			}
 		}
-		if err := checkSensitivePaths(c.Addr, c.SensitiveAttrs, c.PriorSensitiveAttrs); err != nil {
-			return err
+		// Sensitive entries are paths (input.env.TOKEN, args[1]), not names.
+		for _, a := range append(append([]string(nil), c.SensitiveAttrs...), c.PriorSensitiveAttrs...) {
+			if err := checkSensitivePath(c.Addr, a); err != nil {
+				return err
+			}
 		}
 		if seen[c.Addr] {
 			return fmt.Errorf("%s is planned twice", c.Addr)
@@ -228,8 +231,10 @@ func (fp *filePlan) check() error {
 		if drifted[d.Addr] {
 			return fmt.Errorf("drift of %s is listed twice", d.Addr)
 		}
-		if err := checkSensitivePaths("drift of "+d.Addr, d.SensitiveAttrs); err != nil {
-			return err
+		for _, a := range d.SensitiveAttrs {
+			if err := checkSensitivePath("drift of "+d.Addr, a); err != nil {
+				return err
+			}
 		}
 		drifted[d.Addr] = true
 	}
@@ -276,15 +281,17 @@ func (p *Plan) checkValues() error {
 	return nil
 }
 
-// checkSensitivePaths refuses a sensitive path that does not parse: a
-// path the renderer could not follow would hide less than state meant.
-func checkSensitivePaths(addr string, lists ...[]string) error {
-	for _, list := range lists {
-		for _, p := range list {
-			if err := config.ParseSensitivePath(p); err != nil {
-				return fmt.Errorf("%s: sensitive path %q: %v", addr, p, err)
-			}
-		}
+// checkSensitivePath refuses a sensitive path (see config.SensitivePaths)
+// that does not parse or does not start with an attribute name.
+func checkSensitivePath(addr, p string) error {
+	if err := checkText(addr+": sensitive path", p); err != nil {
+		return err
+	}
+	if err := config.ParseSensitivePath(p); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	if root, _ := config.SplitSensitivePath(p); !hclsyntax.ValidIdentifier(root) {
+		return fmt.Errorf("%s: sensitive path %q does not start with an attribute name", addr, p)
 	}
 	return nil
 }

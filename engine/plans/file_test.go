@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -250,9 +251,14 @@ func TestCraftedPlanFiles(t *testing.T) {
 		{"ssh node without a port", change(func(c *fileChange) { c.Node = sdk.Node{Name: "node.a", Transport: "ssh", Host: "h"} }), "port 0"},
 		{"node name with ESC", change(func(c *fileChange) { c.Node = sdk.Node{Name: "node.a\x1b]0;x\a", Transport: "local"} }), "control or invisible"},
 		{"no transport but a name", change(func(c *fileChange) { c.PriorNode = sdk.Node{Name: "node.a"} }), "no transport"},
-		{"sensitive path that does not parse", change(func(c *fileChange) { c.SensitiveAttrs = []string{"a\nb"} }), "sensitive path"},
-		{"prior sensitive path that does not parse", change(func(c *fileChange) { c.PriorSensitiveAttrs = []string{`env["x`} }), "sensitive path"},
-		{"summary attribute not an identifier", change(func(c *fileChange) { c.SummaryAttrs = []string{"a b"} }), "not an identifier"},
+		{"summary attribute not an identifier", change(func(c *fileChange) { c.SummaryAttrs = []string{"a\nb"} }), "not an identifier"},
+		{"sensitive path with a newline", change(func(c *fileChange) { c.SensitiveAttrs = []string{"a\nb"} }), "control or invisible"},
+		{"sensitive path that does not parse", change(func(c *fileChange) { c.SensitiveAttrs = []string{"input[x"} }), "not a sensitive path"},
+		{"sensitive path not from an attribute", change(func(c *fileChange) { c.SensitiveAttrs = []string{`["a b"].c`} }), "does not start with an attribute name"},
+		{"prior sensitive path that does not parse", change(func(c *fileChange) { c.PriorSensitiveAttrs = []string{"a..b"} }), "not a sensitive path"},
+		{"drift sensitive path that does not parse", file(func(fp *filePlan) {
+			fp.Drift = []fileDrift{{Addr: "sparkform_data.x", Type: "sparkform_data", Before: val("x"), After: val("y"), SensitiveAttrs: []string{"input["}}}
+		}), "not a sensitive path"},
 		{"create with a prior", change(func(c *fileChange) { c.Before, c.After = val("x"), val("y") }), "action create needs no prior object"},
 		{"create of nothing", change(func(c *fileChange) { c.After = nil }), "action create needs no prior object and a planned one"},
 		{"delete leaving an object", change(func(c *fileChange) { c.Action, c.Before, c.After = Delete, val("x"), val("y") }), "action delete needs a prior object and no planned one"},
@@ -287,6 +293,14 @@ func TestCraftedPlanFiles(t *testing.T) {
 	// The base every case changes one thing of is a plan file that reads.
 	if _, err := Read(bytes.NewReader(crafted(t, change(func(c *fileChange) { c.After = val("x") })))); err != nil {
 		t.Fatalf("the unchanged crafted plan: %v", err)
+	}
+	// Sensitive entries are paths (config.SensitivePaths), kept as they are.
+	paths := []string{"input", "input.env.TOKEN", "input.args[1]", `input.env["HF TOKEN"]`}
+	p, err := Read(bytes.NewReader(crafted(t, change(func(c *fileChange) {
+		c.After, c.SensitiveAttrs, c.PriorSensitiveAttrs = val("x"), paths, paths
+	}))))
+	if err != nil || !slices.Equal(p.Changes[0].SensitiveAttrs, paths) || !slices.Equal(p.Changes[0].PriorSensitiveAttrs, paths) {
+		t.Fatalf("a plan with sensitive paths: %v", err)
 	}
 	// A plan made before any state exists names no lineage, at serial 0.
 	if _, err := Read(bytes.NewReader(crafted(t, file(func(fp *filePlan) { fp.Lineage, fp.Serial = "", 0 })))); err != nil {
