@@ -169,7 +169,9 @@ func TestTorture(t *testing.T) {
 // ended before the moment came.
 func (fb *faultBed) killAt(rng *rand.Rand, op string, expect time.Duration) *tortureKill {
 	fb.t.Helper()
-	kinds := []string{"cli", "cli", "cli", "plugin", "plugin", "plugin", "sshd"}
+	// One kind in three each: the sshd link's kills during destroy were
+	// the ones that found most leaks (issue 31), so they are not rarer.
+	kinds := []string{"cli", "plugin", "sshd"}
 	k := &tortureKill{op: op, kind: kinds[rng.Intn(len(kinds))]}
 	// Uniform over the whole operation, as long as a clean one takes.
 	k.at = time.Duration(rng.Int63n(int64(expect) + 1))
