@@ -472,6 +472,64 @@ func TestPluginExitsWhenEngineIsKilled(t *testing.T) {
 	}
 }
 
+// TestPluginOrphanedBeforeItLooks: a plugin without the engine's pid in
+// its environment whose engine is gone before the plugin reads its parent
+// (the shell below exits at once) leaves too. It read its parent inside
+// the watching goroutine, which under load ran after the orphaning, and
+// then watched init forever (TestPluginExitsWhenEngineIsKilled failed so
+// in a loaded make test). Orphans go to pid 1 on this test bed; where a
+// subreaper takes them instead, the plugin cannot tell from its parent
+// and only the engine's pid (ParentPIDEnv, TestPluginLeavesWithItsEngine)
+// can say: the test says so and stops.
+func TestPluginOrphanedBeforeItLooks(t *testing.T) {
+	if reaper := orphanReaper(t); reaper != 1 {
+		t.Skipf("orphans here go to pid %d (a subreaper), not init: only ParentPIDEnv can tell, tested by TestPluginLeavesWithItsEngine", reaper)
+	}
+	sockDir := filepath.Join(t.TempDir(), sdk.SocketDirPrefix+"orphaned-early")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command("sh", "-c", `"$0" internal-plugin sparkform >/dev/null 2>&1 </dev/null & echo $! > "$1"`, selfExe, pidFile)
+	cmd.Env = append(os.Environ(), sdk.Handshake.MagicCookieKey+"="+sdk.Handshake.MagicCookieValue, goplugin.EnvUnixSocketDir+"="+sockDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); alive(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("plugin pid %d, orphaned before it looked, still runs 15s later", pid)
+		}
+	}
+	if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plugin's socket folder is still there (%v)", err)
+	}
+}
+
+// orphanReaper is the pid that an orphaned process of this test gets as
+// its parent. (Output returns once the orphan, which holds the pipe,
+// has written and exited.)
+func orphanReaper(t *testing.T) int {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `sh -c 'sleep 0.3; grep ^PPid: /proc/$$/status' & exit`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "PPid:")))
+	if err != nil {
+		t.Fatalf("the orphan's parent: %q: %v", out, err)
+	}
+	return pid
+}
+
 // Every plugin socket lives in a folder of its own under TMPDIR, and
 // Close leaves none behind, nor does a plugin killed by a signal.
 func TestNoSocketsLeftBehind(t *testing.T) {

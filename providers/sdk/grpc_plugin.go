@@ -94,7 +94,7 @@ func NewGRPCServerWithLimits(opts []grpc.ServerOption) *grpc.Server {
 // and nothing else; the process must not write to stdout before it.
 func Serve(p Provider) {
 	ignoreSIGPIPE()
-	go exitWithParent(p.Stop)
+	go exitWithParent(p.Stop, engineParent())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{PluginName: &GRPCProviderPlugin{Impl: p}},
@@ -132,7 +132,7 @@ const parentPollInterval = 200 * time.Millisecond
 // (ParentPIDEnv, else the parent at start), checked at once and then
 // every parentPollInterval: so a plugin orphaned before it got here,
 // under any load, still goes.
-func exitWithParent(stop func(context.Context) error) {
+func exitWithParent(stop func(context.Context) error, ppid int) {
 	gone := make(chan struct{}, 2)
 	if fd, err := strconv.Atoi(os.Getenv(LifelineEnv)); err == nil && fd > 2 {
 		if f := os.NewFile(uintptr(fd), "lifeline"); f != nil {
@@ -146,10 +146,6 @@ func exitWithParent(stop func(context.Context) error) {
 				}
 			}()
 		}
-	}
-	ppid := os.Getppid()
-	if p, err := strconv.Atoi(os.Getenv(ParentPIDEnv)); err == nil && p > 0 {
-		ppid = p
 	}
 	go func() {
 		for os.Getppid() == ppid {
@@ -169,6 +165,22 @@ func exitWithParent(stop func(context.Context) error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	os.Exit(2)
+}
+
+// engineParent is the pid of the engine exitWithParent watches for:
+// ParentPIDEnv, else the parent now. Callers read it before they start
+// the watching goroutine: read inside it, under load, it could already be
+// the reaper's pid and the plugin would watch that instead. A plugin
+// without ParentPIDEnv whose parent is already init (1) was orphaned
+// before it could look: 0 makes it leave at once.
+func engineParent() int {
+	if p, err := strconv.Atoi(os.Getenv(ParentPIDEnv)); err == nil && p > 0 {
+		return p
+	}
+	if ppid := os.Getppid(); ppid != 1 {
+		return ppid
+	}
+	return 0
 }
 
 // SocketDirPrefix names the folder the engine makes for a plugin's socket

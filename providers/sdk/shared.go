@@ -40,7 +40,7 @@ func ServeShared(ps map[string]Provider) {
 		return nil
 	}
 	ignoreSIGPIPE()
-	go exitWithParent(stopAll)
+	go exitWithParent(stopAll, engineParent())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         set,
