@@ -472,25 +472,28 @@ func TestPluginExitsWhenEngineIsKilled(t *testing.T) {
 	}
 }
 
-// TestPluginOrphanedBeforeItLooks: a plugin without the engine's pid in
-// its environment whose engine is gone before the plugin reads its parent
-// (the shell below exits at once) leaves too. It read its parent inside
-// the watching goroutine, which under load ran after the orphaning, and
-// then watched init forever (TestPluginExitsWhenEngineIsKilled failed so
-// in a loaded make test). Orphans go to pid 1 on this test bed; where a
-// subreaper takes them instead, the plugin cannot tell from its parent
-// and only the engine's pid (ParentPIDEnv, TestPluginLeavesWithItsEngine)
-// can say: the test says so and stops.
+// TestPluginOrphanedBeforeItLooks: a plugin whose engine is gone before
+// the plugin reads its parent (the shell below exits at once) leaves too.
+// It read its parent inside the watching goroutine, which under load ran
+// after the orphaning, and then watched init forever
+// (TestPluginExitsWhenEngineIsKilled failed so in a loaded make test).
+// Where orphans go to init, the plugin is started without the engine's
+// pid, as an older engine would: it must tell from its parent alone.
+// Where a subreaper takes them, a parent alone cannot tell, so the shell
+// passes its pid (ParentPIDEnv) as the engine does: the same early
+// orphan, found through the pid.
 func TestPluginOrphanedBeforeItLooks(t *testing.T) {
+	start := `"$0" internal-plugin sparkform >/dev/null 2>&1 </dev/null & echo $! > "$1"`
 	if reaper := orphanReaper(t); reaper != 1 {
-		t.Skipf("orphans here go to pid %d (a subreaper), not init: only ParentPIDEnv can tell, tested by TestPluginLeavesWithItsEngine", reaper)
+		t.Logf("orphans here go to pid %d (a subreaper): the plugin gets its engine's pid", reaper)
+		start = sdk.ParentPIDEnv + `=$$ ` + start
 	}
 	sockDir := filepath.Join(t.TempDir(), sdk.SocketDirPrefix+"orphaned-early")
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd := exec.Command("sh", "-c", `"$0" internal-plugin sparkform >/dev/null 2>&1 </dev/null & echo $! > "$1"`, selfExe, pidFile)
+	cmd := exec.Command("sh", "-c", start, selfExe, pidFile)
 	cmd.Env = append(os.Environ(), sdk.Handshake.MagicCookieKey+"="+sdk.Handshake.MagicCookieValue, goplugin.EnvUnixSocketDir+"="+sockDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
