@@ -83,7 +83,7 @@ func newFaultBed(t *testing.T, nodes, data int) *faultBed {
 		t.Fatal(err)
 	}
 	sims := sharedDir(t, "sparkform-faults-kernel-")
-	fb := &faultBed{t: t, prefix: fmt.Sprintf("sf-faults-%d", os.Getpid()), cgroupRoot: cgroup2Root(t)}
+	fb := &faultBed{t: t, prefix: fmt.Sprintf("sf-faults-%d", os.Getpid()), cgroupRoot: realpart.Cgroup2Root(t)}
 	pidsMax := "" // null: no pids controller to limit with
 	if b, err := os.ReadFile(filepath.Join(fb.cgroupRoot, "cgroup.controllers")); err == nil && slices.Contains(strings.Fields(string(b)), "pids") {
 		pidsMax = "SPARKFORM_VAR_cgroup_pids_max=64"
@@ -539,29 +539,4 @@ func (fb *faultBed) removeCgroups() {
 	for _, g := range fb.cgroups() {
 		_ = os.Remove(g)
 	}
-}
-
-// cgroup2Root is the machine's cgroup v2 hierarchy that the fault tests
-// make groups in (they run as root): /sys/fs/cgroup on a unified host,
-// /sys/fs/cgroup/unified on a hybrid one.
-func cgroup2Root(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		realpart.Missing(t, "/proc/self/mounts: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || f[2] != "cgroup2" {
-			continue
-		}
-		probe := filepath.Join(f[1], fmt.Sprintf("sparkform-probe-%d", os.Getpid()))
-		if err := os.Mkdir(probe, 0o755); err != nil {
-			continue
-		}
-		_ = os.Remove(probe)
-		return f[1]
-	}
-	realpart.Missing(t, "a cgroup v2 hierarchy the fault tests can make groups in (mounted cgroup2, run as root)")
-	return ""
 }

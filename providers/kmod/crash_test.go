@@ -103,31 +103,6 @@ func TestLostReplyKeepsFirstPrior(t *testing.T) {
 	}
 }
 
-// cgroup2Root is a cgroup v2 hierarchy of this machine the tests may make
-// groups in (they run as root): /sys/fs/cgroup on a unified host,
-// /sys/fs/cgroup/unified on a hybrid one.
-func cgroup2Root(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		realpart.Missing(t, "/proc/self/mounts: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || f[2] != "cgroup2" {
-			continue
-		}
-		probe := filepath.Join(f[1], fmt.Sprintf("sparkform-probe-%d", os.Getpid()))
-		if err := os.Mkdir(probe, 0o755); err != nil {
-			continue
-		}
-		_ = os.Remove(probe)
-		return f[1]
-	}
-	realpart.Missing(t, "a cgroup v2 hierarchy this test can make groups in (mounted cgroup2, run as root)")
-	return ""
-}
-
 // TestCgroupDestroyCutShort: a kmod_cgroup destroy whose link to the node
 // drops after it removed the group, before the ancestors it created and
 // its restore record: the destroy is an error and the instance stays in
@@ -136,7 +111,7 @@ func cgroup2Root(t *testing.T) string {
 // The next destroy finishes, and an ancestor that other groups use now is
 // left to them with a warning, its record gone.
 func TestCgroupDestroyCutShort(t *testing.T) {
-	root := cgroup2Root(t)
+	root := realpart.Cgroup2Root(t)
 	bed := testbed.StartT(t, 1)
 	n := bed.Nodes[0].SDK()
 	n.Become = true
