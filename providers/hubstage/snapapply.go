@@ -223,7 +223,6 @@ func (r *snapshot) destroyCommit(ctx context.Context, conn node.Conn, become boo
 	return strings.TrimSuffix(strings.TrimSpace(out), "OK"), nil
 }
 
-
 // Apply implements sdk.Resource.
 func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
 	start := time.Now()
@@ -391,4 +390,3 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
-

@@ -182,5 +182,5 @@ func (t *hubTransfer) Stream(context.Context, snapFile, int64) (io.ReadCloser, e
 	return nil, errors.New("the hub source is fetched by the node")
 }
 
-func (t *hubTransfer) Relayed() int64          { return 0 }
+func (t *hubTransfer) Relayed() int64              { return 0 }
 func (t *hubTransfer) Close(context.Context) error { return nil }
