@@ -6,13 +6,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkform/sparkform/internal/realpart"
 )
 
 func testRepo() *Repo {
@@ -456,5 +462,49 @@ func TestServerFaults(t *testing.T) {
 	s.ResetCounters()
 	if s.TotalBytes() != 0 || s.Requests(EndpointCDN) != 0 || len(s.Log()) != 0 {
 		t.Error("ResetCounters left counts")
+	}
+}
+
+// curl (what a node's receiver uses) follows the CDN redirect with the
+// token given on stdin, and resumes a cut transfer with -C - so that the
+// bytes already received are not sent again.
+func TestServerWithCurl(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	realpart.Need(t, "curl (apt-get install curl)", err)
+	r := testRepo()
+	s := NewServer(t, r)
+	s.SetToken("hf_secret")
+	f := r.Main().File("model-00001-of-00002.safetensors")
+	out := filepath.Join(t.TempDir(), "blob.incomplete")
+	get := func(args ...string) error {
+		cmd := exec.Command(curl, append([]string{"-fsSL", "-K", "-", "-o", out}, args...)...)
+		cmd.Stdin = strings.NewReader("header = \"Authorization: Bearer hf_secret\"\n")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, b)
+		}
+		return nil
+	}
+	url := s.URL + "/org/model/resolve/" + r.Main().SHA + "/" + f.Path
+	s.CutAfter(f.Path, 100000, 1)
+	var ee *exec.ExitError
+	if err := get(url); !errors.As(err, &ee) || ee.ExitCode() != 18 {
+		t.Fatalf("cut transfer: %v, want curl exit 18 (partial file)", err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() != 100000 {
+		t.Fatalf("after the cut: %v, want 100000 bytes on disk", err)
+	}
+	if err := get("-C", "-", url); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256hex(b) != f.Etag {
+		t.Errorf("resumed file hashes to %s, want %s", sha256hex(b), f.Etag)
+	}
+	if got := s.Bytes(f.Path); got != f.Size {
+		t.Errorf("bytes sent %d, want %d: the first 100000 were sent again", got, f.Size)
 	}
 }
