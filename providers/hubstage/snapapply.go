@@ -73,7 +73,8 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		case "D":
 			if len(f) == 3 {
 				n, _ := strconv.ParseInt(f[2], 10, 64)
-				done += n
+				// Its bytes were in the last P sample as a partial blob.
+				done, inflight = done+n, max(0, inflight-n)
 			}
 		case "E":
 			if len(f) == 3 {
@@ -296,6 +297,7 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	msg := fmt.Sprintf("%s: %d files from %s", s.RepoID, len(w.Fetch), src.Describe())
 	var last int64
 	prog := func(cur int64) {
+		cur = min(cur, total)
 		if cur < last {
 			cur = last
 		}

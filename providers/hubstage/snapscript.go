@@ -273,8 +273,16 @@ if [ -n "$rev" ]; then
   cur=-
   if [ -f "$rf" ]; then IFS= read -r cur < "$rf" || :; [ -n "$cur" ] || cur=-; fi
   if [ "$cur" != "$commit" ]; then
-    if ! printf '%s\n' "$rec" | grep -q "^ref $rev "; then
-      sf_rappend "$base" "$kind" "$rn" "ref $rev $cur
+    if ! printf '%s\n' "$rec" | awk -v r="$rev" '$1 == "ref" && $2 == r { f = 1 } END { exit !f }'; then
+      # The ref holds a commit another sparkform snapshot wrote there (a
+      # moved ref): what was there before that one is the prior to keep.
+      prior=$cur
+      if [ "$cur" != - ]; then
+        n=$(printf '%s\000%s' "$kind" "$hub/$repo@$cur" | sha256sum | cut -c1-32)
+        p0=$(sf_rcat "$base" "$kind" "$n" | awk -v r="$rev" '$1 == "ref" && $2 == r { print $3; exit }')
+        [ -z "$p0" ] || prior=$p0
+      fi
+      sf_rappend "$base" "$kind" "$rn" "ref $rev $prior
 " || exit 1
     fi
     mk "${rf%/*}" || exit 1
@@ -338,6 +346,21 @@ done
 printf '%s\n' "$rec" | sed -n 's/^made //p' | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2- | while IFS= read -r d; do
   rmdir "$d" 2>/dev/null
 done
+# Folders still in use (another snapshot of the repo is in them) go to
+# that snapshot's record, so that the last destroy removes them.
+left=$(printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do [ -d "$d" ] && printf 'made %s\n' "$d"; done)
+if [ -n "$left" ] && [ -d "$rd/snapshots" ]; then
+  for c in $(ls "$rd/snapshots"); do
+    [ "$c" != "$commit" ] || continue
+    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+    orec=$(sf_rcat "$base" "$kind" "$n")
+    [ -n "$orec" ] || continue
+    add=$(printf '%s\n' "$left" | while IFS= read -r l; do printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"; done)
+    if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
+" || exit 1; fi
+    break
+  done
+fi
 sf_rrm "$base" "$kind" "$rn" || exit 1
 echo OK
 `

@@ -324,3 +324,224 @@ func bigInt(v cty.Value) int64 {
 	return n
 }
 
+// snapEnv is one node, one server and a provider for the shorter tests.
+type snapCase struct {
+	n    snapNode
+	repo *hubtest.Repo
+	c1   *hubtest.Commit
+	c2   *hubtest.Commit
+	srv  *hubtest.Server
+	p    sdk.Provider
+}
+
+func newSnapCase(t *testing.T, n snapNode) *snapCase {
+	repo, c1, c2 := testRepo()
+	srv := hubtest.NewServer(t, repo)
+	srv.SetToken(testToken)
+	return &snapCase{n: n, repo: repo, c1: c1, c2: c2, srv: srv, p: snapProvider(t, n, map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": srv.URL})}
+}
+
+func (c *snapCase) config(t *testing.T, attrs map[string]cty.Value) cty.Value {
+	all := map[string]cty.Value{"hub_dir": cty.StringVal(c.n.hub), "repo_id": cty.StringVal("acme/tiny-llm")}
+	for k, v := range attrs {
+		all[k] = v
+	}
+	return snapConfig(t, all)
+}
+
+// apply plans and applies cfg over prior (NilVal: create).
+func (c *snapCase) apply(t *testing.T, prior cty.Value, priv []byte, cfg cty.Value) (cty.Value, []byte) {
+	t.Helper()
+	if prior == cty.NilVal {
+		prior = cty.NullVal(snapSchema.Block.ImpliedType())
+	}
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, c.n.node, prior, priv, cfg)
+	ap, _ := sdktest.Apply(t, c.p, TypeSnapshot, c.n.node, prior, pl.Planned, cfg, pl.PlannedPrivate)
+	return ap.NewState, ap.Private
+}
+
+// TestSnapshotResumesCutTransfer: a connection cut mid-file is resumed
+// from the .incomplete's size: the server serves each byte once.
+func TestSnapshotResumesCutTransfer(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			big := c.c2.File("model-00001-of-00002.safetensors")
+			small := c.c2.File("tokenizer/tokenizer.json")
+			c.srv.CutAfter(big.Path, 1<<20+123, 2)
+			c.srv.CutAfter(small.Path, 10000, 1)
+			state, _ := c.apply(t, cty.NilVal, nil, c.config(t, nil))
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			for _, f := range []*hubtest.File{big, small} {
+				if got := c.srv.Bytes(f.Path); got != f.Size {
+					t.Errorf("%s: the server sent %d bytes for a %d-byte file (resume must not fetch bytes again)", f.Path, got, f.Size)
+				}
+			}
+			ranges := 0
+			for _, q := range c.srv.Log() {
+				if q.Path == big.Path && strings.HasPrefix(q.Range, "bytes=") && !strings.HasPrefix(q.Range, "bytes=0-") {
+					ranges++
+				}
+			}
+			if ranges < 2 {
+				t.Errorf("%d resumed range requests for %s, want 2 (two cuts)", ranges, big.Path)
+			}
+			if state.GetAttr("commit").AsString() != c.c2.SHA {
+				t.Errorf("commit %s", state.GetAttr("commit").AsString())
+			}
+		})
+	}
+}
+
+// TestSnapshotDriftRepaired: a truncated blob, a missing blob and a wrong
+// link are drift that refresh shows and apply repairs, fetching only the
+// broken blobs; verify="full" catches a same-size blob with other bytes.
+func TestSnapshotDriftRepaired(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			cfg := c.config(t, map[string]cty.Value{"verify": cty.StringVal("full")})
+			state, priv := c.apply(t, cty.NilVal, nil, cfg)
+			rd := filepath.Join(n.hub, c.repo.CacheDirName())
+			snap := filepath.Join(rd, "snapshots", c.c2.SHA)
+			big := c.c2.File("model-00002-of-00002.safetensors")
+			gone := c.c2.File("small/f03.txt")
+			same := c.c2.File("config.json")
+			must(t, os.Truncate(filepath.Join(rd, "blobs", big.Etag), 1000))
+			must(t, os.Remove(filepath.Join(rd, "blobs", gone.Etag)))
+			b := c.c2.File(same.Path).Bytes()
+			b[0] ^= 0xff
+			must(t, os.WriteFile(filepath.Join(rd, "blobs", same.Etag), b, 0o644))
+			must(t, os.Remove(filepath.Join(snap, "README.md")))
+			must(t, os.Symlink("../../blobs/nothing", filepath.Join(snap, "README.md")))
+
+			rdr := sdktest.Read(t, c.p, TypeSnapshot, n.node, state, priv)
+			sum := rdr.NewState.GetAttr(SummaryAttribute).AsString()
+			for _, want := range []string{"drift", "1 blobs missing", "1 blobs of the wrong size", "1 blobs with wrong content", "1 wrong links"} {
+				if !strings.Contains(sum, want) {
+					t.Errorf("refresh summary %q lacks %q", sum, want)
+				}
+			}
+			c.srv.ResetCounters()
+			pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, rdr.NewState, rdr.Private, cfg)
+			if pl.Planned.RawEquals(rdr.NewState) {
+				t.Fatal("plan after drift is a no-op")
+			}
+			ap, _ := sdktest.Apply(t, c.p, TypeSnapshot, n.node, rdr.NewState, pl.Planned, cfg, pl.PlannedPrivate)
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			want := big.Size + gone.Size + same.Size
+			if got := c.srv.TotalBytes(); got != want {
+				t.Errorf("repair fetched %d bytes, want %d (only the broken blobs)", got, want)
+			}
+			rd2 := sdktest.Read(t, c.p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+			if pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, rd2.NewState, rd2.Private, cfg); !pl.Planned.RawEquals(rd2.NewState) {
+				t.Errorf("plan after the repair is not a no-op: %s", pl.Planned.GetAttr(SummaryAttribute).GoString())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+		})
+	}
+}
+
+// TestSnapshotSharedBlobsDestroyedOneAtATime: two snapshots of one repo
+// share blobs; destroying either first keeps every blob the other links
+// to (handed over to its record), and the second destroy leaves the hub
+// exactly as it was before both.
+func TestSnapshotSharedBlobsDestroyedOneAtATime(t *testing.T) {
+	n := snapNodes(t)[0]
+	for _, order := range []string{"old first", "new first"} {
+		t.Run(order, func(t *testing.T) {
+			n := n
+			n.hub = filepath.Join(t.TempDir(), "hub")
+			c := newSnapCase(t, n)
+			before := tree(t, n.hub)
+			cfgOld := c.config(t, map[string]cty.Value{"revision": cty.StringVal("refs/pr/1")})
+			cfgNew := c.config(t, nil)
+			sOld, pOld := c.apply(t, cty.NilVal, nil, cfgOld)
+			sNew, pNew := c.apply(t, cty.NilVal, nil, cfgNew)
+			hubtest.CheckLayout(t, n.hub, c.repo, "refs/pr/1")
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			first, second := struct {
+				s cty.Value
+				p []byte
+				r string
+			}{sOld, pOld, "main"}, struct {
+				s cty.Value
+				p []byte
+				r string
+			}{sNew, pNew, "refs/pr/1"}
+			if order == "new first" {
+				first.s, first.p, first.r, second.s, second.p, second.r = sNew, pNew, "refs/pr/1", sOld, pOld, "main"
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, first.s, first.p)
+			// The survivor is whole.
+			hubtest.CheckLayout(t, n.hub, c.repo, first.r)
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, second.s, second.p)
+			sameTree(t, "hub after both destroys", before, tree(t, n.hub))
+		})
+	}
+}
+
+// TestSnapshotFailedCreateIsDestroyedExactly: a file the hub cannot serve
+// fails the apply with a clear error after other blobs landed; the state
+// kept names the commit, and destroy removes everything it made.
+func TestSnapshotFailedCreateIsDestroyedExactly(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	before := tree(t, n.hub)
+	c.srv.Fail404("small/f07.txt")
+	cfg := c.config(t, map[string]cty.Value{"parallel": cty.NumberIntVal(2)})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	resp := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	err := resp.Diagnostics.Err()
+	if err == nil || !strings.Contains(err.Error(), "1 blobs failed") || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("apply error %v: want the failed blob and the 404", err)
+	}
+	if resp.NewState.IsNull() || resp.NewState.GetAttr("commit").AsString() != c.c2.SHA {
+		t.Fatalf("a failed create must keep a state naming the commit, got %#v", resp.NewState)
+	}
+	if _, err := os.Lstat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", "main")); err == nil {
+		t.Error("refs/main written although a blob failed (refs are written last)")
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, resp.NewState, resp.Private)
+	sameTree(t, "after destroy of a failed create", before, tree(t, n.hub))
+}
+
+// TestSnapshotMovedRef: main moves on the hub; plan shows the new commit,
+// apply fetches only the new blobs and gives back the old snapshot.
+func TestSnapshotMovedRef(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	c.repo.SetRef("main", c.c1.SHA)
+	cfg := c.config(t, nil)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	if state.GetAttr("commit").AsString() != c.c1.SHA {
+		t.Fatal("first apply: wrong commit")
+	}
+	c.repo.SetRef("main", c.c2.SHA)
+	c.srv.ResetCounters()
+	rd := sdktest.Read(t, c.p, TypeSnapshot, n.node, state, priv)
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, rd.NewState, rd.Private, cfg)
+	if s := pl.Planned.GetAttr(SummaryAttribute).AsString(); !strings.Contains(s, "commit "+c.c2.SHA[:7]) {
+		t.Errorf("plan summary %q does not name the new commit", s)
+	}
+	ap, _ := sdktest.Apply(t, c.p, TypeSnapshot, n.node, rd.NewState, pl.Planned, cfg, pl.PlannedPrivate)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	if _, err := os.Lstat(filepath.Join(n.hub, c.repo.CacheDirName(), "snapshots", c.c1.SHA)); err == nil {
+		t.Error("the old snapshot is still there")
+	}
+	var want int64
+	for _, f := range c.c2.Files {
+		if o := c.c1.File(f.Path); o == nil || o.Etag != f.Etag {
+			want += f.Size
+		}
+	}
+	if got := c.srv.TotalBytes(); got != want {
+		t.Errorf("fetched %d bytes, want %d (the new blobs only)", got, want)
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+	if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+		t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
+	}
+}
