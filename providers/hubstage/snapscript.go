@@ -68,10 +68,16 @@ while [ $# -ge 5 ]; do
     if [ -n "$gnu" ]; then
       (cd "$sd" && find . -mindepth 1 \( -type l -printf 'l\t%P\t%l\n' \) -o \( ! -type d -printf 'o\t%P\t%y\n' \))
     else
-      (cd "$sd" && find . -mindepth 1 \( -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \) -o \( ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} + \))
+      # (busybox find drops -exec + actions inside parentheses)
+      (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \
+        -o ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} +)
     fi
     if [ "$verify" = full ]; then
-      (cd "$sd" && find . -mindepth 1 -type l -exec readlink {} + 2>/dev/null) | sed 's|.*/||' | sort -u | while IFS= read -r e; do
+      if [ -n "$gnu" ]; then
+        (cd "$sd" && find . -mindepth 1 -type l -printf '%l\n')
+      else
+        (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do readlink "$f"; done' sh {} +)
+      fi 2>/dev/null | sed 's|.*/||' | sort -u | while IFS= read -r e; do
         b=$rd/blobs/$e
         [ -f "$b" ] || continue
         case ${#e} in
@@ -194,8 +200,8 @@ if [ "$mode" = fetch ]; then
     n=0
     while :; do
       if [ "$(size "$b")" = "$sz" ]; then rm -f "$inc"; echo "D	$e	$sz"; return 0; fi
+      : >> "$inc" || { echo "E	$e	cannot write $inc"; : > "$tmp/failed"; return 1; }
       off=$(size "$inc")
-      [ "$off" -ge 0 ] || off=0
       if [ "$off" -gt "$sz" ]; then rm -f "$inc"; off=0; fi
       if [ "$off" -lt "$sz" ]; then
         h=$( { cat "$inc" 2>/dev/null; printf '%s\n' "$sec" | "$@" "$e" "$off" "$p" 2>>"$tmp/err.$e" | tee -a "$inc"; } | hashed "$e" "$sz")
@@ -210,6 +216,8 @@ if [ "$mode" = fetch ]; then
       elif [ "$now" -gt "$sz" ]; then
         rm -f "$inc"
         printf 'the source sent %s bytes for a %s-byte file\n' "$now" "$sz" >> "$tmp/err.$e"
+      else
+        printf 'got %s of %s bytes\n' "$now" "$sz" >> "$tmp/err.$e"
       fi
       n=$((n+1))
       if [ $n -gt $retries ]; then

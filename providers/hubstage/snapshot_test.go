@@ -44,8 +44,18 @@ func snapNodes(t *testing.T) []snapNode {
 	realpart.Need(t, "curl (apt-get install curl)", err)
 	var out []snapNode
 	for _, n := range testNodes(t) {
-		if n.name == "busybox" { // no curl among busybox's applets
-			continue
+		if n.name == "busybox" {
+			// busybox's applets and curl (not one of them), as on the
+			// qemu node.
+			bin := t.TempDir()
+			ents, err := os.ReadDir(busyboxBin(t))
+			must(t, err)
+			for _, e := range ents {
+				must(t, os.Symlink(filepath.Join(busyboxBin(t), e.Name()), filepath.Join(bin, e.Name())))
+			}
+			curl, _ := exec.LookPath("curl")
+			must(t, os.Symlink(curl, filepath.Join(bin, "curl")))
+			n.conn = busyboxConn{Conn: node.NewLocal(n.node.Name), bin: bin}
 		}
 		sn := snapNode{testNode: n, hub: filepath.Join(n.dir, "hub"), recs: filepath.Join(n.dir, "records")}
 		must(t, os.MkdirAll(sn.recs, 0o777))
