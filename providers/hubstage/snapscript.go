@@ -169,9 +169,14 @@ fi
 IFS= read -r sec || sec=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Cancelled (sshd signals only this shell; a dropped link hangs it up):
+# the workers and their curls go too, so that none writes on after. The
+# command runs in a process group of its own (sshd's session, the local
+# transport's group), which kill 0 signals.
+stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1"; }
+trap 'stop 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
 cat > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")

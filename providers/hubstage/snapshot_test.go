@@ -555,3 +555,90 @@ func TestSnapshotMovedRef(t *testing.T) {
 		t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
 	}
 }
+
+// TestSnapshotResumesCancelledApply: an apply cancelled mid-transfer
+// leaves only .incomplete files (no blob name on a partial blob); the
+// next apply fetches exactly the bytes not yet on the node.
+func TestSnapshotResumesCancelledApply(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			c.srv.Throttle(1 << 20)
+			cfg := c.config(t, nil)
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan sdk.ApplyResponse)
+			go func() {
+				done <- c.p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+					Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+			}()
+			for c.srv.TotalBytes() < 1<<20 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			resp := <-done
+			if !resp.Diagnostics.HasErrors() {
+				t.Fatal("a cancelled apply reported success")
+			}
+			time.Sleep(300 * time.Millisecond) // anything left would write on now
+			blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
+			var partial int64
+			ents, _ := os.ReadDir(blobs)
+			for _, e := range ents {
+				fi, err := os.Stat(filepath.Join(blobs, e.Name()))
+				must(t, err)
+				if strings.HasSuffix(e.Name(), ".incomplete") {
+					partial += fi.Size()
+					continue
+				}
+				if f := fileByEtag(c.c2, e.Name()); f == nil || f.Size != fi.Size() {
+					t.Errorf("blob %s after a cancel: not a whole blob", e.Name())
+				}
+			}
+			if partial == 0 {
+				t.Fatal("no partial blob after the cancel; the test did not interrupt a transfer")
+			}
+			sizeNow := func() int64 {
+				var n int64
+				ents, _ := os.ReadDir(blobs)
+				for _, e := range ents {
+					fi, _ := os.Stat(filepath.Join(blobs, e.Name()))
+					n += fi.Size()
+				}
+				return n
+			}
+			settled := sizeNow()
+			time.Sleep(300 * time.Millisecond)
+			if sizeNow() != settled {
+				t.Fatal("blobs still grow after the cancelled apply returned: a worker outlived it")
+			}
+			c.srv.ResetCounters()
+			c.srv.Throttle(0)
+			state, _ := c.apply(t, resp.NewState, resp.Private, cfg)
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			var have int64
+			for _, e := range ents {
+				if !strings.HasSuffix(e.Name(), ".incomplete") {
+					fi, _ := os.Stat(filepath.Join(blobs, e.Name()))
+					if fi != nil {
+						have += fi.Size()
+					}
+				}
+			}
+			if got, want := c.srv.TotalBytes(), c.c2.TotalSize()-have-partial; got != want {
+				t.Errorf("the second apply fetched %d bytes, want %d (the partial %d bytes are not fetched again)", got, want, partial)
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, nil)
+		})
+	}
+}
+
+func fileByEtag(c *hubtest.Commit, etag string) *hubtest.File {
+	for _, f := range c.Files {
+		if f.Etag == etag {
+			return f
+		}
+	}
+	return nil
+}
