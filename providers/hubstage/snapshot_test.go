@@ -642,3 +642,87 @@ func fileByEtag(c *hubtest.Commit, etag string) *hubtest.File {
 	}
 	return nil
 }
+
+// TestSnapshotPinnedAndBatched: a pinned commit already applied plans with
+// no hub request; two instances refresh in one node command; a missing
+// token is a clear error.
+func TestSnapshotPinnedAndBatched(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	pinned := c.config(t, map[string]cty.Value{"revision": cty.StringVal(c.c1.SHA)})
+	main := c.config(t, map[string]cty.Value{"include": cty.ListVal([]cty.Value{cty.StringVal("*.json")})})
+	s1, p1 := c.apply(t, cty.NilVal, nil, pinned)
+	s2, p2 := c.apply(t, cty.NilVal, nil, main)
+	if _, err := os.Lstat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", c.c1.SHA)); err == nil {
+		t.Error("a pinned commit wrote a ref")
+	}
+	if got := s2.GetAttr("file_count"); !got.RawEquals(cty.NumberIntVal(2)) {
+		t.Errorf("include *.json: %s files", got.GoString())
+	}
+	c.srv.ResetCounters()
+	if pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, s1, p1, pinned); !pl.Planned.RawEquals(s1) {
+		t.Errorf("pinned replan not a no-op")
+	}
+	if got := c.srv.Requests(hubtest.EndpointAPI); got != 0 {
+		t.Errorf("a present pinned commit planned with %d hub requests, want 0", got)
+	}
+	rc := &runCounter{Conn: n.conn}
+	res := &snapshot{conn: func(context.Context, sdk.Node) (node.Conn, error) { return rc, nil }, getenv: func(string) string { return "" }, recDir: n.recs}
+	out, trips, diags := res.Read(context.Background(), n.node, []sdk.ReadItem{{Prior: s1, Private: p1}, {Prior: s2, Private: p2}})
+	if diags.HasErrors() || trips != 1 || rc.runs.Load() != 1 {
+		t.Fatalf("refresh of two instances: %v, %d round trips, %d commands; want 1", diags.Err(), trips, rc.runs.Load())
+	}
+	if !out[0].NewState.RawEquals(s1) || !out[1].NewState.RawEquals(s2) {
+		t.Error("refresh changed a whole snapshot")
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, s1, p1)
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, s2, p2)
+
+	// No token: the hub's 401 is explained.
+	noTok := snapProvider(t, n, map[string]string{"HF_ENDPOINT": c.srv.URL})
+	resp := noTok.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: TypeSnapshot, Node: n.node,
+		Prior: cty.NullVal(snapSchema.Block.ImpliedType()), Config: main, Proposed: sdk.ProposedNew(snapSchema.Block, cty.NullVal(snapSchema.Block.ImpliedType()), main)})
+	if err := resp.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "HF_TOKEN") {
+		t.Errorf("plan without a token: %v; want the 401 and the variable to set", err)
+	}
+}
+
+// runCounter counts the commands run.
+type runCounter struct {
+	node.Conn
+	runs atomic.Int64
+}
+
+func (c *runCounter) Run(ctx context.Context, cmd node.Cmd) (node.Result, error) {
+	c.runs.Add(1)
+	return c.Conn.Run(ctx, cmd)
+}
+
+// TestSnapshotTwoAtOnceShareBlobs: two snapshots sharing blobs applied at
+// the same time on one node both end whole (one fetches a shared blob,
+// the other waits for it), and both destroys give the hub back.
+func TestSnapshotTwoAtOnceShareBlobs(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	c.srv.Throttle(4 << 20)
+	cfgs := []cty.Value{c.config(t, map[string]cty.Value{"revision": cty.StringVal("refs/pr/1")}), c.config(t, nil)}
+	states := make([]cty.Value, 2)
+	privs := make([][]byte, 2)
+	var wg sync.WaitGroup
+	for i := range cfgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			states[i], privs[i] = c.apply(t, cty.NilVal, nil, cfgs[i])
+		}()
+	}
+	wg.Wait()
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	hubtest.CheckLayout(t, n.hub, c.repo, "refs/pr/1")
+	for i := range cfgs {
+		sdktest.Destroy(t, c.p, TypeSnapshot, n.node, states[i], privs[i])
+	}
+	if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+		t.Errorf("hub not empty after both destroys: %v", tree(t, n.hub))
+	}
+}
