@@ -310,13 +310,14 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		if err != nil {
 			return fail("Cannot open "+src.Describe(), err)
 		}
+		r0 := tr.Relayed()
 		jobs := jobLines(w)
 		if argv, secret, ok := tr.NodeFetch(); ok {
 			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", secret, jobs, argv, prog)
 		} else {
 			err = r.relay(ctx, conn, become, s, w, obs[0], tr, jobs, prog)
 		}
-		relayed = tr.Relayed()
+		relayed = tr.Relayed() - r0
 		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 			err = cerr
 		}

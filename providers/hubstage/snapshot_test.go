@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -724,5 +725,111 @@ func TestSnapshotTwoAtOnceShareBlobs(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
 		t.Errorf("hub not empty after both destroys: %v", tree(t, n.hub))
+	}
+}
+
+// streamSource is a test source whose bytes pass through the plugin (as
+// relay and push do): it serves a hubtest commit through Stream.
+type streamSource struct {
+	c       *hubtest.Commit
+	cutOnce map[string]int64 // path -> fail after this many bytes, once
+	offsets map[string][]int64
+	mu      sync.Mutex
+	relayed atomic.Int64
+}
+
+func (s *streamSource) Describe() string { return "the test stream, relayed through sparkform" }
+
+func (s *streamSource) List(context.Context, node.Conn, *snapSpec) (*snapListing, error) {
+	l := &snapListing{Commit: s.c.SHA}
+	for _, f := range s.c.Files {
+		l.Files = append(l.Files, snapFile{Path: f.Path, Etag: f.Etag, Size: f.Size})
+	}
+	return l, nil
+}
+
+func (s *streamSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return s, nil }
+func (s *streamSource) NodeFetch() ([]string, []byte, bool)                             { return nil, nil, false }
+func (s *streamSource) Relayed() int64                                                  { return s.relayed.Load() }
+func (s *streamSource) Close(context.Context) error                                     { return nil }
+
+type cutReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errors.New("test: connection cut")
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (s *streamSource) Stream(_ context.Context, f snapFile, off int64) (io.ReadCloser, error) {
+	hf := s.c.File(f.Path)
+	r := hf.Open()
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.offsets[f.Path] = append(s.offsets[f.Path], off)
+	var rd io.Reader = r
+	if n, ok := s.cutOnce[f.Path]; ok {
+		delete(s.cutOnce, f.Path)
+		rd = &cutReader{r: r, left: n}
+	}
+	s.mu.Unlock()
+	return io.NopCloser(countingReader{r: rd, n: &s.relayed}), nil
+}
+
+// TestSnapshotStreamedThroughPlugin: a source without a node-side fetch
+// streams each blob through the plugin into the receiver's put mode:
+// verified, counted in relayed_bytes, and resumed from the .incomplete's
+// size after a cut stream.
+func TestSnapshotStreamedThroughPlugin(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			big := c.c2.File("model-00001-of-00002.safetensors")
+			src := &streamSource{c: c.c2, cutOnce: map[string]int64{big.Path: 1<<20 + 5}, offsets: map[string][]int64{}}
+			saved := newLocalSource
+			newLocalSource = func(*snapEnv, *snapSpec) (snapSource, error) { return src, nil }
+			t.Cleanup(func() { newLocalSource = saved })
+			cfg := c.config(t, map[string]cty.Value{"source_local_dir": cty.StringVal("/test")})
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+			if s := pl.Planned.GetAttr(SummaryAttribute).AsString(); !strings.Contains(s, "relayed through sparkform") {
+				t.Errorf("plan summary %q does not name the relay", s)
+			}
+			resp := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+				Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+			if err := resp.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), big.Path) {
+				t.Fatalf("a cut stream: %v; want an error naming %s", err, big.Path)
+			}
+			inc := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs", big.Etag+".incomplete")
+			fi, err := os.Stat(inc)
+			must(t, err)
+			if fi.Size() != 1<<20+5 {
+				t.Fatalf("partial blob %d bytes, want %d", fi.Size(), 1<<20+5)
+			}
+			first := src.relayed.Load()
+			state, _ := c.apply(t, resp.NewState, resp.Private, cfg)
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			if offs := src.offsets[big.Path]; len(offs) != 2 || offs[1] != 1<<20+5 {
+				t.Errorf("stream offsets for %s: %v, want [0 %d]", big.Path, offs, 1<<20+5)
+			}
+			if got := bigInt(state.GetAttr("relayed_bytes")); got != src.relayed.Load()-first || got == 0 {
+				t.Errorf("relayed_bytes %d, want the %d bytes of the second apply", got, src.relayed.Load()-first)
+			}
+			if c.srv.TotalBytes() != 0 {
+				t.Errorf("the hub served %d bytes to a streamed source", c.srv.TotalBytes())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, nil)
+		})
 	}
 }
