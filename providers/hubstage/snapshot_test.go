@@ -748,10 +748,12 @@ func (s *streamSource) List(context.Context, node.Conn, *snapSpec) (*snapListing
 	return l, nil
 }
 
-func (s *streamSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return s, nil }
-func (s *streamSource) NodeFetch() ([]string, []byte, bool)                             { return nil, nil, false }
-func (s *streamSource) Relayed() int64                                                  { return s.relayed.Load() }
-func (s *streamSource) Close(context.Context) error                                     { return nil }
+func (s *streamSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) {
+	return s, nil
+}
+func (s *streamSource) NodeFetch() ([]string, []byte, bool) { return nil, nil, false }
+func (s *streamSource) Relayed() int64                      { return s.relayed.Load() }
+func (s *streamSource) Close(context.Context) error         { return nil }
 
 type cutReader struct {
 	r    io.Reader
