@@ -238,7 +238,9 @@ func (w *snapWork) summary(src string) string {
 	if d := w.drift(); d != "" {
 		parts = append(parts, d)
 	}
-	parts = append(parts, units.Human(w.Free)+" free")
+	// Not the free space: it moves between plan and apply, and a summary
+	// the apply's new plan must repeat holds only what the plan decides
+	// (free_bytes shows it).
 	return strings.Join(parts, ", ")
 }
 
