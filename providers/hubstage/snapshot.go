@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -87,6 +88,33 @@ type snapshot struct {
 	getenv func(string) string
 	// recDir overrides the restore records' base folder (tests).
 	recDir string
+
+	// seen holds what Read observed, for the Plan that follows in the same
+	// run: a no-op plan costs the refresh's one node command (and, with
+	// verify = "full", one re-hash), not a second. Plan takes an entry once.
+	mu   sync.Mutex
+	seen map[string]*snapObs
+}
+
+func obsKey(n sdk.Node, s *snapSpec, commit string) string {
+	return strings.Join([]string{n.Key(), s.HubDir, s.repoDir(), commit, s.Revision, s.Verify}, "\x00")
+}
+
+func (r *snapshot) keepObs(k string, o *snapObs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]*snapObs{}
+	}
+	r.seen[k] = o
+}
+
+func (r *snapshot) takeObs(k string) *snapObs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.seen[k]
+	delete(r.seen, k)
+	return o
 }
 
 var _ sdk.Resource = (*snapshot)(nil)

@@ -871,3 +871,24 @@ func ctyvalWith(v cty.Value, attr string, nv cty.Value) cty.Value {
 	m[attr] = nv
 	return cty.ObjectVal(m)
 }
+
+// TestSnapshotFoundWholeIsNotOurs: a snapshot another client downloaded
+// (or another instance wrote) is adopted with no transfer and no record,
+// and destroy leaves every file of it.
+func TestSnapshotFoundWholeIsNotOurs(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	refDownload(t, c.srv, n.hub, "main")
+	before := tree(t, n.hub)
+	c.srv.ResetCounters()
+	cfg := c.config(t, nil)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	if c.srv.Requests(hubtest.EndpointResolve)+c.srv.Requests(hubtest.EndpointCDN) != 0 {
+		t.Errorf("a whole snapshot was fetched again")
+	}
+	if state.GetAttr("commit").AsString() != c.c2.SHA || bigInt(state.GetAttr("transfer_bytes")) != 0 {
+		t.Errorf("state %s", state.GoString())
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+	sameTree(t, "a snapshot this resource did not write, after destroy", before, tree(t, n.hub))
+}
