@@ -115,13 +115,15 @@ done
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
 // printf builtin, so it is never in a command line); then jobs, one per
-// line, tab-separated:
+// line, tab-separated, up to a line "END"; then (fetch, finish) a tar
+// holding every link to write (one tar process writes them all):
 //
 //	B ETAG SIZE URLPATH   a blob to make present, streamed on its own
 //	S ETAG SIZE URLPATH   a small blob, fetched in one batch with the
 //	                      others when the transfer can (batch=1), in
 //	                      blobs/.sparkform-incoming.<commit>/ETAG
-//	L TARGET PATH         a link to write at snapshots/<commit>/PATH
+//	M DIR                 a folder under snapshots/<commit> the links need
+//	L TARGET PATH         a link (in the tar) at snapshots/<commit>/PATH
 //	X ETAG                a blob whose content is not its address
 //	                      (verify=full): removed before the fetch
 //
@@ -193,7 +195,9 @@ stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1";
 trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
-cat > "$tmp/jobs" || exit 1
+# The jobs end at a line "END"; a tar of the links follows (read by tar
+# below, in one process however many links there are).
+while IFS= read -r l; do [ "$l" = END ] && break; printf '%s\n' "$l"; done > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
 if ! has "owner $owner"; then
@@ -362,12 +366,14 @@ while IFS="$tab" read -r t tg p; do
 "
 done < "$tmp/jobs"
 if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; fi
-while IFS="$tab" read -r t tg p; do
-  [ "$t" = L ] || continue
-  l=$sd/$p
-  mk "${l%/*}" || exit 1
-  ln -sfn "$tg" "$l" || exit 1
+while IFS="$tab" read -r t d; do
+  [ "$t" = M ] || continue
+  mk "$sd/$d" || exit 1
 done < "$tmp/jobs"
+if grep -q "^L$tab" "$tmp/jobs"; then
+  # tar replaces a wrong link and keeps no owner from the archive.
+  tar -x -o -C "$sd" -f - || exit 1
+fi
 if [ -n "$rev" ]; then
   rf=$rd/refs/$rev
   cur=-
