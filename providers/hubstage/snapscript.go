@@ -258,6 +258,8 @@ verify_small() {
   if [ -s "$tmp/bad" ]; then (cd "$inbox" && xargs rm -f < "$tmp/bad"); fi
   if [ -s "$tmp/good" ]; then
     (cd "$inbox" && xargs sh -c 'mv -f "$@" ..' sh < "$tmp/good") || return 1
+    # What an earlier one-by-one attempt left for these is stale now.
+    sed 's/$/.incomplete/' "$tmp/good" | (cd "$rd/blobs" && xargs rm -f)
     awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } ($1 in g) { print "D\t" $1 "\t" $2 }' "$tmp/good" "$tmp/small"
   fi
   awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } !($1 in g) && !seen[$1]++' "$tmp/good" "$tmp/small" > "$tmp/small.next"
