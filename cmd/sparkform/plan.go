@@ -64,7 +64,9 @@ func (f *planFlags) mode() plans.Mode {
 func configDigest(mod *config.Module) string {
 	names := make([]string, 0, len(mod.Files))
 	for n := range mod.Files {
-		names = append(names, n)
+		if !mod.VarFiles[n] { // their values are in the plan
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	h := sha256.New()
@@ -97,7 +99,7 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 				return &exitError{code}
 			}
 			if out != "" {
-				if err := plans.WriteFile(out, p); err != nil {
+				if err := plans.WriteFile(m.Path(out), p); err != nil {
 					return fmt.Errorf("writing plan file: %w", err)
 				}
 				if !f.json {
@@ -293,7 +295,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 
 // applySaved applies a plan file.
 func (m *meta) applySaved(path string, f *planFlags) error {
-	p, err := plans.ReadFile(path)
+	p, err := plans.ReadFile(m.Path(path))
 	if err != nil {
 		return m.failed(fmt.Errorf("reading plan file %s: %w", path, err))
 	}

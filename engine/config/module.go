@@ -26,7 +26,11 @@ type Module struct {
 	// for rendering diagnostics with snippets and context. The Body of a
 	// large file is empty once loaded (its blocks live on in what was
 	// decoded from them); Bytes and Nav are whole.
-	Files     map[string]*hcl.File
+	Files map[string]*hcl.File
+	// VarFiles names the entries of Files that are -var-file files, not
+	// configuration: a saved plan carries their values, so they are no
+	// part of what makes a plan stale.
+	VarFiles  map[string]bool
 	Variables map[string]*Variable
 	Locals    map[string]*Local
 	Outputs   map[string]*Output
