@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -74,9 +76,19 @@ func NewServer(t testing.TB, repos ...*Repo) *Server {
 	return s
 }
 
-// Start starts a server serving repos (for programs; tests use NewServer).
-// Close stops it.
+// Start starts a server serving repos on 127.0.0.1 (for programs; tests
+// use NewServer). Close stops it.
 func Start(repos ...*Repo) *Server {
+	s, err := StartAt("127.0.0.1", repos...)
+	if err != nil {
+		panic(err) // as httptest.NewServer does when loopback cannot listen
+	}
+	return s
+}
+
+// StartAt is Start with both listeners on host (an IP address that
+// clients can reach, such as a bridge address test nodes use), free ports.
+func StartAt(host string, repos ...*Repo) (*Server, error) {
 	s := &Server{
 		repos:   map[string]*Repo{},
 		cuts:    map[string]*cut{},
@@ -89,10 +101,41 @@ func Start(repos ...*Repo) *Server {
 	for _, r := range repos {
 		s.AddRepo(r)
 	}
-	s.hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
-	s.cdn = httptest.NewServer(http.HandlerFunc(s.serveCDN))
+	s.hub = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHub))
+	s.cdn = httptest.NewUnstartedServer(http.HandlerFunc(s.serveCDN))
+	for _, h := range []*httptest.Server{s.hub, s.cdn} {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("hubtest: listen on %s: %w", host, err)
+		}
+		h.Listener.Close()
+		h.Listener = l
+		h.Start()
+	}
 	s.URL, s.CDNURL = s.hub.URL, s.cdn.URL
-	return s
+	return s, nil
+}
+
+// Stats are the counters in one value (also served as JSON at
+// GET /_hubtest/stats on the hub listener, for scripts).
+type Stats struct {
+	TotalBytes int64            `json:"total_bytes"`
+	Bytes      map[string]int64 `json:"bytes"`
+	Requests   map[string]int   `json:"requests"`
+}
+
+// Stats returns a copy of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{TotalBytes: s.total, Bytes: map[string]int64{}, Requests: map[string]int{}}
+	for k, v := range s.bytes {
+		st.Bytes[k] = v
+	}
+	for k, v := range s.reqs {
+		st.Requests[k] = v
+	}
+	return st
 }
 
 // Close stops both listeners and closes open connections.
@@ -260,6 +303,11 @@ func (s *Server) authorized(r *http.Request) bool {
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	segs := segments(r)
+	if len(segs) == 2 && segs[0] == "_hubtest" && segs[1] == "stats" {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Stats())
+		return
+	}
 	if len(segs) >= 2 && segs[0] == "api" && (segs[1] == "models" || segs[1] == "datasets") {
 		s.serveAPI(w, r, strings.TrimSuffix(segs[1], "s"), segs[2:])
 		return
