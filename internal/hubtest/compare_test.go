@@ -11,8 +11,8 @@ import (
 	"github.com/sparkform/sparkform/internal/hubtest/hfref"
 )
 
-// refRepo has LFS and regular files, nested folders, a shared blob and an
-// empty file.
+// refRepo has LFS and regular files, nested folders, a shared blob, an
+// empty file and a name that needs escaping in a URL.
 func refRepo() *Repo {
 	return GenRepo("acme/tiny-llm", 11,
 		FileSpec{Path: "config.json", Size: 700},
@@ -23,6 +23,7 @@ func refRepo() *Repo {
 		FileSpec{Path: "tokenizer/extra/vocab.bin", Size: 70 << 10, LFS: true},
 		FileSpec{Path: "original/consolidated.bin", Size: 200 << 10, LFS: true, Key: "model-00001-of-00002.safetensors"},
 		FileSpec{Path: "empty.txt", Size: 0},
+		FileSpec{Path: "with space & 100%.txt", Size: 33},
 	)
 }
 
