@@ -137,7 +137,7 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	mod, ds := config.LoadDir(m.Dir())
 	if mod != nil {
 		m.files = mod.Files
-		if !ds.HasErrors() {
+		if config.OnlyRecoverable(ds) { // e.g. a data block: report the rest too
 			ds = append(ds, mod.CheckReferences()...)
 		}
 	}
