@@ -277,7 +277,9 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 		}
 		fmt.Fprintln(m.stderr, msg)
 	}
-	node.Debug = logger.Named("ssh").Debug
+	if debugLog() {
+		node.SetDebug(logger.Named("ssh").Debug)
+	}
 	m.pool = node.NewPool()
 	var env []string
 	if r, err := node.NewRelay(m.pool); err != nil {
