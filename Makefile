@@ -57,7 +57,11 @@ torture:
 	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture$$' -count=1 -v -timeout 35m ./e2e/
 
 # The main job on a built-in local example: plan, apply, show, destroy.
-demo: build
+# A cold first build takes minutes: say so, and name each package as it
+# compiles (go build -v prints nothing when all is cached).
+demo:
+	@echo "== building $(BIN): the first build downloads modules and compiles for a few minutes; each package is named as it compiles"
+	$(GO) build -v -o $(BIN) ./cmd/sparkform
 	./examples/quickstart/run.sh $(CURDIR)/$(BIN)
 
 # The end-to-end benchmarks run a test build (-tags kmodsim): its kmod
