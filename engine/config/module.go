@@ -209,12 +209,6 @@ func loadDir(dir string, chain []string, done loaded) (*Module, hcl.Diagnostics)
 	return loadFiles(dir, names, chain, done)
 }
 
-// LoadFiles parses the named files (relative to dir) into one module, and
-// the modules it calls.
-func LoadFiles(dir string, names []string) (*Module, hcl.Diagnostics) {
-	return loadFiles(dir, names, nil, loaded{})
-}
-
 func loadFiles(dir string, names []string, chain []string, done loaded) (*Module, hcl.Diagnostics) {
 	m := newModule(dir)
 	names = append([]string(nil), names...)
