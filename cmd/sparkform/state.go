@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,7 +65,7 @@ func newShowCommand(m *meta) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				p, err := plans.ReadFile(args[0])
+				p, err := plans.ReadFile(m.Path(args[0]))
 				if err != nil {
 					return err
 				}
@@ -144,7 +146,7 @@ func newShowCommand(m *meta) *cobra.Command {
 			}
 			if len(outs) > 0 {
 				fmt.Fprint(m.stdout, "\nOutputs:\n\n")
-				for _, n := range sortedKeys(outs) {
+				for _, n := range slices.Sorted(maps.Keys(outs)) {
 					v, _ := engine.DecodeValue(outs[n].Value)
 					val := (&renderer{}).value(v, "")
 					if outs[n].Sensitive {

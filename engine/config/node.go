@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -121,10 +119,8 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 	}
 
 	tAttr := str("transport", &nc.Transport)
-	if nc.Transport != "ssh" && nc.Transport != "local" {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node transport",
-			Detail:  fmt.Sprintf("transport %q is not supported: use \"ssh\" (the default) or \"local\" (this machine, no SSH).", nc.Transport),
-			Subject: rangeOf(tAttr, body)})
+	if d := checkTransport(nc.Transport, rangeOf(tAttr, body)); d != nil {
+		diags = append(diags, d)
 	}
 	hAttr := str("host", &nc.Host)
 	if v, a, ok := get("port", cty.Number); ok {
@@ -174,8 +170,8 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 	if nc.KnownHosts == "" && nc.Transport == "ssh" {
 		nc.KnownHosts = "~/.ssh/known_hosts"
 	}
-	nc.KnownHosts = expandHome(nc.KnownHosts)
-	nc.IdentityFile = expandHome(nc.IdentityFile)
+	nc.KnownHosts = sshconfig.ExpandHome(nc.KnownHosts)
+	nc.IdentityFile = sshconfig.ExpandHome(nc.IdentityFile)
 	return nc, diags
 }
 
@@ -259,16 +255,36 @@ func currentUser() string {
 	return os.Getenv("USER")
 }
 
-// expandHome replaces a leading ~ with the home directory.
-func expandHome(p string) string {
-	if p != "~" && !strings.HasPrefix(p, "~/") {
-		return p
+// checkTransport is the error for a transport sparkform does not have.
+func checkTransport(t string, subject *hcl.Range) *hcl.Diagnostic {
+	if t == "ssh" || t == "local" {
+		return nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return p
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node transport",
+		Detail:  fmt.Sprintf("transport %q is not supported: use \"ssh\" (the default) or \"local\" (this machine, no SSH).", t),
+		Subject: subject}
+}
+
+// CheckNodeStatic checks what a node block says without values (for
+// validate): a transport that is known there must be one sparkform has.
+// ctx is a context where every name is unknown.
+func CheckNodeStatic(n *Node, ctx *hcl.EvalContext) hcl.Diagnostics {
+	content, _, _ := n.Config.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "transport"}}})
+	a := content.Attributes["transport"]
+	if a == nil {
+		return nil
 	}
-	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+	if n.Scope != nil {
+		ctx = n.Scope.BodyContext(n.Config, ctx)
+	}
+	v, diags := a.Expr.Value(ctx)
+	if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
+		return nil // the plan's decoding says what is wrong
+	}
+	if d := checkTransport(v.AsString(), a.Expr.Range().Ptr()); d != nil {
+		return hcl.Diagnostics{d}
+	}
+	return nil
 }
 
 // NodeValue is the object bound to node.NAME (or node.NAME[KEY]) in

@@ -71,6 +71,7 @@ type fileDrift struct {
 	Addr, Type     string
 	Before, After  fileValue
 	SensitiveAttrs []string
+	SummaryAttrs   []string `json:",omitempty"`
 }
 
 type fileOutput struct {
@@ -90,6 +91,7 @@ type filePlan struct {
 	Replace       []string
 	Changes       []fileChange
 	Drift         []fileDrift
+	Moves         []Move `json:",omitempty"`
 	Outputs       map[string]fileOutput
 	Notes         []string
 }
@@ -152,7 +154,7 @@ func Write(w io.Writer, p *Plan) error {
 	fp := filePlan{
 		FormatVersion: FormatVersion, Lineage: p.Lineage, Serial: p.Serial, Mode: p.Mode,
 		Created: p.Created, ConfigDigest: p.ConfigDigest, Targets: p.Targets, Replace: p.Replace,
-		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes,
+		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes, Moves: p.Moves,
 	}
 	var err error
 	enc := func(v cty.Value) fileValue {
@@ -179,7 +181,7 @@ func Write(w io.Writer, p *Plan) error {
 		fp.Changes = append(fp.Changes, fc)
 	}
 	for _, d := range p.Drift {
-		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After), SensitiveAttrs: d.SensitiveAttrs})
+		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After), SensitiveAttrs: d.SensitiveAttrs, SummaryAttrs: d.SummaryAttrs})
 	}
 	for k, o := range p.Outputs {
 		fp.Outputs[k] = fileOutput{Before: enc(o.Before), After: enc(o.After), Sensitive: o.Sensitive}
@@ -242,7 +244,7 @@ func Read(r io.Reader) (*Plan, error) {
 	p := &Plan{
 		FormatVersion: fp.FormatVersion, Lineage: fp.Lineage, Serial: fp.Serial, Mode: fp.Mode,
 		Created: fp.Created, ConfigDigest: fp.ConfigDigest, Targets: fp.Targets, Replace: fp.Replace,
-		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes,
+		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes, Moves: fp.Moves,
 	}
 	dec := func(b fileValue) cty.Value {
 		v, e := decodeValue(b)
@@ -272,7 +274,7 @@ func Read(r io.Reader) (*Plan, error) {
 		p.Changes = append(p.Changes, c)
 	}
 	for _, d := range fp.Drift {
-		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After), SensitiveAttrs: d.SensitiveAttrs})
+		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After), SensitiveAttrs: d.SensitiveAttrs, SummaryAttrs: d.SummaryAttrs})
 	}
 	for k, o := range fp.Outputs {
 		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}

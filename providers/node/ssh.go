@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/user"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/sparkform/sparkform/internal/sshconfig"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -62,8 +62,9 @@ var _ Conn = (*SSH)(nil)
 var Notify = sdk.Notice
 
 // Debug receives debug log lines (hclog style: a message, then key/value
-// pairs): one per SSH handshake with a node. The sparkform process points
-// it at its logger (SPARKFORM_LOG=debug); it discards them by default.
+// pairs): one per SSH handshake with a node and, once SetDebug set it, one
+// per command. The sparkform process and its plugins point it at their
+// loggers (SPARKFORM_LOG=debug); it discards them by default.
 var Debug = func(msg string, args ...any) {}
 
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
@@ -329,22 +330,12 @@ func (s *SSH) keepalive() {
 	}
 }
 
-// expandHome turns a leading ~/ into the home directory.
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if h, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(h, p[1:])
-		}
-	}
-	return p
-}
-
 // knownHostsFile is n.KnownHosts or ~/.ssh/known_hosts.
 func knownHostsFile(n sdk.Node) string {
 	if n.KnownHosts != "" {
-		return expandHome(n.KnownHosts)
+		return sshconfig.ExpandHome(n.KnownHosts)
 	}
-	return expandHome("~/.ssh/known_hosts")
+	return sshconfig.ExpandHome("~/.ssh/known_hosts")
 }
 
 // hostKeyPolicy returns the known_hosts check for n and the host key
@@ -422,7 +413,7 @@ func algorithmsFor(keyType string) []string {
 // authDesc says which keys were offered, for messages.
 func authDesc(n sdk.Node) string {
 	if n.IdentityFile != "" {
-		return "identity_file " + expandHome(n.IdentityFile)
+		return "identity_file " + sshconfig.ExpandHome(n.IdentityFile)
 	}
 	var parts []string
 	if len(n.IdentityFiles) > 0 {
@@ -456,7 +447,7 @@ func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
 		return nil, noop, err
 	}
 	if n.IdentityFile != "" {
-		file := expandHome(n.IdentityFile)
+		file := sshconfig.ExpandHome(n.IdentityFile)
 		signer, err := loadKey(file, agentSigners)
 		var pm *ssh.PassphraseMissingError
 		switch {
@@ -477,7 +468,7 @@ func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
 	// As OpenSSH: the identity files first (missing or locked ones
 	// skipped), then, unless IdentitiesOnly, every agent key.
 	for _, f := range files {
-		if s, err := loadKey(expandHome(f), agentSigners); err == nil {
+		if s, err := loadKey(sshconfig.ExpandHome(f), agentSigners); err == nil {
 			signers = append(signers, s)
 		}
 	}
@@ -611,10 +602,11 @@ func CommandLine(c Cmd, sudo bool) string {
 }
 
 // Run implements Conn: one session per command.
-func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
+func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(s.node.Name, c); err != nil {
 		return Result{}, err
 	}
+	defer func(start time.Time) { logCommand(s.node.Name, c, start, err) }(time.Now())
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -658,7 +650,7 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
 		sess.Close()
 		return Result{}, ctx.Err()
 	}
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res = Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *ssh.ExitError
 	var em *ssh.ExitMissingError
 	switch {
