@@ -46,6 +46,7 @@ func snapKey(hubDir, repoDir, commit string) string {
 const snapObserveScript = `set -u
 base=$1 kind=$2; shift 2
 gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
+ossl=; case " $* " in *" full "*) if command -v openssl >/dev/null 2>&1 && openssl dgst -sha256 -r < /dev/null > /dev/null 2>&1; then ossl=1; fi ;; esac
 i=0
 while [ $# -ge 5 ]; do
   hub=$1 repo=$2 c=$3 rev=$4 verify=$5; shift 5
@@ -84,7 +85,7 @@ while [ $# -ge 5 ]; do
         b=$rd/blobs/$e
         [ -f "$b" ] || continue
         case ${#e} in
-        64) h=$(sha256sum < "$b") ;;
+        64) if [ -n "$ossl" ]; then h=$(openssl dgst -sha256 -r < "$b"); else h=$(sha256sum < "$b"); fi ;;
         40) h=$( { printf 'blob %s\000' "$(wc -c < "$b" | tr -d ' ')"; cat "$b"; } | sha1sum) ;;
         *) continue ;;
         esac
@@ -169,11 +170,16 @@ $_m"; fi
   mkdir -p "$1"
 }
 size() { if [ -f "$1" ]; then stat -L -c %s "$1"; else echo -1; fi; }
+# openssl hashes several times faster than coreutils where the CPU has
+# SHA instructions (x86 SHA-NI, ARMv8): used when it is there.
+ossl=; if command -v openssl >/dev/null 2>&1 && openssl dgst -sha256 -r < /dev/null > /dev/null 2>&1; then ossl=1; fi
+sha256() { if [ -n "$ossl" ]; then openssl dgst -sha256 -r; else sha256sum; fi; }
+sha1() { if [ -n "$ossl" ]; then openssl dgst -sha1 -r; else sha1sum; fi; }
 # hashed ETAG SIZE: reads content on stdin, prints its content address.
 hashed() {
   case ${#1} in
-  64) _h=$(sha256sum) ;;
-  *) _h=$( { printf 'blob %s\000' "$2"; cat; } | sha1sum) ;;
+  64) _h=$(sha256) ;;
+  *) _h=$( { printf 'blob %s\000' "$2"; cat; } | sha1) ;;
   esac
   printf '%s\n' "${_h%% *}"
 }
@@ -239,7 +245,10 @@ verify_small() {
   if [ -s "$tmp/over" ]; then (cd "$inbox" && xargs rm -f < "$tmp/over"); fi
   : > "$tmp/sums"
   grep -E '^[0-9a-f]{64}	' "$tmp/sized" | cut -f1 > "$tmp/s256"
-  if [ -s "$tmp/s256" ]; then (cd "$inbox" && xargs sha256sum < "$tmp/s256") | awk '{ print $2 "\t" $1 }' >> "$tmp/sums"; fi
+  if [ -s "$tmp/s256" ]; then
+    if [ -n "$ossl" ]; then (cd "$inbox" && xargs openssl dgst -sha256 -r < "$tmp/s256"); else (cd "$inbox" && xargs sha256sum < "$tmp/s256"); fi |
+      awk '{ n = $2; sub(/^\*/, "", n); print n "\t" $1 }' >> "$tmp/sums"
+  fi
   grep -E '^[0-9a-f]{40}	' "$tmp/sized" > "$tmp/s1"
   if [ -s "$tmp/s1" ]; then
     if command -v git >/dev/null 2>&1; then
@@ -248,7 +257,7 @@ verify_small() {
       paste "$tmp/s1n" "$tmp/s1h" >> "$tmp/sums"
     else
       while IFS="$tab" read -r e sz; do
-        h=$( { printf 'blob %s\000' "$sz"; cat "$inbox/$e"; } | sha1sum)
+        h=$( { printf 'blob %s\000' "$sz"; cat "$inbox/$e"; } | sha1)
         printf '%s\t%s\n' "$e" "${h%% *}"
       done < "$tmp/s1" >> "$tmp/sums"
     fi
