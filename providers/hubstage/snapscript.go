@@ -215,13 +215,15 @@ owner $owner"
 fi
 if [ "$mode" != finish ]; then
   mk "$rd/blobs" || exit 1
-  new=
-  while IFS="$tab" read -r t e sz p; do
-    case $t in B|S) ;; *) continue ;; esac
-    [ -f "$rd/blobs/$e" ] || has "blob $e" || new="${new}blob $e
-"
-  done < "$tmp/jobs"
-  if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; rec="$rec
+  # The blobs not there and not yet recorded (one awk against the record:
+  # a pattern match per blob over a growing record costs seconds for
+  # 1,000 files).
+  printf '%s\n' "$rec" > "$tmp/rec"
+  awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^blob /) r[substr($0, 6)] = 1; next }
+    ($1 == "B" || $1 == "S") && !($2 in r) { print $2 }' "$tmp/rec" "$tmp/jobs" |
+    while IFS= read -r e; do [ -f "$rd/blobs/$e" ] || printf 'blob %s\n' "$e"; done > "$tmp/new"
+  if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
+" || exit 1; rec="$rec
 $new"; fi
   # X ETAG: a blob whose content does not match its name (verify=full):
   # removed so that it is fetched again.
@@ -290,33 +292,6 @@ if [ "$mode" = fetch ]; then
       sleep 1 > /dev/null 2>&1
     done ) &
   mon=$!
-  # Small blobs (S): one run of the batch command for all of them (curl
-  # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
-  # (resumed there), verified in a few processes, then renamed with one mv.
-  # What is left goes one by one below.
-  if [ -n "$bkind" ]; then
-    awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
-  else
-    : > "$tmp/small"
-  fi
-  if [ -s "$tmp/small" ]; then
-    mk "$inbox" || exit 1
-    awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
-    n=0
-    while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
-      n=$((n+1))
-      cut -f1,3 "$tmp/small" > "$tmp/req"
-      # bcmd is an argv quoted by the provider (node.QuoteArgv).
-      if [ "$bkind" = tar ]; then
-        (cd "$inbox" && cut -f1 "$tmp/req" | eval "$bcmd" | tar -x -o -f -) > /dev/null 2>> "$tmp/err.batch"
-      else
-        (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | eval "$bcmd") > /dev/null 2>> "$tmp/err.batch"
-      fi
-      verify_small || exit 1
-    done
-    awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" >> "$tmp/jobs"
-    [ -s "$tmp/small" ] || rmdir "$inbox" 2>/dev/null
-  fi
   lock=; if command -v flock >/dev/null 2>&1; then lock=1; fi
   # fetch1 ETAG SIZE URLPATH FETCH-ARGV...: resumes, verifies, renames.
   fetch1() {
@@ -363,17 +338,54 @@ if [ "$mode" = fetch ]; then
       fetch1 "$@"
     fi
   }
-  if grep -q "^B$tab" "$tmp/jobs"; then
-    mkfifo "$tmp/sem" || exit 1
-    exec 3<>"$tmp/sem"
+  # bigloop JOBS SEM FETCH-ARGV...: the B blobs of JOBS, at most $par at
+  # once.
+  bigloop() {
+    _jf=$1 _sem=$2; shift 2
+    grep -q "^B$tab" "$_jf" || return 0
+    mkfifo "$_sem" || return 1
+    exec 3<>"$_sem"
     i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
     while IFS="$tab" read -r t e sz p; do
       [ "$t" = B ] || continue
       read -r _ <&3
       ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
-    done < "$tmp/jobs"
+    done < "$_jf"
     while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
+  }
+  # The large blobs stream while the small ones go in their batch.
+  ( bigloop "$tmp/jobs" "$tmp/sem1" "$@" ) &
+  big=$!
+  # Small blobs (S): one run of the batch command for all of them (curl
+  # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
+  # (resumed there), verified in a few processes, then renamed with one mv.
+  # What is left goes one by one below.
+  if [ -n "$bkind" ]; then
+    awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
+  else
+    : > "$tmp/small"
   fi
+  if [ -s "$tmp/small" ]; then
+    mk "$inbox" || stop 1
+    awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
+    n=0
+    while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
+      n=$((n+1))
+      cut -f1,3 "$tmp/small" > "$tmp/req"
+      # bcmd is an argv quoted by the provider (node.QuoteArgv).
+      if [ "$bkind" = tar ]; then
+        (cd "$inbox" && cut -f1 "$tmp/req" | eval "$bcmd" | tar -x -o -f -) > /dev/null 2>> "$tmp/err.batch"
+      else
+        (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | eval "$bcmd") > /dev/null 2>> "$tmp/err.batch"
+      fi
+      verify_small || stop 1
+    done
+    awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" > "$tmp/jobs2"
+    [ -s "$tmp/small" ] || rmdir "$inbox" 2>/dev/null
+  fi
+  wait "$big"
+  # What the batch left, one by one.
+  if [ -s "$tmp/jobs2" ]; then bigloop "$tmp/jobs2" "$tmp/sem2" "$@" || stop 1; fi
   : > "$tmp/done"
   kill "$mon" 2>/dev/null
   wait
@@ -387,13 +399,11 @@ if [ "$mode" = finish ]; then
   done < "$tmp/jobs"
 fi
 mk "$sd" || exit 1
-new=
-while IFS="$tab" read -r t tg p; do
-  [ "$t" = L ] || continue
-  has "link $p" || new="${new}link $p
-"
-done < "$tmp/jobs"
-if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; fi
+printf '%s\n' "$rec" > "$tmp/rec"
+awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^link /) r[substr($0, 6)] = 1; next }
+  $1 == "L" && !($3 in r) { print "link " $3 }' "$tmp/rec" "$tmp/jobs" > "$tmp/new"
+if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
+" || exit 1; fi
 while IFS="$tab" read -r t d; do
   [ "$t" = M ] || continue
   mk "$sd/$d" || exit 1
