@@ -120,5 +120,9 @@
 //     file this resource did not create is never touched; a snapshot path
 //     held by something other than a link is refused (ErrOccupied).
 //   - Node tools: POSIX sh, GNU coreutils/findutils or busybox, curl (hub),
-//     flock when present (two snapshots fetching one shared blob at once).
+//     tar, flock when present (two snapshots fetching one shared blob at
+//     once), openssl and git when present (faster hashing).
+//   - Limits: a source streamed through sparkform (relay, push) costs one
+//     node command per blob (no batch); narrowing include/exclude leaves the
+//     links already written (destroy removes them).
 package hubstage
