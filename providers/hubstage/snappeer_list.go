@@ -182,13 +182,13 @@ func listingOf(raw *rawListing, repo, rev, where string) (*snapListing, error) {
 // it in process, by the same rules as listNodeHub.
 func listLocalHub(repo, rev, where string) (*snapListing, error) {
 	if fi, err := os.Stat(repo); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s on %s", ErrNoRepo, repo, where)
+		return nil, fmt.Errorf("%w: %s is not on %s", ErrNoRepo, repo, where)
 	}
 	c := rev
 	if !hex40.MatchString(rev) {
 		b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(rev)))
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s/refs/%s on %s", ErrNoRef, repo, rev, where)
+			return nil, fmt.Errorf("%w: %s/refs/%s is not on %s (give revision as a commit it holds)", ErrNoRef, repo, rev, where)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/refs/%s on %s: %v", ErrNoRef, repo, rev, where, err)
@@ -200,7 +200,7 @@ func listLocalHub(repo, rev, where string) (*snapListing, error) {
 	}
 	snap := filepath.Join(repo, "snapshots", c)
 	if fi, err := os.Stat(snap); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s/snapshots/%s on %s", ErrNoSnapshot, repo, c, where)
+		return nil, fmt.Errorf("%w: %s/snapshots/%s is not on %s", ErrNoSnapshot, repo, c, where)
 	}
 	raw := &rawListing{Commit: c, Links: map[string]string{}, Sizes: map[string]int64{}}
 	err := filepath.WalkDir(snap, func(p string, d fs.DirEntry, err error) error {

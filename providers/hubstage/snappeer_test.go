@@ -59,7 +59,7 @@ func content(name string, n int) []byte {
 
 // makePeerHub writes repo_id "org/model" at commit under dir/hub with the
 // given files (path -> size; sizes over 1000 are LFS files), ref main,
-// owned by the bed's user and readable by every test user.
+// readable by every test user.
 func makePeerHub(t *testing.T, dir string, files map[string]int) *peerHub {
 	t.Helper()
 	h := &peerHub{dir: filepath.Join(dir, "hub"), commit: commitOf(dir), files: map[string][]byte{}, etags: map[string]string{}}
@@ -83,7 +83,6 @@ func makePeerHub(t *testing.T, dir string, files map[string]int) *peerHub {
 	}
 	must(t, os.MkdirAll(filepath.Join(h.repo, "refs"), 0o755))
 	must(t, os.WriteFile(filepath.Join(h.repo, "refs", "main"), []byte(h.commit), 0o644))
-	chownTree(t, h.dir)
 	return h
 }
 
@@ -153,6 +152,7 @@ func startPeerBed(t *testing.T, files map[string]int) *peerBed {
 	must(t, err)
 	b.authKeys = filepath.Join(u.HomeDir, ".ssh", "authorized_keys")
 	b.hub = makePeerHub(t, bed.Nodes[0].Root, files)
+	chownTree(t, b.hub.dir)
 	return b
 }
 
