@@ -449,18 +449,6 @@ func (t *peerTransfer) Close(ctx context.Context) error {
 	return t.closeErr
 }
 
-// countingReader counts what it reads into n.
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countingReader) Read(b []byte) (int, error) {
-	k, err := c.r.Read(b)
-	c.n.Add(int64(k))
-	return k, err
-}
-
 // streamRun runs cmd on conn with its stdout streamed to the returned
 // reader (counted in n). Closing the reader stops the command.
 func streamRun(ctx context.Context, conn node.Conn, cmd node.Cmd, n *atomic.Int64) io.ReadCloser {
