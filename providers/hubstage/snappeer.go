@@ -293,8 +293,22 @@ func (p *peerSource) owner(s *snapSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Open implements snapSource.
+// Open implements snapSource. When it fails after it began to install
+// the key, it takes back what it installed before it returns the error.
 func (p *peerSource) Open(ctx context.Context, dst node.Conn, s *snapSpec) (snapTransfer, error) {
+	t, err := p.open(ctx, dst, s)
+	if err != nil {
+		if t != nil {
+			if cerr := t.Close(ctx); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*peerTransfer, error) {
 	conn, err := p.env.conn(ctx, p.src)
 	if err != nil {
 		return nil, fmt.Errorf("reaching source_node %s: %w", p.src.Name, err)
@@ -363,7 +377,7 @@ func (p *peerSource) Open(ctx context.Context, dst node.Conn, s *snapSpec) (snap
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	opts := []string{"ssh", "-F", "/dev/null", "-T", "-x", "-a",
+	opts := []string{"ssh", "-F", "/dev/null", "-n", "-T", "-x", "-a",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + t.dir + "/id",
 		"-o", "UserKnownHostsFile=" + t.dir + "/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias, "-o", "CheckHostIP=no",
