@@ -388,6 +388,23 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 		"-p", strconv.Itoa(p.port), "-l", user, "--", p.addr}
 	// The receiver appends "ETAG OFFSET PATH": only the first two reach S.
 	t.argv = []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + ` blob "$1" "$2"`, "sh"}
+	// One login before the transfer starts: a key sshd refuses (a from=
+	// that NAT defeats, an sshd that ignores ~/.ssh/authorized_keys) is
+	// one clear error here, not one per blob.
+	ping := []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + " ping"}
+	res, err = dst.Run(ctx, node.Cmd{Argv: ping, Become: p.env.dst.Become})
+	if err == nil && strings.TrimSpace(string(res.Stdout)) != "sparkform-serve" {
+		err = fmt.Errorf("unexpected answer %q", res.Stdout)
+	}
+	if err != nil {
+		msg := err.Error()
+		var ee *node.ExitError
+		if errors.As(err, &ee) && strings.TrimSpace(ee.Stderr) != "" {
+			msg = strings.TrimSpace(ee.Stderr)
+		}
+		return t, fmt.Errorf("%w: %s could not log in to source_node %s at %s with the one-time key (%s); check that its sshd reads ~/.ssh/authorized_keys, or set transfer = \"relay\"",
+			ErrSourceUnreachable, dst.Name(), p.src.Name, net.JoinHostPort(p.addr, strconv.Itoa(p.port)), msg)
+	}
 	return t, nil
 }
 

@@ -560,3 +560,25 @@ func TestPeerKeyKeepsUserFile(t *testing.T) {
 		t.Errorf("mode %v after Close, want 0640", fi.Mode().Perm())
 	}
 }
+
+// TestPeerLoginRefused: when S's sshd does not take the one-time key
+// (here: it is written to a file sshd does not read), Open fails at once
+// with a clear error suggesting the relay, and takes the key back.
+func TestPeerLoginRefused(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"config.json": 10})
+	ctx := context.Background()
+	s := b.spec("direct")
+	src, err := newPeerSource(b.env(b.D), s)
+	must(t, err)
+	other := filepath.Join(b.bed.Nodes[0].Root, "not-read-by-sshd", "authorized_keys")
+	src.authorizedKeys = other
+	tr, err := src.Open(ctx, b.dc, s)
+	if !errors.Is(err, ErrSourceUnreachable) || tr != nil || !strings.Contains(err.Error(), `transfer = "relay"`) {
+		t.Fatalf("Open: %v, want ErrSourceUnreachable suggesting the relay", err)
+	}
+	t.Log(err)
+	if _, err := os.Stat(filepath.Dir(other)); !os.IsNotExist(err) {
+		t.Errorf("the key file (and the folder made for it) left behind: %v", err)
+	}
+	b.checkAuthKeysRestored(t)
+}
