@@ -153,14 +153,6 @@ sf_punkey "$1" "$2" "$3" || exit 1
 echo removed
 `
 
-// sweepKeyScript ($1 base, $2 kind, $3 owner) removes the keys of owner
-// and the expired ones. It prints "swept".
-const sweepKeyScript = `set -u
-sf_plock
-sf_psweep "$1" "$2" "$3" "$(date +%s)" || exit 1
-echo swept
-`
-
 // dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key)
 // removes the key folders an earlier transfer of the same owner left on
 // the destination, makes a fresh private one and writes the key and the
