@@ -153,21 +153,35 @@ sf_punkey "$1" "$2" "$3" || exit 1
 echo removed
 `
 
-// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key)
-// removes the key folders an earlier transfer of the same owner left on
-// the destination, makes a fresh private one and writes the key and the
-// known_hosts file there. It prints the folder.
-const dstKeyScript = `set -u
+// dstSweepFunc stops the ssh master connections of key folders and
+// removes the folders: sf_pdrop DIR...
+const dstSweepFunc = `sf_pdrop() {
+	for _d; do
+		[ -d "$_d" ] || continue
+		[ ! -S "$_d/cm" ] || ssh -F /dev/null -o ControlPath="$_d/cm" -O exit sparkform-source >/dev/null 2>&1
+		rm -rf "$_d" || return 1
+	done
+}
+`
+
+// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key,
+// then the etags of the small blobs, one a line) removes the key folders
+// an earlier transfer of the same owner left on the destination, makes a
+// fresh private one and writes the key, the known_hosts file and the
+// small etags there. It prints the folder.
+const dstKeyScript = dstSweepFunc + `set -u
 umask 077
 t=${TMPDIR:-/tmp}
-rm -rf "$t"/sparkform-snappeer-"$1".* || exit 1
+sf_pdrop "$t"/sparkform-snappeer-"$1".* || exit 1
 d=$(mktemp -d "$t/sparkform-snappeer-$1.XXXXXX") || exit 1
-printf '%s' "$2" >"$d/known_hosts" && cat >"$d/id" || { rm -rf "$d"; exit 1; }
+printf '%s' "$2" >"$d/known_hosts" &&
+  awk -v d="$d" 'f { print > (d "/small"); next } { print > (d "/id") } /^-----END OPENSSH PRIVATE KEY-----$/ { f = 1 }' &&
+  : >>"$d/small" || { rm -rf "$d"; exit 1; }
 printf '%s\n' "$d"
 `
 
 // dstSweepScript ($1 owner) removes the destination's key folders of owner.
-const dstSweepScript = `rm -rf "${TMPDIR:-/tmp}"/sparkform-snappeer-"$1".*`
+const dstSweepScript = dstSweepFunc + `sf_pdrop "${TMPDIR:-/tmp}"/sparkform-snappeer-"$1".*`
 
 // scanScript ($1 address, $2 port) runs on the destination: the source's
 // host keys as its sshd presents them at that address, then "route ..."
