@@ -409,7 +409,7 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	base := []string{"ssh", "-F", "/dev/null", "-n", "-T", "-x", "-a",
+	base := []string{"ssh", "-F", "/dev/null", "-T", "-x", "-a",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + t.dir + "/id",
 		"-o", "UserKnownHostsFile=" + t.dir + "/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias, "-o", "CheckHostIP=no",
@@ -420,13 +420,16 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 	with := func(opts ...string) string {
 		return node.QuoteArgv(append(append(append([]string{}, base...), opts...), "--", p.addr))
 	}
+	// -n: stdin from /dev/null (the receiver's stdin is not S's business).
 	cm := t.dir + "/cm"
-	master := with("-o", "ControlMaster=yes", "-o", "ControlPersist="+strconv.Itoa(muxIdle), "-o", "ControlPath="+cm)
-	mux := with("-o", "ControlMaster=no", "-o", "ControlPath="+cm)
-	solo := with("-o", "ControlMaster=no", "-o", "ControlPath=none")
+	master := with("-n", "-o", "ControlMaster=yes", "-o", "ControlPersist="+strconv.Itoa(muxIdle), "-o", "ControlPath="+cm)
+	mux := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath="+cm)
+	solo := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath=none")
 	// The receiver appends "ETAG OFFSET PATH": only the first two reach S.
 	// A regular (git) file is small by the hub's rules; so is an LFS file
 	// the listing says is. Without the master, mux connects on its own.
+	// Without -n: the etags of a batch go to S on stdin.
+	t.batch = []string{"sh", "-c", "exec " + with("-o", "ControlMaster=no", "-o", "ControlPath="+cm) + " tar", "sh"}
 	t.argv = []string{"sh", "-c", `if [ ${#1} -eq 40 ] || grep -qxF -- "$1" ` + node.Quote(t.dir+"/small") + `; then exec ` + mux +
 		` blob "$1" "$2"; fi; exec ` + solo + ` blob "$1" "$2"`, "sh"}
 	// One login before the transfer starts, which stays as the master
@@ -468,6 +471,7 @@ type peerTransfer struct {
 	installed bool
 	dir       string
 	argv      []string
+	batch     []string
 
 	relayed   atomic.Int64
 	closeOnce sync.Once
@@ -480,6 +484,18 @@ func (t *peerTransfer) NodeFetch() ([]string, []byte, bool) {
 		return nil, nil, false
 	}
 	return t.argv, nil, true
+}
+
+// NodeFetchBatch returns the argv the receiver may run ON the destination
+// for many blobs at once: their etags on its stdin, one a line; its
+// stdout is a tar (GNU format) of those blobs, each entry named by its
+// etag, links followed. ok=false for a relay. It goes over the transfer's
+// shared connection: one request for any number of small files.
+func (t *peerTransfer) NodeFetchBatch() ([]string, bool) {
+	if t.p.relay || t.batch == nil {
+		return nil, false
+	}
+	return t.batch, true
 }
 
 // Stream implements snapTransfer: f's blob read on S over sparkform's

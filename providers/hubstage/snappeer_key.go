@@ -11,9 +11,11 @@ const keyMarker = "sparkform-snapshot-"
 
 // serveScript is the forced command of a one-time key (run by /bin/sh as
 // S's login user; BLOBS is replaced by the quoted blobs folder of the one
-// repository it serves). It answers "ping" and "blob ETAG OFFSET" (the
-// blob's bytes from OFFSET) and refuses anything else: the etag must be
-// 40 or 64 lowercase hex, the offset a plain decimal number.
+// repository it serves). It answers "ping", "blob ETAG OFFSET" (the
+// blob's bytes from OFFSET) and "tar", and refuses anything else: an etag must be
+// 40 or 64 lowercase hex, the offset a plain decimal number. "tar" reads
+// etags from stdin and answers a tar of those blobs (many small files in
+// one stream).
 const serveScript = `# sparkform hubstage_snapshot: the forced command of a one-time key. It
 # serves the blobs of one repository, read only, and nothing else.
 b=BLOBS
@@ -30,7 +32,20 @@ blob)
   [ ${#3} -le 18 ] || bad "bad offset"
   [ -f "$b/$2" ] || { printf 'sparkform serve: no blob %s\n' "$2" >&2; exit 3; }
   exec tail -c +$(($3 + 1)) "$b/$2" ;;
-*) bad "refused: only ping and blob requests are served" ;;
+tar)
+  # The etags on stdin, one a line: a tar of those blobs (links
+  # followed), each entry named by its etag.
+  [ $# -eq 1 ] || bad "usage: tar, with the etags on stdin"
+  set --
+  while IFS= read -r e; do
+    case $e in *[!0-9a-f]*|'') bad "bad etag" ;; esac
+    [ ${#e} -eq 40 ] || [ ${#e} -eq 64 ] || bad "bad etag"
+    [ -f "$b/$e" ] || { printf 'sparkform serve: no blob %s\n' "$e" >&2; exit 3; }
+    set -- "$@" "$e"
+  done
+  [ $# -gt 0 ] || bad "no etags"
+  cd "$b" && exec tar -chf - --format=gnu -- "$@" ;;
+*) bad "refused: only ping, blob and tar requests are served" ;;
 esac
 `
 

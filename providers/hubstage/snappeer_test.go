@@ -339,13 +339,37 @@ func TestPeerDirectCopy(t *testing.T) {
 		t.Errorf("Relayed() = %d after a direct copy, want 0", n)
 	}
 
+	// Many blobs in one request: a tar of them, entries named by etag.
+	bargv, ok := tr.(*peerTransfer).NodeFetchBatch()
+	if !ok {
+		t.Fatal("no batch fetch on a direct copy")
+	}
+	var etags strings.Builder
+	for _, f := range l.Files {
+		etags.WriteString(f.Etag + "\n")
+	}
+	xdir := filepath.Join(b.bed.Nodes[1].Root, "batch")
+	cmd := append([]string{"sh", "-c", `d=$1; shift; mkdir -p "$d" && "$@" | tar -x -C "$d"`, "sh", xdir}, bargv...)
+	_, err = b.dc.Run(ctx, node.Cmd{Argv: cmd, Stdin: strings.NewReader(etags.String())})
+	must(t, err)
+	for _, f := range l.Files {
+		got, err := os.ReadFile(filepath.Join(xdir, f.Etag))
+		if err != nil || !bytes.Equal(got, b.hub.files[f.Path]) {
+			t.Errorf("batch: %s: %d bytes, %v", f.Path, len(got), err)
+		}
+	}
+
 	// The key serves blobs of this repository and nothing else.
 	for _, bad := range [][]string{{"cat /etc/passwd"}, {"blob", "../../../../etc/passwd", "0"}, {"blob", big.Etag, "-1"},
-		{"blob", big.Etag, "1;id"}, {"blob", strings.Repeat("a", 40), "0"}} {
-		// argv runs `ssh ... blob "$1" "$2"`: send raw requests instead.
-		raw := strings.Replace(argv[2], ` blob "$1" "$2"`, ` "$@"`, 1)
+		{"blob", big.Etag, "1;id"}, {"blob", strings.Repeat("a", 40), "0"}, {"tar", "../x"}, {"tar"}} {
+		// The batch argv runs `ssh ... tar`: send raw requests instead.
+		raw, ok := strings.CutSuffix(bargv[2], " tar")
+		if !ok {
+			t.Fatalf("batch argv %q", bargv)
+		}
+		raw += ` "$@"`
 		cmd := append([]string{"sh", "-c", raw, "sh"}, bad...)
-		res, err := b.dc.Run(ctx, node.Cmd{Argv: cmd})
+		res, err := b.dc.Run(ctx, node.Cmd{Argv: cmd, Stdin: strings.NewReader("../../etc/passwd\n")})
 		var ee *node.ExitError
 		if !errors.As(err, &ee) || !strings.Contains(ee.Stderr, "sparkform serve: ") {
 			t.Errorf("request %q: %v, output %q; want the serve script's refusal", bad, err, res.Stdout)
