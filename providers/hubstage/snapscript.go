@@ -8,6 +8,8 @@ package hubstage
 // snapRecords are the snapshots' restore records on the nodes (package
 // providers/internal/restore), keyed by snapKey. Lines:
 //
+//	owner ADDR      the address of an instance that wrote (a create
+//	                whose reply was lost finds its record by it)
 //	made DIR        a folder this resource made (removed while empty)
 //	blob ETAG       a blob that was not in blobs/ when this resource
 //	                started it (its .incomplete included); written BEFORE
@@ -68,10 +70,16 @@ while [ $# -ge 5 ]; do
     if [ -n "$gnu" ]; then
       (cd "$sd" && find . -mindepth 1 \( -type l -printf 'l\t%P\t%l\n' \) -o \( ! -type d -printf 'o\t%P\t%y\n' \))
     else
-      (cd "$sd" && find . -mindepth 1 \( -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \) -o \( ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} + \))
+      # (busybox find drops -exec + actions inside parentheses)
+      (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \
+        -o ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} +)
     fi
     if [ "$verify" = full ]; then
-      (cd "$sd" && find . -mindepth 1 -type l -exec readlink {} + 2>/dev/null) | sed 's|.*/||' | sort -u | while IFS= read -r e; do
+      if [ -n "$gnu" ]; then
+        (cd "$sd" && find . -mindepth 1 -type l -printf '%l\n')
+      else
+        (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do readlink "$f"; done' sh {} +)
+      fi 2>/dev/null | sed 's|.*/||' | sort -u | while IFS= read -r e; do
         b=$rd/blobs/$e
         [ -f "$b" ] || continue
         case ${#e} in
@@ -98,8 +106,9 @@ done
 //	$5 hub_dir  $6 repo folder  $7 commit  $8 revision ("" pinned)
 //	$9 parallel  then: mode ("fetch": blobs come from the fetch argv that
 //	follows; "prep": record and folders only; "finish": links and ref
-//	only; "put": $11 ETAG $12 SIZE, the bytes on stdin from the
-//	.incomplete's current size on), then the fetch argv (fetch mode).
+//	only; "put": ETAG SIZE follow, the bytes on stdin from the
+//	.incomplete's current size on), the owner (the instance address,
+//	recorded as "owner ADDR"), then the fetch argv (fetch mode).
 //
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
@@ -123,7 +132,7 @@ done
 const snapReceiveScript = `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
-mode=$1; shift
+mode=$1 owner=$2; shift 2
 retries=5
 tab=$(printf '\t')
 rd=$hub/$repo
@@ -163,12 +172,23 @@ fi
 IFS= read -r sec || sec=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Cancelled (sshd signals only this shell; a dropped link hangs it up):
+# the workers and their curls go too, so that none writes on after. The
+# command runs in a process group of its own (sshd's session, the local
+# transport's group), which kill 0 signals.
+stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1"; }
+trap 'stop 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
 cat > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
+if ! has "owner $owner"; then
+  sf_rappend "$base" "$kind" "$rn" "owner $owner
+" || exit 1
+  rec="$rec
+owner $owner"
+fi
 if [ "$mode" != finish ]; then
   mk "$rd/blobs" || exit 1
   new=
@@ -194,8 +214,8 @@ if [ "$mode" = fetch ]; then
     n=0
     while :; do
       if [ "$(size "$b")" = "$sz" ]; then rm -f "$inc"; echo "D	$e	$sz"; return 0; fi
+      : >> "$inc" || { echo "E	$e	cannot write $inc"; : > "$tmp/failed"; return 1; }
       off=$(size "$inc")
-      [ "$off" -ge 0 ] || off=0
       if [ "$off" -gt "$sz" ]; then rm -f "$inc"; off=0; fi
       if [ "$off" -lt "$sz" ]; then
         h=$( { cat "$inc" 2>/dev/null; printf '%s\n' "$sec" | "$@" "$e" "$off" "$p" 2>>"$tmp/err.$e" | tee -a "$inc"; } | hashed "$e" "$sz")
@@ -210,6 +230,8 @@ if [ "$mode" = fetch ]; then
       elif [ "$now" -gt "$sz" ]; then
         rm -f "$inc"
         printf 'the source sent %s bytes for a %s-byte file\n' "$now" "$sz" >> "$tmp/err.$e"
+      else
+        printf 'got %s of %s bytes\n' "$now" "$sz" >> "$tmp/err.$e"
       fi
       n=$((n+1))
       if [ $n -gt $retries ]; then
@@ -273,8 +295,16 @@ if [ -n "$rev" ]; then
   cur=-
   if [ -f "$rf" ]; then IFS= read -r cur < "$rf" || :; [ -n "$cur" ] || cur=-; fi
   if [ "$cur" != "$commit" ]; then
-    if ! printf '%s\n' "$rec" | grep -q "^ref $rev "; then
-      sf_rappend "$base" "$kind" "$rn" "ref $rev $cur
+    if ! printf '%s\n' "$rec" | awk -v r="$rev" '$1 == "ref" && $2 == r { f = 1 } END { exit !f }'; then
+      # The ref holds a commit another sparkform snapshot wrote there (a
+      # moved ref): what was there before that one is the prior to keep.
+      prior=$cur
+      if [ "$cur" != - ]; then
+        n=$(printf '%s\000%s' "$kind" "$hub/$repo@$cur" | sha256sum | cut -c1-32)
+        p0=$(sf_rcat "$base" "$kind" "$n" | awk -v r="$rev" '$1 == "ref" && $2 == r { print $3; exit }')
+        [ -z "$p0" ] || prior=$p0
+      fi
+      sf_rappend "$base" "$kind" "$rn" "ref $rev $prior
 " || exit 1
     fi
     mk "${rf%/*}" || exit 1
@@ -338,6 +368,21 @@ done
 printf '%s\n' "$rec" | sed -n 's/^made //p' | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2- | while IFS= read -r d; do
   rmdir "$d" 2>/dev/null
 done
+# Folders still in use (another snapshot of the repo is in them) go to
+# that snapshot's record, so that the last destroy removes them.
+left=$(printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do [ -d "$d" ] && printf 'made %s\n' "$d"; done)
+if [ -n "$left" ] && [ -d "$rd/snapshots" ]; then
+  for c in $(ls "$rd/snapshots"); do
+    [ "$c" != "$commit" ] || continue
+    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+    orec=$(sf_rcat "$base" "$kind" "$n")
+    [ -n "$orec" ] || continue
+    add=$(printf '%s\n' "$left" | while IFS= read -r l; do printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"; done)
+    if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
+" || exit 1; fi
+    break
+  done
+fi
 sf_rrm "$base" "$kind" "$rn" || exit 1
 echo OK
 `
