@@ -55,9 +55,22 @@ import (
 // connection and streamed to D through this process; every byte is
 // counted (Relayed) and the plan says so.
 
-// peerKeyTTL is how long a one-time key lets D log in to S. Each blob is
-// one login, so it bounds the transfer's length, not a blob's.
+// peerKeyTTL is how long a one-time key lets D log in to S, at least.
+// Each big blob is one login, so it bounds the transfer's length (not a
+// blob's): keyTTL adds the time the listed bytes take at a slow 25 MB/s.
+// A transfer that outlives its key fails its next logins; the next apply
+// resumes with a new key.
 const peerKeyTTL = 2 * time.Hour
+
+func keyTTL(l *snapListing) time.Duration {
+	var total int64
+	if l != nil {
+		for _, f := range l.Files {
+			total += f.Size
+		}
+	}
+	return peerKeyTTL + time.Duration(total/(25<<20))*time.Second
+}
 
 // Blobs under muxBelow bytes share the transfer's one master connection
 // (ControlPersist muxIdle seconds after its last use); bigger ones get a
@@ -358,7 +371,7 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 		return nil, err
 	}
 	t.id = hex.EncodeToString(id[:])
-	expires := time.Now().Add(peerKeyTTL).Unix()
+	expires := time.Now().Add(keyTTL(p.listed())).Unix()
 	head := fmt.Sprintf("key %s\nowner %s\nexpires %d\n", t.id, t.owner, expires)
 	serve := strings.Replace(serveScript, "BLOBS", node.Quote(p.repo+"/blobs"), 1)
 	// From here on Close undoes whatever part ran.
