@@ -324,7 +324,6 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		r0 := tr.Relayed()
 		jobs := jobLines(w)
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			jobs = append(jobs, batchJobs(tr)...)
 			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, secret, jobs, argv, prog)
 		} else {
 			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobs, prog)

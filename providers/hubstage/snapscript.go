@@ -129,7 +129,7 @@ done
 //	D ETAG SIZE    a blob is complete
 //	E ETAG MSG     a blob failed
 //	OK             everything is in place
-const snapReceiveScript = snapBatchFuncs + `set -u
+const snapReceiveScript = `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
 mode=$1 owner=$2; shift 2
@@ -255,8 +255,6 @@ if [ "$mode" = fetch ]; then
       if [ -e "$1" ]; then printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"; fi
       sleep 1
     done ) &
-  # Small blobs in one stream first, when the source has a batch (T jobs).
-  sf_batch
   mkfifo "$tmp/sem" || exit 1
   exec 3<>"$tmp/sem"
   i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
