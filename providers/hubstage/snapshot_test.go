@@ -377,6 +377,7 @@ func (c *snapCase) apply(t *testing.T, prior cty.Value, priv []byte, cfg cty.Val
 // TestSnapshotResumesCutTransfer: a connection cut mid-file is resumed
 // from the .incomplete's size: the server serves each byte once.
 func TestSnapshotResumesCutTransfer(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -564,6 +565,7 @@ func TestSnapshotMovedRef(t *testing.T) {
 // leaves only .incomplete files (no blob name on a partial blob); the
 // next apply fetches exactly the bytes not yet on the node.
 func TestSnapshotResumesCancelledApply(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -587,9 +589,20 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond) // anything left would write on now
 			blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
-			var partial int64
+			inbox := filepath.Join(blobs, ".sparkform-incoming."+c.c2.SHA)
+			var partial, smallPartial int64
+			if ents, err := os.ReadDir(inbox); err == nil {
+				for _, e := range ents {
+					fi, err := os.Stat(filepath.Join(inbox, e.Name()))
+					must(t, err)
+					smallPartial += fi.Size()
+				}
+			}
 			ents, _ := os.ReadDir(blobs)
 			for _, e := range ents {
+				if e.IsDir() {
+					continue
+				}
 				fi, err := os.Stat(filepath.Join(blobs, e.Name()))
 				must(t, err)
 				if strings.HasSuffix(e.Name(), ".incomplete") {
@@ -601,8 +614,9 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 				}
 			}
 			if partial == 0 {
-				t.Fatal("no partial blob after the cancel; the test did not interrupt a transfer")
+				t.Fatal("no partial .incomplete blob after the cancel; the test did not interrupt a large transfer")
 			}
+			partial += smallPartial
 			sizeNow := func() int64 {
 				var n int64
 				ents, _ := os.ReadDir(blobs)
@@ -623,7 +637,7 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, c.repo, "main")
 			var have int64
 			for _, e := range ents {
-				if !strings.HasSuffix(e.Name(), ".incomplete") {
+				if !strings.HasSuffix(e.Name(), ".incomplete") && !e.IsDir() {
 					fi, _ := os.Stat(filepath.Join(blobs, e.Name()))
 					if fi != nil {
 						have += fi.Size()
@@ -891,4 +905,76 @@ func TestSnapshotFoundWholeIsNotOurs(t *testing.T) {
 	}
 	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
 	sameTree(t, "a snapshot this resource did not write, after destroy", before, tree(t, n.hub))
+}
+
+// lowerSmallBlob sends blobs above 512 KiB through the streaming path and
+// the others through the batch, for this test.
+func lowerSmallBlob(t *testing.T) {
+	saved := smallBlob
+	smallBlob = 512 << 10
+	t.Cleanup(func() { smallBlob = saved })
+}
+
+// dirSource serves a commit's blobs from a folder of this machine (the
+// nodes run here) the way the peer source does from another node: one
+// blob per run of NodeFetch, and many in one tar (snapTarBatcher).
+type dirSource struct {
+	c      *hubtest.Commit
+	dir    string
+	batchN atomic.Int64
+}
+
+func newDirSource(t *testing.T, c *hubtest.Commit, dir string) *dirSource {
+	d := &dirSource{c: c, dir: dir}
+	must(t, os.MkdirAll(d.dir, 0o755))
+	for _, f := range c.Files {
+		must(t, os.WriteFile(filepath.Join(d.dir, f.Etag), f.Bytes(), 0o644))
+	}
+	return d
+}
+
+func (d *dirSource) Describe() string { return "the test folder " + d.dir }
+func (d *dirSource) List(context.Context, node.Conn, *snapSpec) (*snapListing, error) {
+	return (&streamSource{c: d.c}).List(context.Background(), nil, nil)
+}
+func (d *dirSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return d, nil }
+func (d *dirSource) NodeFetch() ([]string, []byte, bool) {
+	return []string{"sh", "-c", `exec tail -c +$(($2 + 1)) "$0/$1"`, d.dir}, nil, true
+}
+func (d *dirSource) NodeFetchBatch() ([]string, bool) {
+	d.batchN.Add(1)
+	return []string{"sh", "-c", `cd "$0" && xargs tar -c -h -f - --`, d.dir}, true
+}
+func (d *dirSource) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
+	return nil, errors.New("not streamed")
+}
+func (d *dirSource) Relayed() int64              { return 0 }
+func (d *dirSource) Close(context.Context) error { return nil }
+
+// TestSnapshotTarBatch: a source that sends small blobs as one tar (the
+// peer source's batch form) and large ones one by one makes the same
+// layout, with one batch run.
+func TestSnapshotTarBatch(t *testing.T) {
+	lowerSmallBlob(t)
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			src := newDirSource(t, c.c2, filepath.Join(n.dir, "src")) // the node's user reads it
+			saved := newLocalSource
+			newLocalSource = func(*snapEnv, *snapSpec) (snapSource, error) { return src, nil }
+			t.Cleanup(func() { newLocalSource = saved })
+			state, priv := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"source_local_dir": cty.StringVal("/test")}))
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			if got := src.batchN.Load(); got != 1 {
+				t.Errorf("%d batch runs, want 1", got)
+			}
+			if c.srv.TotalBytes() != 0 {
+				t.Errorf("the hub served %d bytes", c.srv.TotalBytes())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+			if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+				t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
+			}
+		})
+	}
 }
