@@ -266,6 +266,15 @@ verify_small() {
   mv -f "$tmp/small.next" "$tmp/small"
 }
 if [ "$mode" = fetch ]; then
+  # Progress: the bytes in flight, every second, until "done" (or the
+  # temp folder is gone: an exit on an error must not leave it running,
+  # holding stdout open). Its sleep keeps no stdout.
+  ( while [ -d "$tmp" ] && [ ! -e "$tmp/done" ]; do
+      set -- "$rd"/blobs/*.incomplete "$inbox"/*
+      printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"
+      sleep 1 > /dev/null 2>&1
+    done ) &
+  mon=$!
   # Small blobs (S): one run of the batch command for all of them (curl
   # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
   # (resumed there), verified in a few processes, then renamed with one mv.
@@ -340,11 +349,6 @@ if [ "$mode" = fetch ]; then
     fi
   }
   if grep -q "^B$tab" "$tmp/jobs"; then
-    ( while [ ! -e "$tmp/done" ]; do
-        set -- "$rd"/blobs/*.incomplete
-        if [ -e "$1" ]; then printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"; fi
-        sleep 1
-      done ) &
     mkfifo "$tmp/sem" || exit 1
     exec 3<>"$tmp/sem"
     i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
@@ -354,9 +358,10 @@ if [ "$mode" = fetch ]; then
       ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
     done < "$tmp/jobs"
     while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
-    : > "$tmp/done"
-    wait
   fi
+  : > "$tmp/done"
+  kill "$mon" 2>/dev/null
+  wait
   [ ! -e "$tmp/failed" ] || exit 2
 fi
 [ "$mode" = prep ] && { echo OK; exit 0; }

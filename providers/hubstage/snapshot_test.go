@@ -307,6 +307,19 @@ func TestSnapshotFromHub(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, repo, "main")
 			hubtest.CheckLayout(t, n.hub, repo, "refs/pr/1")
 			hubtest.CompareTrees(t, n.hub, ref, repo.CacheDirName())
+			// Nor in any file on the node: the records, the hub; and the
+			// receiver's temp folder is gone.
+			for _, dir := range []string{n.recs, n.hub} {
+				_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || !d.Type().IsRegular() {
+						return nil
+					}
+					if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(testToken)) {
+						t.Errorf("the token is in %s", p)
+					}
+					return nil
+				})
+			}
 
 			// Refresh and plan: nothing to do, no byte from the hub.
 			srv.ResetCounters()
@@ -976,5 +989,37 @@ func TestSnapshotTarBatch(t *testing.T) {
 				t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
 			}
 		})
+	}
+}
+
+// TestSnapshotRefusedBeforeAnyChange: a transfer larger than the free
+// space minus keep_free is refused at plan with the numbers, and a hub
+// that moved since the plan is refused at apply; nothing is written
+// either way.
+func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	huge := c.config(t, map[string]cty.Value{"keep_free": cty.StringVal("1000000TiB")})
+	resp := c.p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: TypeSnapshot, Node: n.node, Prior: null,
+		Config: huge, Proposed: sdk.ProposedNew(snapSchema.Block, null, huge)})
+	err := resp.Diagnostics.Err()
+	if err == nil || !strings.Contains(err.Error(), "to transfer") || !strings.Contains(err.Error(), "free on "+n.hub) || !strings.Contains(err.Error(), "keep_free") {
+		t.Fatalf("plan with keep_free beyond the disk: %v; want the refusal with the numbers", err)
+	}
+	cfg := c.config(t, nil)
+	c.repo.SetRef("main", c.c1.SHA)
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	c.repo.SetRef("main", c.c2.SHA)
+	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
+		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
+	}
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the hub folder was made by a refused plan or apply")
+	}
+	if ents, _ := os.ReadDir(n.recs); len(ents) != 0 {
+		t.Errorf("records written by a refused apply: %v", ents)
 	}
 }
