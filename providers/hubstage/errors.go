@@ -41,6 +41,9 @@ var (
 	ErrChanged = errors.New("snapshot changed since plan")
 	// ErrForeignManifest is a manifest_path file this resource did not write.
 	ErrForeignManifest = errors.New("manifest_path holds a file this resource did not write")
+	// ErrSourceUnreachable is a destination that cannot reach the source
+	// node's sshd at source_address (a direct copy needs that link).
+	ErrSourceUnreachable = errors.New("source node unreachable from the destination")
 )
 
 // Sentinel errors of hubstage_snapshot.
