@@ -18,7 +18,19 @@ variable "hub_dir" {
 
 variable "model_source" {
   description = "Where the nodes get the model snapshots (modules/spark-recipe variable model_source): null means hub_dir already holds them (a shared folder); {} fetches them on rank 0 from the hub (HF_ENDPOINT, else https://huggingface.co; the token from HF_TOKEN) and copies rank 0's to the other ranks over the cluster link; { local_dir = \"~/.cache/huggingface/hub\" } pushes this machine's hub cache to rank 0; { node = ... } copies from another node."
-  default     = {}
+  type = object({
+    endpoint     = optional(string)
+    token_env    = optional(string)
+    local_dir    = optional(string)
+    node         = optional(any)
+    node_hub_dir = optional(string)
+    node_address = optional(string)
+    transfer     = optional(string)
+    peers        = optional(string, "direct")
+    keep_free    = optional(string)
+    parallel     = optional(number)
+  })
+  default = {}
 }
 
 variable "user" {
