@@ -156,7 +156,7 @@ func (r *snapshot) Validate(_ context.Context, config cty.Value) sdk.Diagnostics
 	}
 	set := 0
 	for _, a := range []string{"source_node", "source_local_dir"} {
-		if v := config.GetAttr(a); !v.IsNull() {
+		if v := config.GetAttr(a); v.IsKnown() && !v.IsNull() {
 			set++
 		}
 	}
