@@ -267,7 +267,10 @@ func TestContainerSparkFlags(t *testing.T) {
 		// CAP_SYS_ADMIN (21) and CAP_SYS_RESOURCE (24), which the default set lacks.
 		logs := containerLogs(t, name)
 		m := regexp.MustCompile(`CapEff:\t([0-9a-f]+)`).FindStringSubmatch(logs)
-		if caps, err := strconv.ParseUint(m[1], 16, 64); m == nil || err != nil || caps&(1<<21) == 0 || caps&(1<<24) == 0 {
+		if m == nil {
+			t.Fatalf("no CapEff in the container's output:\n%s", logs)
+		}
+		if caps, err := strconv.ParseUint(m[1], 16, 64); err != nil || caps&(1<<21) == 0 || caps&(1<<24) == 0 {
 			t.Errorf("privileged container lacks CAP_SYS_ADMIN or CAP_SYS_RESOURCE:\n%s", logs)
 		}
 	} else {
