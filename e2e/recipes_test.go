@@ -48,7 +48,7 @@ module "second" {
   cpus       = 6
   shm_size   = "2g"
   devices    = ["/dev/zero:/dev/dri/card0:rw"]
-  gpus       = null
+  gpus       = ""
   ulimits    = { memlock = "%s", stack = "67108864" }
   mounts = [
     { source = "%s", target = "/hub", read_only = true },
@@ -146,7 +146,7 @@ func TestRecipesOneCluster(t *testing.T) {
 	if !strings.Contains(string(main), modHead) {
 		t.Fatalf("the imported root has no module \"recipe\":\n%s", main)
 	}
-	main = []byte(strings.Replace(string(main), modHead, modHead+"  gpus    = null\n  ulimits = "+noGPUContainer(t)+"\n", 1))
+	main = []byte(strings.Replace(string(main), modHead, modHead+"  gpus    = \"\"\n  ulimits = "+noGPUContainer(t)+"\n", 1))
 	if err := os.WriteFile(filepath.Join(work, "main.sf.hcl"), main, 0o644); err != nil {
 		t.Fatal(err)
 	}

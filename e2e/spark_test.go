@@ -114,7 +114,7 @@ module "fit" {
   name                   = "fit-check"
   image                  = "sparkform-e2e/fit-never-pulled:1"
   memory                 = "1g"
-  gpus                   = null
+  gpus                   = ""
   gpu_memory_utilization = var.gmu
   fit_override_reason    = var.reason
   fit_nvidia_smi         = var.smi

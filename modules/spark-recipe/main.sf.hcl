@@ -19,7 +19,7 @@ locals {
   from_rank0 = local.src == null ? {} : {
     for k, n in local.nodes : k => n if n.rank != 0 && local.src.peers != "source"
   }
-  # The container a Spark needs: the device request ("" is none, as null)
+  # The container a Spark needs: the device request ("" is none)
   # and per node the devices, /dev/infiniband where the node has RoCE.
   gpus = var.gpus == "" ? null : var.gpus
   devices = { for k, n in local.nodes : k => concat(var.devices,

@@ -217,7 +217,7 @@ variable "wait" {
 # image asks for it). Each is an input with that default.
 
 variable "gpus" {
-  description = "GPUs through a device request (docker run --gpus): \"all\" or a count. Needs the NVIDIA Container Toolkit on the node. null or \"\": no request (the node's default runtime already gives the GPU, or a test node without one)."
+  description = "GPUs through a device request (docker run --gpus): \"all\" or a count. Needs the NVIDIA Container Toolkit on the node. \"\": no request (the node's default runtime already gives the GPU, or a test node without one); null, as for every input with a default, means the default."
   type        = string
   default     = "all"
 }
