@@ -166,18 +166,22 @@ func (f *MemoryFit) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespo
 	if !req.Prior.IsNull() && sameInputs(req.Prior, req.Proposed) {
 		return sdk.PlanResponse{Planned: req.Prior, PlannedPrivate: req.PriorPrivate}
 	}
-	if !inputsKnown(req.Proposed) {
-		// The model's size comes from a resource this plan creates: the
-		// check runs at apply, and what depends on this waits for it.
+	if !inputsKnown(req.Proposed) || req.Offline {
+		// The model's size comes from a resource this plan creates (or
+		// the plan may not reach the node): the check runs at apply, and
+		// what depends on this waits for it.
 		for _, c := range fitComputed {
 			vals[c] = cty.UnknownVal(fitType.AttributeType(c))
 		}
+		why := "an argument of the memory check (the model's size) is known only after apply"
+		if req.Offline {
+			why = "this plan does not reach the node (-refresh=false)"
+		}
 		return sdk.PlanResponse{Planned: cty.ObjectVal(vals), Diagnostics: sdk.Diagnostics{{Severity: sdk.Warning,
 			Summary: "Memory fit checked at apply",
-			Detail: fmt.Sprintf("%s: an argument of the memory check (the model's size) is known only after apply, so the check runs then, "+
-				"before the serving container on %s starts.", req.Address, nodeName(req.Node))}}}
+			Detail:  fmt.Sprintf("%s: %s, so the check runs at apply, before the serving container on %s starts.", req.Address, why, nodeName(req.Node))}}}
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec)
+	b, d := f.check(ctx, req.Address, req.Node, spec, req.Reviewed != cty.NilVal)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return sdk.PlanResponse{Diagnostics: diags}
@@ -185,7 +189,32 @@ func (f *MemoryFit) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespo
 	for k, v := range b.values() {
 		vals[k] = v
 	}
+	if rv := reviewedBudget(req.Reviewed); rv != nil {
+		// Planned again at apply and it still fits (or is overridden):
+		// the budget the user reviewed stands, though the free memory
+		// has moved since.
+		for k, v := range rv {
+			vals[k] = v
+		}
+	}
 	return sdk.PlanResponse{Planned: cty.ObjectVal(vals), Diagnostics: diags}
+}
+
+// reviewedBudget is the budget of a reviewed plan (PlanRequest.Reviewed),
+// or nil when there is none to keep.
+func reviewedBudget(rv cty.Value) map[string]cty.Value {
+	if rv == cty.NilVal || rv.IsNull() || !rv.IsKnown() {
+		return nil
+	}
+	out := map[string]cty.Value{}
+	for _, c := range fitComputed {
+		v := rv.GetAttr(c)
+		if !v.IsKnown() || v.IsNull() {
+			return nil
+		}
+		out[c] = v
+	}
+	return out
 }
 
 func sameInputs(prior, proposed cty.Value) bool {
@@ -226,7 +255,7 @@ func (f *MemoryFit) Apply(ctx context.Context, req sdk.ApplyRequest, _ func(sdk.
 		keep.Diagnostics = diags
 		return keep
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec)
+	b, d := f.check(ctx, req.Address, req.Node, spec, true)
 	if d.HasErrors() {
 		keep.Diagnostics = d
 		return keep
@@ -385,8 +414,9 @@ func compute(s fitSpec, m memFigures) budget {
 
 // check reads node n's memory in one command and judges s against it:
 // an error with the numbers when it does not fit, a warning when
-// override_reason lets it through.
-func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec) (budget, sdk.Diagnostics) {
+// override_reason lets it through. atApply says the check runs at apply,
+// where what does not depend on it may already have changed.
+func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec, atApply bool) (budget, sdk.Diagnostics) {
 	conn, err := f.pool.Get(ctx, n)
 	if err != nil {
 		return budget{}, sdk.Diagnostics{sdk.Errorf(nil, "Cannot reach node", "%v", err)}
@@ -409,7 +439,11 @@ func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpe
 		return b, sdk.Diagnostics{{Severity: sdk.Warning, Summary: "Memory check overridden",
 			Detail: what + "\n\nPlanned anyway: override_reason = " + strconv.Quote(*s.override) + "."}}
 	}
+	done := "Nothing was changed."
+	if atApply {
+		done = "What depends on this check (the serving container) is not applied."
+	}
 	return b, sdk.Diagnostics{sdk.Errorf(nil, "Does not fit in memory",
-		"%s: %s\n\nNothing was changed. Lower gpu_memory_utilization, the container's memory, or the model (a smaller quantisation, more nodes), "+
-			"free memory on the node, or set override_reason to plan anyway.", ErrDoesNotFit, what)}
+		"%s: %s\n\n%s Lower gpu_memory_utilization, the container's memory, or the model (a smaller quantisation, more nodes), "+
+			"free memory on the node, or set override_reason to plan anyway.", ErrDoesNotFit, what, done)}
 }

@@ -200,6 +200,44 @@ func TestMemoryFitOnNodes(t *testing.T) {
 				})
 			}
 
+			t.Run("planned again at apply", func(t *testing.T) {
+				// The engine plans again at apply and compares with the
+				// reviewed plan: free memory that moved a little keeps the
+				// reviewed budget; memory that no longer fits is refused.
+				figures := filepath.Join(filepath.Dir(smi), "figures")
+				t.Cleanup(func() { os.WriteFile(figures, []byte("131072, 119808\n"), 0o777) })
+				attrs := map[string]cty.Value{"nvidia_smi": cty.StringVal(smi), "gpu_memory_utilization": cty.NumberFloatVal(0.85), "memory": cty.StringVal("9g"),
+					"display_reserve": cty.StringVal("2g")}
+				config := fitConfig(t, p, attrs)
+				reviewed := planFit(p, n.node, cty.NilVal, config)
+				if reviewed.Diagnostics.HasErrors() {
+					t.Fatal(reviewed.Diagnostics.Err())
+				}
+				null := cty.NullVal(reviewed.Planned.Type())
+				g := sdktest.GRPC(t, command.New()) // the replan runs in the plugin, as in the engine
+				for _, tc := range []struct {
+					free    string
+					applied bool
+				}{{"119700", true}, {"100000", false}} {
+					if err := os.WriteFile(figures, []byte("131072, "+tc.free+"\n"), 0o777); err != nil {
+						t.Fatal(err)
+					}
+					pr := sdk.PlanAndApply(context.Background(), g, sdk.PlanApplyRequest{TypeName: fitTyp, Address: fitTyp + ".x", Node: n.node,
+						Prior: null, Config: config, Reviewed: reviewed.Planned}, nil, func(sdk.Progress) {})
+					if pr.Applied != tc.applied || pr.PlanChanged {
+						t.Fatalf("free %s MiB at apply: applied %v (plan changed %v at %v), want applied %v: %v", tc.free, pr.Applied, pr.PlanChanged,
+							pr.Changed, tc.applied, pr.Diagnostics.Err())
+					}
+					if tc.applied && !pr.NewState.GetAttr("budget").RawEquals(reviewed.Planned.GetAttr("budget")) {
+						t.Errorf("applied budget %v, want the reviewed %v", pr.NewState.GetAttr("budget"), reviewed.Planned.GetAttr("budget"))
+					}
+					if !tc.applied && (pr.Diagnostics.Err() == nil || !strings.Contains(pr.Diagnostics.Err().Error(), "(97.7 GiB + 2.0 GiB the display unlock frees)") ||
+						!strings.Contains(pr.Diagnostics.Err().Error(), "the serving container) is not applied")) {
+						t.Errorf("no longer fits at apply: %v, want the new numbers", pr.Diagnostics.Err())
+					}
+				}
+			})
+
 			t.Run("override without a reason", func(t *testing.T) {
 				resp := planFit(p, n.node, cty.NilVal, fitConfig(t, p, map[string]cty.Value{
 					"nvidia_smi": cty.StringVal(smi), "model_bytes": cty.NumberIntVal(1), "override_reason": cty.StringVal("  "),
