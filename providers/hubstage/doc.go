@@ -70,7 +70,9 @@
 //     partial .incomplete sizes, link targets, the ref, the record) and df of
 //     hub_dir. present_bytes counts present blobs (shared with other
 //     snapshots included) and resumable partial bytes; transfer_bytes the
-//     rest; free_bytes is df's available space. A transfer larger than
+//     rest; free_bytes is df's available space (Volatile: an apply's new
+//     plan is not held to it, and change_summary leaves it out, since other
+//     writers move it; the refusal is checked again). A transfer larger than
 //     free_bytes - keep_free is refused (ErrNoFit, with the numbers) before
 //     any change. A plan that writes leaves commit, snapshot_dir and files
 //     unknown (dependents plan after the transfer; change_summary names the

@@ -49,7 +49,7 @@ type recvResult struct {
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
 // prog (bytes on the node now, counted from the blobs to fetch).
-func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode string,
+func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string,
 	secret []byte, jobs []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
@@ -58,7 +58,7 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		rev = ""
 	}
 	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode}
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner}
 	argv = append(argv, fetch...)
 	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs))
 	res := &recvResult{}
@@ -138,8 +138,8 @@ func (c countingReader) Read(p []byte) (int, error) {
 // relay streams each blob through this process (relay, push): prep on
 // the node, one put per blob (parallel), then finish.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
-	jobs []byte, prog func(int64)) error {
-	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", nil, jobs, nil, nil); err != nil {
+	owner string, jobs []byte, prog func(int64)) error {
+	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, jobs, nil, nil); err != nil {
 		return err
 	}
 	var moved atomic.Int64
@@ -181,7 +181,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			rc, err := tr.Stream(ctx, f, off)
 			if err == nil {
 				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", f.Etag, strconv.FormatInt(f.Size, 10)}
+					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, f.Etag, strconv.FormatInt(f.Size, 10)}
 				var res node.Result
 				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
 				rc.Close()
@@ -201,7 +201,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 	if len(errs) > 0 {
 		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
 	}
-	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", nil, jobs, nil, nil)
+	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, jobs, nil, nil)
 	return err
 }
 
@@ -270,9 +270,20 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	}
 	// From here on the node may change: the state names the commit so
 	// that destroy finds its record, whatever happens next.
+	// This instance owns the commit's record when it writes now, or wrote
+	// before (its private data, or its address in the record after a lost
+	// reply); a snapshot found whole that it never wrote is not its own to
+	// give back.
 	newPriv := snapPriv{Commit: l.Commit}
-	for _, c := range append(priv.Others, priv.Commit, ctyval.Str(ctyval.Attr(req.Prior, "commit"))) {
-		if c != "" && c != l.Commit && !contains(newPriv.Others, c) {
+	if w.none() && priv.Commit != l.Commit && !obs[0].Record.Has("owner", req.Address) {
+		newPriv = snapPriv{Adopted: l.Commit}
+	}
+	earlier := append(priv.Others, priv.Commit)
+	if len(req.Private) == 0 {
+		earlier = append(earlier, ctyval.Str(ctyval.Attr(req.Prior, "commit")))
+	}
+	for _, c := range earlier {
+		if hex40.MatchString(c) && c != l.Commit && !contains(newPriv.Others, c) {
 			newPriv.Others = append(newPriv.Others, c)
 		}
 	}
@@ -313,9 +324,9 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		r0 := tr.Relayed()
 		jobs := jobLines(w)
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", secret, jobs, argv, prog)
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, secret, jobs, argv, prog)
 		} else {
-			err = r.relay(ctx, conn, become, s, w, obs[0], tr, jobs, prog)
+			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobs, prog)
 		}
 		relayed = tr.Relayed() - r0
 		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
@@ -361,7 +372,9 @@ func (r *snapshot) destroy(ctx context.Context, conn node.Conn, become bool, req
 			commits = append(commits, c)
 		}
 	}
-	if c := ctyval.Str(ctyval.Attr(req.Prior, "commit")); hex40.MatchString(c) && !contains(commits, c) {
+	// No private data at all (an older state, a lost reply): the commit of
+	// the value, whose record says what was made.
+	if c := ctyval.Str(ctyval.Attr(req.Prior, "commit")); len(req.Private) == 0 && hex40.MatchString(c) && !contains(commits, c) {
 		commits = append(commits, c)
 	}
 	var kept []string

@@ -8,6 +8,8 @@ package hubstage
 // snapRecords are the snapshots' restore records on the nodes (package
 // providers/internal/restore), keyed by snapKey. Lines:
 //
+//	owner ADDR      the address of an instance that wrote (a create
+//	                whose reply was lost finds its record by it)
 //	made DIR        a folder this resource made (removed while empty)
 //	blob ETAG       a blob that was not in blobs/ when this resource
 //	                started it (its .incomplete included); written BEFORE
@@ -104,8 +106,9 @@ done
 //	$5 hub_dir  $6 repo folder  $7 commit  $8 revision ("" pinned)
 //	$9 parallel  then: mode ("fetch": blobs come from the fetch argv that
 //	follows; "prep": record and folders only; "finish": links and ref
-//	only; "put": $11 ETAG $12 SIZE, the bytes on stdin from the
-//	.incomplete's current size on), then the fetch argv (fetch mode).
+//	only; "put": ETAG SIZE follow, the bytes on stdin from the
+//	.incomplete's current size on), the owner (the instance address,
+//	recorded as "owner ADDR"), then the fetch argv (fetch mode).
 //
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
@@ -129,7 +132,7 @@ done
 const snapReceiveScript = `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
-mode=$1; shift
+mode=$1 owner=$2; shift 2
 retries=5
 tab=$(printf '\t')
 rd=$hub/$repo
@@ -180,6 +183,12 @@ trap 'stop 143' TERM
 cat > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
+if ! has "owner $owner"; then
+  sf_rappend "$base" "$kind" "$rn" "owner $owner
+" || exit 1
+  rec="$rec
+owner $owner"
+fi
 if [ "$mode" != finish ]; then
   mk "$rd/blobs" || exit 1
   new=
