@@ -40,11 +40,39 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 	switch opts.Mode {
 	case plans.RefreshOnlyMode:
 		p.Sort()
-		return p, diags
 	case plans.DestroyMode:
-		return p, append(diags, e.planDestroy(in, p)...)
+		diags = append(diags, e.planDestroy(in, p)...)
+	default:
+		p, diags = e.planNormal(ctx, in, opts, p, diags)
 	}
-	return e.planNormal(ctx, in, opts, p, diags)
+	if p != nil {
+		e.markSummaries(ctx, p)
+	}
+	return p, diags
+}
+
+// markSummaries sets each change's and drift's SummaryAttrs from its
+// type's schema (sdk.SummarizedAttrs): one schema lookup per type, one
+// shared slice per type. A type whose schema cannot be had (its provider
+// gone) keeps none: its lists are then shown element by element.
+func (e *Engine) markSummaries(ctx context.Context, p *plans.Plan) {
+	byType := map[string][]string{}
+	of := func(typeName string) []string {
+		attrs, ok := byType[typeName]
+		if !ok {
+			if s, err := e.schemaFor(ctx, typeName); err == nil {
+				attrs = s.SummarizedAttrs()
+			}
+			byType[typeName] = attrs
+		}
+		return attrs
+	}
+	for _, c := range p.Changes {
+		c.SummaryAttrs = of(c.Type)
+	}
+	for _, d := range p.Drift {
+		d.SummaryAttrs = of(d.Type)
+	}
 }
 
 // planInputs is what every plan mode starts from.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,6 +78,16 @@ func (m *meta) Dir() string {
 	return "."
 }
 
+// Path is a path the user gave on the command line (-var-file, -out, a
+// plan file): a relative one is relative to the working directory after
+// -chdir, as in Terraform, where -chdir switches before anything else.
+func (m *meta) Path(p string) string {
+	if m.chdir == "" || p == "" || p == "-" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(m.chdir, p)
+}
+
 // StatePath is where the state lives.
 func (m *meta) StatePath() string { return filepath.Join(m.Dir(), ".sparkform", "state.db") }
 
@@ -126,7 +137,7 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	mod, ds := config.LoadDir(m.Dir())
 	if mod != nil {
 		m.files = mod.Files
-		if !ds.HasErrors() {
+		if config.OnlyRecoverable(ds) { // e.g. a data block: report the rest too
 			ds = append(ds, mod.CheckReferences()...)
 		}
 	}
@@ -149,7 +160,16 @@ func (m *meta) flatten(mod *config.Module, vals map[string]cty.Value) (*config.M
 
 // variables resolves -var, -var-file and SPARKFORM_VAR_*.
 func (m *meta) variables(mod *config.Module, vf *varFlags) (map[string]cty.Value, bool) {
-	vals, ds := config.ResolveVariables(mod, vf.sources, os.Environ())
+	sources := vf.sources
+	if m.chdir != "" {
+		sources = slices.Clone(sources)
+		for i := range sources {
+			if sources[i].Kind == "file" {
+				sources[i].Value = m.Path(sources[i].Value)
+			}
+		}
+	}
+	vals, ds := config.ResolveVariables(mod, sources, os.Environ())
 	if m.diags(ds) {
 		return nil, false
 	}
@@ -257,7 +277,9 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 		}
 		fmt.Fprintln(m.stderr, msg)
 	}
-	node.Debug = logger.Named("ssh").Debug
+	if debugLog() {
+		node.SetDebug(logger.Named("ssh").Debug)
+	}
 	m.pool = node.NewPool()
 	var env []string
 	if r, err := node.NewRelay(m.pool); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -64,7 +63,9 @@ func (f *planFlags) mode() plans.Mode {
 func configDigest(mod *config.Module) string {
 	names := make([]string, 0, len(mod.Files))
 	for n := range mod.Files {
-		names = append(names, n)
+		if !mod.VarFiles[n] { // their values are in the plan
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	h := sha256.New()
@@ -97,7 +98,7 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 				return &exitError{code}
 			}
 			if out != "" {
-				if err := plans.WriteFile(out, p); err != nil {
+				if err := plans.WriteFile(m.Path(out), p); err != nil {
 					return fmt.Errorf("writing plan file: %w", err)
 				}
 				if !f.json {
@@ -293,7 +294,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 
 // applySaved applies a plan file.
 func (m *meta) applySaved(path string, f *planFlags) error {
-	p, err := plans.ReadFile(path)
+	p, err := plans.ReadFile(m.Path(path))
 	if err != nil {
 		return m.failed(fmt.Errorf("reading plan file %s: %w", path, err))
 	}
@@ -375,7 +376,7 @@ func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 			added, a[plans.Update], a[plans.Delete])
 		return &exitError{1}
 	}
-	if errors.Is(ctx.Err(), ctx.Err()) && ctx.Err() != nil {
+	if ctx.Err() != nil { // interrupted: said above, not complete
 		return &exitError{1}
 	}
 	word := "Apply"

@@ -135,7 +135,7 @@ func (r *renderer) plan(p *plans.Plan) {
 			if c := p.Change(d.Addr); c != nil {
 				sens = append(slices.Clip(sens), c.BeforeSensitive()...)
 			}
-			r.attrs(d.Before, d.After, nil, sensitivity{before: sens, after: sens}, nil, "      ", plans.Update)
+			r.attrs(d.Before, d.After, nil, sensitivity{before: sens, after: sens}, d.SummaryAttrs, "      ", plans.Update)
 			fmt.Fprintln(r.w, "    }")
 		}
 		fmt.Fprintln(r.w)
@@ -362,8 +362,21 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive 
 	if sensIn != nil {
 		markedB, markedA = engine.MarkSensitive(before, sensitive.before), engine.MarkSensitive(after, sensitive.after)
 	}
+	// A changed summarised list points at the summary line: show that line
+	// even when it did not change itself (the refresh already carried it).
+	showSummary := false
+	if action != plans.Create && action != plans.Delete {
+		for _, n := range summary {
+			if !sdk.ValuesEqual(attrOf(before, n), attrOf(after, n)) {
+				showSummary = true
+			}
+		}
+	}
 	names := r.attrNames(before, after)
 	width := 0
+	if showSummary {
+		width = len(sdk.SummaryAttribute)
+	}
 	for _, n := range names {
 		b, a := attrOf(before, n), attrOf(after, n)
 		switch action {
@@ -401,6 +414,11 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive 
 			tw.WriteString("(sensitive value)")
 			return
 		}
+		if slices.Contains(summary, n) && v.IsKnown() && !v.IsNull() && v.CanIterateElements() {
+			// A snapshot's 10,000 files: the summary line says what changed.
+			tw.WriteString(r.c(faint, fmt.Sprintf("[ %d %s, see %s ]", v.LengthInt(), plural(v.LengthInt(), "element", "elements"), sdk.SummaryAttribute)))
+			return
+		}
 		if sensIn[n] {
 			v = attrOf(marked, n)
 		}
@@ -409,12 +427,18 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive 
 	hidden := 0
 	for _, n := range names {
 		b, a := attrOf(before, n), attrOf(after, n)
+		if showSummary && n == sdk.SummaryAttribute && sdk.ValuesEqual(b, a) && !a.IsNull() {
+			line(" ", n)
+			show(n, a, markedA)
+			tw.WriteByte('\n')
+			continue
+		}
 		switch action {
 		case plans.Create:
 			if a.IsKnown() && a.IsNull() {
 				continue
 			}
-			if !sens[n] && !sensIn[n] && isSeq(a) {
+			if !sens[n] && !sensIn[n] && isSeq(a) && !slices.Contains(summary, n) {
 				if where := r.seenElsewhere(cty.NilVal, a, r.cur+"."+n); where != "" {
 					line(r.c(green, "+"), n)
 					tw.WriteString(r.c(faint, fmt.Sprintf("[ %d elements, as in %s above ]", a.LengthInt(), where)))
@@ -450,7 +474,7 @@ func (r *renderer) attrs(before, after cty.Value, replace []cty.Path, sensitive 
 				show(n, b, markedB)
 				tw.WriteString(" -> null")
 			default:
-				if !sens[n] && !sensIn[n] && isSeq(b) && isSeq(a) {
+				if !sens[n] && !sensIn[n] && isSeq(b) && isSeq(a) && !slices.Contains(summary, n) {
 					line(r.c(yellow, "~"), n)
 					if where := r.seenElsewhere(b, a, r.cur+"."+n); where != "" {
 						tw.WriteString(r.c(faint, fmt.Sprintf("[ the same changed elements as %s above ]", where)))

@@ -48,6 +48,7 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m), newRecipeCommand(m),
 	)
+	root.AddCommand(terraformOnlyCommands()...)
 	refuseUnknownSubcommands(root)
 	completeStateAddresses(root, m)
 	return root, m

@@ -63,7 +63,7 @@ func newShowCommand(m *meta) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				p, err := plans.ReadFile(args[0])
+				p, err := plans.ReadFile(m.Path(args[0]))
 				if err != nil {
 					return err
 				}

@@ -206,6 +206,10 @@ func (m *Module) readVarFile(path string, raw map[string]rawVar, failed map[stri
 	}
 	if f != nil {
 		m.Files[path] = f // so its diagnostics render with snippets
+		if m.VarFiles == nil {
+			m.VarFiles = map[string]bool{}
+		}
+		m.VarFiles[path] = true
 	}
 	if diags.HasErrors() {
 		return diags

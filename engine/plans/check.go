@@ -277,6 +277,11 @@ func (p *Plan) checkValues() error {
 		if d.After == cty.NilVal {
 			return fmt.Errorf("drift of %s has no value found (null for gone)", d.Addr)
 		}
+		for _, a := range d.SummaryAttrs {
+			if !hclsyntax.ValidIdentifier(a) {
+				return fmt.Errorf("drift of %s: attribute name %q is not an identifier", d.Addr, a)
+			}
+		}
 	}
 	return nil
 }

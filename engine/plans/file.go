@@ -71,6 +71,7 @@ type fileDrift struct {
 	Addr, Type     string
 	Before, After  fileValue
 	SensitiveAttrs []string
+	SummaryAttrs   []string `json:",omitempty"`
 }
 
 type fileOutput struct {
@@ -179,7 +180,7 @@ func Write(w io.Writer, p *Plan) error {
 		fp.Changes = append(fp.Changes, fc)
 	}
 	for _, d := range p.Drift {
-		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After), SensitiveAttrs: d.SensitiveAttrs})
+		fp.Drift = append(fp.Drift, fileDrift{Addr: d.Addr, Type: d.Type, Before: enc(d.Before), After: enc(d.After), SensitiveAttrs: d.SensitiveAttrs, SummaryAttrs: d.SummaryAttrs})
 	}
 	for k, o := range p.Outputs {
 		fp.Outputs[k] = fileOutput{Before: enc(o.Before), After: enc(o.After), Sensitive: o.Sensitive}
@@ -272,7 +273,7 @@ func Read(r io.Reader) (*Plan, error) {
 		p.Changes = append(p.Changes, c)
 	}
 	for _, d := range fp.Drift {
-		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After), SensitiveAttrs: d.SensitiveAttrs})
+		p.Drift = append(p.Drift, &Drift{Addr: d.Addr, Type: d.Type, Before: dec(d.Before), After: dec(d.After), SensitiveAttrs: d.SensitiveAttrs, SummaryAttrs: d.SummaryAttrs})
 	}
 	for k, o := range fp.Outputs {
 		p.Outputs[k] = &OutputChange{Before: dec(o.Before), After: dec(o.After), Sensitive: o.Sensitive}

@@ -86,7 +86,9 @@ type ResourceChange struct {
 	// both (BeforeSensitive), so a value that stops being sensitive is not
 	// shown in its old form.
 	PriorSensitiveAttrs []string
-	// SummaryAttrs are attributes rendered as a short summary (large lists).
+	// SummaryAttrs are attributes rendered through the object's summary
+	// line (sdk.SummaryAttribute) rather than element by element: large
+	// computed lists such as a snapshot's files (sdk.SummarizedAttrs).
 	SummaryAttrs  []string
 	SchemaVersion int64
 	// CreateBeforeDestroy is the lifecycle setting, kept for destroy order.
@@ -112,6 +114,9 @@ type Drift struct {
 	// SensitiveAttrs are the sensitive paths state keeps for the object:
 	// hidden in Before and After.
 	SensitiveAttrs []string
+	// SummaryAttrs are attributes rendered through the object's summary
+	// line rather than element by element (sdk.SummarizedAttrs).
+	SummaryAttrs []string
 }
 
 // OutputChange is the planned value of an output.

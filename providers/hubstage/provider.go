@@ -12,7 +12,7 @@ const TypeManifest = "hubstage_manifest"
 
 // SummaryAttribute names the computed attribute that summarises a change
 // of "files" in one line; plan renderers show it instead of the list.
-const SummaryAttribute = "change_summary"
+const SummaryAttribute = sdk.SummaryAttribute
 
 // fileType is one bind: what docker_container.bind_files consumes.
 var fileType = cty.Object(map[string]cty.Type{"source": cty.String, "target": cty.String})

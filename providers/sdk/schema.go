@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,35 @@ type Schema struct {
 }
 
 // ResourceSchema describes one resource type.
+// SummaryAttribute names the computed string attribute with which a
+// resource summarises, in one line, a change of its large computed
+// collections ("commit a -> b, +3 files"): a resource whose schema
+// declares it asks plan renderers to show that line instead of those
+// collections element by element (SummarizedAttrs). Machine-readable
+// output keeps every element.
+const SummaryAttribute = "change_summary"
+
+// SummarizedAttrs are the attributes plan renderers show through
+// SummaryAttribute rather than element by element: every computed-only
+// list, set or map attribute of a schema that declares SummaryAttribute,
+// sorted. Nil when the schema does not declare it.
+func (s *ResourceSchema) SummarizedAttrs() []string {
+	if s == nil || s.Block == nil {
+		return nil
+	}
+	if a := s.Block.Attributes[SummaryAttribute]; a == nil || !a.Computed || a.Type != cty.String {
+		return nil
+	}
+	var out []string
+	for name, a := range s.Block.Attributes {
+		if a.Computed && !a.Optional && !a.Required && (a.Type.IsListType() || a.Type.IsSetType() || a.Type.IsMapType()) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 type ResourceSchema struct {
 	// Version is bumped when the stored value's shape changes.
 	Version     int64
