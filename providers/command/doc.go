@@ -61,5 +61,9 @@
 // (source, total_bytes, available_bytes, asked_bytes, budget) and shown
 // in the plan. The check runs at create and when an argument changes,
 // never at refresh (the server, once running, holds the memory it was
-// checked for); with an argument unknown at plan it runs at apply.
+// checked for), and on a change only the growth over the prior
+// asked_bytes must be available. available_bytes and budget are
+// Volatile: apply plans again and holds the recipe to fit then, not to
+// the figures the plan showed. With an argument unknown at plan (or
+// -refresh=false) the check runs at apply.
 package command

@@ -38,7 +38,7 @@ var fitSchema = &sdk.ResourceSchema{
 	Description: "A memory budget checked at plan: what the node has available (nvidia-smi's figures where it gives them, else /proc/meminfo), " +
 		"plus what the display unlock frees, against what the serving container asks (gpu_memory_utilization of the total where set, else the model's bytes on this node, " +
 		"plus the container's memory limit, else its shm). Plan refuses, before any change, when it does not fit, with the numbers; override_reason lets it through. " +
-		"The check runs when the resource is created and when one of its arguments changes, not on every plan: a serving container, once running, holds the memory it was checked for, "+
+		"The check runs when the resource is created and when one of its arguments changes, not on every plan: a serving container, once running, holds the memory it was checked for, " +
 		"so on a change only the growth over what was checked before must be available (and the display reserve is free already).",
 	Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
 		"model_bytes": {Type: cty.Number, Optional: true,
@@ -58,10 +58,12 @@ var fitSchema = &sdk.ResourceSchema{
 
 		"source": {Type: cty.String, Computed: true,
 			Description: "Where the figures came from: \"nvidia-smi\" or \"/proc/meminfo\" (with why, when nvidia-smi is there but gave none)."},
-		"total_bytes":     {Type: cty.Number, Computed: true, Description: "The node's total memory (nvidia-smi: the sum of memory.total; else MemTotal)."},
-		"available_bytes": {Type: cty.Number, Computed: true, Description: "Available before the display unlock (nvidia-smi: the sum of memory.free; else MemAvailable)."},
-		"asked_bytes":     {Type: cty.Number, Computed: true, Description: "What the recipe asks of the node."},
-		"budget":          {Type: cty.String, Computed: true, Description: "The budget in words: what is asked, of what, and whether it fits."},
+		"total_bytes": {Type: cty.Number, Computed: true, Description: "The node's total memory (nvidia-smi: the sum of memory.total; else MemTotal)."},
+		"available_bytes": {Type: cty.Number, Computed: true, Volatile: true,
+			Description: "Available before the display unlock when planned (nvidia-smi: the sum of memory.free; else MemAvailable). Apply plans again and holds the recipe to fit then, not to this figure."},
+		"asked_bytes": {Type: cty.Number, Computed: true, Description: "What the recipe asks of the node."},
+		"budget": {Type: cty.String, Computed: true, Volatile: true,
+			Description: "The budget in words: what is asked, of what is available, and whether it fits."},
 	}},
 }
 
@@ -182,21 +184,13 @@ func (f *MemoryFit) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespo
 			Summary: "Memory fit checked at apply",
 			Detail:  fmt.Sprintf("%s: %s, so the check runs at apply, before the serving container on %s starts.", req.Address, why, nodeName(req.Node))}}}
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior), req.Reviewed != cty.NilVal)
+	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior))
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return sdk.PlanResponse{Diagnostics: diags}
 	}
 	for k, v := range b.values() {
 		vals[k] = v
-	}
-	if rv := reviewedBudget(req.Reviewed); rv != nil {
-		// Planned again at apply and it still fits (or is overridden):
-		// the budget the user reviewed stands, though the free memory
-		// has moved since.
-		for k, v := range rv {
-			vals[k] = v
-		}
 	}
 	return sdk.PlanResponse{Planned: cty.ObjectVal(vals), Diagnostics: diags}
 }
@@ -213,23 +207,6 @@ func heldBy(prior cty.Value) int64 {
 	}
 	n, _ := a.AsBigFloat().Int64()
 	return n
-}
-
-// reviewedBudget is the budget of a reviewed plan (PlanRequest.Reviewed),
-// or nil when there is none to keep.
-func reviewedBudget(rv cty.Value) map[string]cty.Value {
-	if rv == cty.NilVal || rv.IsNull() || !rv.IsKnown() {
-		return nil
-	}
-	out := map[string]cty.Value{}
-	for _, c := range fitComputed {
-		v := rv.GetAttr(c)
-		if !v.IsKnown() || v.IsNull() {
-			return nil
-		}
-		out[c] = v
-	}
-	return out
 }
 
 func sameInputs(prior, proposed cty.Value) bool {
@@ -270,7 +247,7 @@ func (f *MemoryFit) Apply(ctx context.Context, req sdk.ApplyRequest, _ func(sdk.
 		keep.Diagnostics = diags
 		return keep
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior), true)
+	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior))
 	if d.HasErrors() {
 		keep.Diagnostics = d
 		return keep
@@ -451,9 +428,8 @@ func compute(s fitSpec, m memFigures, held int64) budget {
 
 // check reads node n's memory in one command and judges s against it:
 // an error with the numbers when it does not fit, a warning when
-// override_reason lets it through. atApply says the check runs at apply,
-// where what does not depend on it may already have changed.
-func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec, held int64, atApply bool) (budget, sdk.Diagnostics) {
+// override_reason lets it through.
+func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec, held int64) (budget, sdk.Diagnostics) {
 	conn, err := f.pool.Get(ctx, n)
 	if err != nil {
 		return budget{}, sdk.Diagnostics{sdk.Errorf(nil, "Cannot reach node", "%v", err)}
@@ -476,11 +452,7 @@ func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpe
 		return b, sdk.Diagnostics{{Severity: sdk.Warning, Summary: "Memory check overridden",
 			Detail: what + "\n\nPlanned anyway: override_reason = " + strconv.Quote(*s.override) + "."}}
 	}
-	done := "Nothing was changed."
-	if atApply {
-		done = "What depends on this check (the serving container) is not applied."
-	}
 	return b, sdk.Diagnostics{sdk.Errorf(nil, "Does not fit in memory",
-		"%s: %s\n\n%s Lower gpu_memory_utilization, the container's memory, or the model (a smaller quantisation, more nodes), "+
-			"free memory on the node, or set override_reason to plan anyway.", ErrDoesNotFit, what, done)}
+		"%s: %s\n\nNothing was changed (at apply, where the engine plans each instance again: nothing that depends on this check, the serving container). Lower gpu_memory_utilization, the container's memory, or the model (a smaller quantisation, more nodes), "+
+			"free memory on the node, or set override_reason to plan anyway.", ErrDoesNotFit, what)}
 }

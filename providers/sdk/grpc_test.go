@@ -687,9 +687,8 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.ReadItem]():     {"TypeName", "Address", "Prior", "PriorStored", "Private"},
 		reflect.TypeFor[sdk.ReadResponse](): {"Results", "Diagnostics", "RoundTrips"},
 		// Unchanged is the client's reading of the result's unchanged flag.
-		reflect.TypeFor[sdk.ReadResult](): {"NewState", "Private", "Diagnostics", "Unchanged"},
-		// Reviewed travels in a replan's apply request (planApplyOne), never in a plan call.
-		reflect.TypeFor[sdk.PlanRequest](): {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline", "Reviewed"},
+		reflect.TypeFor[sdk.ReadResult]():  {"NewState", "Private", "Diagnostics", "Unchanged"},
+		reflect.TypeFor[sdk.PlanRequest](): {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
 		// Unchanged is the client's reading of planned_unchanged.
 		reflect.TypeFor[sdk.PlanResponse](): {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics", "Unchanged"},
 		reflect.TypeFor[sdk.ApplyRequest](): {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},
@@ -704,7 +703,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
 		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply"},
 		reflect.TypeFor[sdk.Block]():          {"Attributes", "BlockTypes"},
-		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive", "SensitiveWith"},
+		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive", "SensitiveWith", "Volatile"},
 		reflect.TypeFor[sdk.NestedBlock]():    {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},
 	}
 	for rt, fields := range carried {
