@@ -91,6 +91,10 @@ variable "smi" {
   type    = string
   default = null
 }
+variable "args" {
+  type    = list(string)
+  default = []
+}
 
 node "one" {
   host          = var.n.host
@@ -115,6 +119,7 @@ module "fit" {
   image                  = "sparkform-e2e/fit-never-pulled:1"
   memory                 = "1g"
   gpu_memory_utilization = var.gmu
+  args                   = var.args
   fit_override_reason    = var.reason
   fit_nvidia_smi         = var.smi
 }
@@ -166,13 +171,17 @@ func TestRecipeFit(t *testing.T) {
 	before := listing(t, n.Root)
 	const addr = `module.fit.node_memory_fit.serve["spark-01"]`
 
-	// Fits: the plan shows the budget from the stand-in nvidia-smi.
-	plan := sf.must(2, "plan", "-detailed-exitcode", "-var", "smi="+filepath.Join(smiDir, "nvidia-smi"), "-var", "gmu=0.5")
-	wantIn(t, "plan that fits", plan.stdout, addr+" will be created",
-		`asks 65.0 GiB = 64.0 GiB (gpu_memory_utilization 0.5 of 128.0 GiB) + 1.0 GiB (the container's memory limit) of 117.0 GiB available`,
-		"from nvidia-smi: fits, 52.0 GiB to spare", "module.fit.gitkit_checkout.kit",
-		`gpus                   = "all"`, `ipc_mode               = "host"`, `network_mode           = "host"`, `privileged             = false`,
-		`memlock = "-1"`, `stack   = "67108864"`, `"/dev/infiniband",`)
+	// Fits: the plan shows the budget from the stand-in nvidia-smi, with
+	// gpu_memory_utilization from the input or from the server's args.
+	smi := "smi=" + filepath.Join(smiDir, "nvidia-smi")
+	for _, gmu := range [][]string{{"-var", "gmu=0.5"}, {"-var", `args=["--gpu-memory-utilization", "0.5"]`}, {"-var", `args=["--gpu-memory-utilization=0.5"]`}} {
+		plan := sf.must(2, append([]string{"plan", "-detailed-exitcode", "-var", smi}, gmu...)...)
+		wantIn(t, "plan that fits ("+gmu[1]+")", plan.stdout, addr+" will be created",
+			`asks 65.0 GiB = 64.0 GiB (gpu_memory_utilization 0.5 of 128.0 GiB) + 1.0 GiB (the container's memory limit) of 117.0 GiB available`,
+			"from nvidia-smi: fits, 52.0 GiB to spare", "module.fit.gitkit_checkout.kit",
+			`gpus                   = "all"`, `ipc_mode               = "host"`, `network_mode           = "host"`, `privileged             = false`,
+			`memlock = "-1"`, `stack   = "67108864"`, `"/dev/infiniband",`)
+	}
 
 	// Does not fit: refused at plan and at apply, with the numbers.
 	for _, args := range [][]string{{"plan"}, {"apply", "-auto-approve"}} {

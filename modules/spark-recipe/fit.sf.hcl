@@ -7,9 +7,10 @@
 # display unlock frees about 2 GiB more.
 
 locals {
-  # --gpu-memory-utilization N in args, when the input is not set.
+  # --gpu-memory-utilization N (or =N) in args, when the input is not set.
   gmu_arg = try(tonumber(var.args[index(var.args, "--gpu-memory-utilization") + 1]), null)
-  gmu     = var.gpu_memory_utilization != null ? var.gpu_memory_utilization : local.gmu_arg
+  gmu_eq  = try(tonumber(one([for a in var.args : trimprefix(a, "--gpu-memory-utilization=") if startswith(a, "--gpu-memory-utilization=")])), null)
+  gmu     = var.gpu_memory_utilization != null ? var.gpu_memory_utilization : (local.gmu_arg != null ? local.gmu_arg : local.gmu_eq)
 
   # The weights' bytes: the snapshot rank 0 copies (model_source), else the
   # node's manifest on the shared hub_dir. A tensor/pipeline-parallel model

@@ -255,7 +255,7 @@ variable "privileged" {
 # The fit check at plan (fit.sf.hcl): node_memory_fit per node.
 
 variable "gpu_memory_utilization" {
-  description = "The recipe's gpu_memory_utilization (vLLM's --gpu-memory-utilization: the fraction of the node's total memory it takes). null: read from args (--gpu-memory-utilization N) when there, else the fit check counts the model's weights on each node."
+  description = "The recipe's gpu_memory_utilization (vLLM's --gpu-memory-utilization: the fraction of the node's total memory it takes). null: read from args (--gpu-memory-utilization N, or =N) when there, else the fit check counts the model's weights on each node."
   type        = number
   default     = null
 }
