@@ -631,6 +631,13 @@ func (r *containerResource) Import(ctx context.Context, req sdk.ImportRequest) s
 // itself only.
 func startHint(err error, spc spec, node string) error {
 	err = rlimitHint(gpuDriverHint(err, spc.GPUs, node), spc.Ulimits, node)
+	if m := missingDeviceRE.FindStringSubmatch(err.Error()); m != nil {
+		hint := ""
+		if strings.HasSuffix(m[1], "/infiniband") || strings.Contains(m[1], "/infiniband/") {
+			hint = " (no RDMA device: the node has no RoCE/InfiniBand NIC, or its drivers, mlx5_ib and ib_uverbs, are not loaded; the spark-recipe module binds it with infiniband = true)"
+		}
+		err = fmt.Errorf("%w: the device %s does not exist on %s%s; remove it from devices or make it exist before the container starts", err, m[1], node, hint)
+	}
 	if spc.Privileged && strings.Contains(err.Error(), "unable to apply caps: operation not permitted") {
 		err = fmt.Errorf("%w: privileged = true asks for every capability, and the Docker Engine on %s runs without some of them (Docker inside a container, "+
 			"or a reduced capability bounding set), so it cannot give them; run the engine with every capability, or set privileged = false and add what the image needs "+
@@ -654,6 +661,8 @@ func gpuDriverHint(err error, gpus, node string) error {
 // error ("error setting rlimit type 8").
 var rlimitNames = map[string]string{"0": "cpu", "1": "fsize", "2": "data", "3": "stack", "4": "core", "5": "rss", "6": "nproc",
 	"7": "nofile", "8": "memlock", "9": "as", "10": "locks", "11": "sigpending", "12": "msgqueue", "13": "nice", "14": "rtprio", "15": "rttime"}
+
+var missingDeviceRE = regexp.MustCompile(`error gathering device information while adding custom device "([^"]+)": no such file or directory`)
 
 var rlimitErrRE = regexp.MustCompile(`error setting rlimit type (\d+): operation not permitted`)
 

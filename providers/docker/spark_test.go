@@ -188,6 +188,20 @@ func TestContainerSparkFlags(t *testing.T) {
 		}
 		sdktest.Destroy(t, p, ctype, n, resp.NewState, nil)
 	}
+	// A node without the RDMA device: apply says which and why.
+	absent := filepath.Join(filepath.Dir(ib), "absent", "infiniband")
+	missing := sdktest.Object(t, rs.Block, sparkAttrs(name, absent, memlock))
+	null := cty.NullVal(rs.Block.ImpliedType())
+	mp := sdktest.Plan(t, p, ctype, n, null, nil, missing)
+	mresp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: ctype, Address: ctype + ".spark", Node: n,
+		Prior: null, Planned: mp.Planned, Config: missing}, func(sdk.Progress) {})
+	for _, w := range []string{"the device " + absent + " does not exist on local", "ib_uverbs", "infiniband = true"} {
+		if err := mresp.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("apply with a missing /dev/infiniband: error %v does not say %q", err, w)
+		}
+	}
+	sdktest.Destroy(t, p, ctype, n, mresp.NewState, nil)
+
 	config := sdktest.Object(t, rs.Block, sparkAttrs(name, ib, memlock))
 	st, priv := sdktest.Create(t, p, ctype, n, config)
 	wantAttr(t, st, "running", cty.True)
