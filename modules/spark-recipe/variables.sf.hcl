@@ -32,8 +32,21 @@ variable "recipe" {
     error_message = "Ranks must be 0 .. required_nodes-1, one per node (--node-rank)."
   }
   validation {
-    condition     = var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
+    condition     = (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) != 0 || var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
     error_message = "tensor_parallel_size x pipeline_parallel_size must equal the GPUs the recipe runs on: required_nodes x gpus_per_node."
+  }
+  # Ray (ray.sf.hcl): a head on rank 0 and a worker on every other rank.
+  validation {
+    condition     = var.recipe.tensor_parallel_size >= 1 && floor(var.recipe.tensor_parallel_size) == var.recipe.tensor_parallel_size && (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) == 0
+    error_message = "tensor_parallel_size = ${var.recipe.tensor_parallel_size} does not divide the recipe's GPUs (required_nodes x gpus_per_node = ${var.recipe.required_nodes * var.recipe.gpus_per_node}): give a tensor_parallel_size that does, and pipeline_parallel_size = GPUs / tensor_parallel_size."
+  }
+  validation {
+    condition     = contains(["mp", "ray"], var.recipe.distributed_backend)
+    error_message = "distributed_backend is \"mp\" (each rank runs the server) or \"ray\" (a Ray head on rank 0, workers on the other ranks, the server on rank 0), not \"${var.recipe.distributed_backend}\"."
+  }
+  validation {
+    condition     = var.recipe.distributed_backend != "ray" || var.recipe.required_nodes >= 2
+    error_message = "A Ray recipe runs a Ray head on rank 0 and workers on the other ranks: it needs required_nodes >= 2 (it has ${var.recipe.required_nodes}). On one node use distributed_backend = \"mp\"."
   }
 }
 
