@@ -212,6 +212,7 @@ resource "node_command" "ray_ready" {
     RAY_NODES    = tostring(length(local.ray_nodes))
     RAY_WAIT     = tostring(local.ray_ready_s)
     HEAD_ADDRESS = local.ray_address
+    RAY_WORKERS  = join(", ", [for k, n in local.ray_workers : "${var.name}-ray-r${n.rank} on ${k}"])
   }
   timeout = "${local.ray_ready_s + 60}s"
   # A new head or worker is a new cluster to wait for.
@@ -231,7 +232,7 @@ resource "node_command" "ray_ready" {
       fi
       if [ "$(date +%s)" -ge "$end" ]; then
         printf '%s\n' "$out" >&2
-        echo "The Ray head ($RAY_HEAD) lists $n of $RAY_NODES nodes after $RAY_WAIT s: every worker must reach the head at $HEAD_ADDRESS; see docker logs of the -ray-r* containers on the other nodes." >&2
+        echo "The Ray head ($RAY_HEAD) lists $n of $RAY_NODES nodes after $RAY_WAIT s: every worker must reach the head at $HEAD_ADDRESS (the cluster link: rank 0's cluster_address, else its host; ray.port). See docker logs of the workers: $RAY_WORKERS." >&2
         exit 1
       fi
       sleep 2
