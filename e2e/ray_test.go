@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
@@ -268,6 +269,35 @@ func TestRecipesRay(t *testing.T) {
 		if got, _ := dockerInspect(c); got == id || got == "" {
 			t.Errorf("after the new head: %s id %q (was %s)", c, got, id)
 		}
+	}
+	sf.must(0, "plan", "-detailed-exitcode")
+
+	// A worker that leaves is drift: once the head no longer lists it, plan
+	// starts it again, waits for the cluster again and restarts the server
+	// (a vLLM server does not survive losing a worker).
+	docker(t, "stop", worker)
+	for deadline := time.Now().Add(time.Minute); ; {
+		st := docker(t, "exec", head, "ray", "status")
+		if strings.Count(st, " 1 node_") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the head still lists the stopped worker after a minute:\n%s", st)
+		}
+		time.Sleep(time.Second)
+	}
+	left := sf.must(2, "plan", "-detailed-exitcode")
+	wantIn(t, "plan after a worker left", left.stdout,
+		`module.recipe.node_command.ray_ready["spark-01"] has been deleted`,
+		`module.recipe.docker_container.ray_worker["spark-02"] will be updated in-place`,
+		`module.recipe.node_command.ray_ready["spark-01"] will be created`,
+		`module.recipe.docker_container.serve["spark-01"] must be replaced`)
+	sf.must(0, "apply", "-auto-approve")
+	if c := strings.Count(docker(t, "exec", head, "ray", "status"), " 1 node_"); c != 2 {
+		t.Errorf("after the worker came back the head lists %d nodes, want 2", c)
+	}
+	if got := health(t, ports[0]); got != "ok" {
+		t.Errorf("after the worker came back: health = %q\n%s", got, docker(t, "logs", server))
 	}
 	sf.must(0, "plan", "-detailed-exitcode")
 
