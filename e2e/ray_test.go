@@ -125,8 +125,11 @@ func orderOf(out string, subs ...string) int {
 // then starts the server on rank 0 (the stand-in server itself refuses to
 // start otherwise); rank 1 serves nothing. A second plan has no changes;
 // bad input (one node, a TP that does not divide the GPUs) is refused and
-// changes nothing; destroy stops the server, the worker and the head in
-// that order and leaves no container, temp dir or state.
+// changes nothing; a new head replaces the worker, the wait and the
+// server; a worker that left is drift, put right by apply; destroy stops
+// the server, the worker and the head in that order and leaves no
+// container, temp dir or state. Last, a worker that cannot reach the head
+// fails the wait, naming it, and no server starts.
 func TestRecipesRay(t *testing.T) {
 	requireParts(t)
 	bed := testbed.StartT(t, 2)
