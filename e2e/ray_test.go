@@ -66,6 +66,9 @@ module "recipe" {
   entrypoint = ["/bin/busybox", "sh", "/opt/serve"]
   args       = ["--served-model-name", "standin"]
   env        = { EXPECT_RAY_NODES = "2" }
+  # No GPU here, and the engine's memlock limit (see noGPUContainer).
+  gpus    = ""
+  ulimits = %s
   ray = {
     port          = %d
     temp_dir      = %q
@@ -156,7 +159,7 @@ func TestRecipesRay(t *testing.T) {
 		writeFiles(t, work, map[string]string{filepath.Join("modules", "spark-recipe", filepath.Base(m)): string(b)})
 	}
 	rayPort := freePort(t)
-	writeFiles(t, work, map[string]string{"main.sf.hcl": fmt.Sprintf(rayRoot, image, rayPort, rayTmp)})
+	writeFiles(t, work, map[string]string{"main.sf.hcl": fmt.Sprintf(rayRoot, image, noGPUContainer(t), rayPort, rayTmp)})
 
 	n := bed.Nodes
 	ports := []int{freePort(t), freePort(t)}
@@ -202,6 +205,8 @@ func TestRecipesRay(t *testing.T) {
 		if got := docker(t, "inspect", "-f", "{{.State.Running}}", c); got != "true" {
 			t.Errorf("after apply: %s running = %s\n%s", c, got, docker(t, "logs", c))
 		}
+		// The Ray containers hold the GPU work: they get the Spark flags.
+		wantSparkContainer(t, c)
 	}
 	if _, err := dockerInspect("e2e-ray-r1"); err == nil {
 		t.Error("rank 1 runs a server: with Ray only rank 0 serves")

@@ -126,6 +126,11 @@ func TestSeedTwoNodes(t *testing.T) {
 		"SPARKFORM_VAR_kit_commit="+kitCommit,
 		// No GPU here: a harmless device stands in for the display device.
 		"SPARKFORM_VAR_gpu_device=/dev/zero:/dev/dri/card0:rw",
+		// Nor a GPU device driver, an RDMA NIC or (maybe) an engine that
+		// may raise memlock: see noGPUContainer.
+		"SPARKFORM_VAR_gpus=",
+		"SPARKFORM_VAR_infiniband=false",
+		"SPARKFORM_VAR_ulimits="+noGPUContainer(t),
 		"SPARKFORM_KMOD_SYSFS_ROOT="+filepath.Join(sims, "{node}", "sys"),
 		"SPARKFORM_KMOD_MODPROBE="+filepath.Join(sims, "{node}", "bin", "modprobe"),
 		"SPARKFORM_KMOD_RMMOD="+filepath.Join(sims, "{node}", "bin", "rmmod"),
@@ -187,6 +192,7 @@ func TestSeedTwoNodes(t *testing.T) {
 			if got := docker(t, "inspect", "-f", "{{.State.Running}}", n.container); got != "true" {
 				t.Errorf("%s: %s: container running = %s", when, n.container, got)
 			}
+			wantSparkContainer(t, n.container)
 			logs := docker(t, "logs", n.container)
 			wantIn(t, when+": "+n.container+" logs", logs, "guard ok: rank "+strconv.Itoa(n.rank)+" memory 9663676416 swap 0 cpu 600000/100000, "+strconv.Itoa(files)+" regular files")
 			if got := health(t, n.servePort); got != "ok" {

@@ -19,6 +19,12 @@ locals {
   from_rank0 = local.src == null ? {} : {
     for k, n in local.nodes : k => n if n.rank != 0 && local.src.peers != "source"
   }
+  # The container a Spark needs: the device request ("" is none)
+  # and per node the devices, /dev/infiniband where the node has RoCE.
+  gpus = var.gpus == "" ? null : var.gpus
+  devices = { for k, n in local.nodes : k => concat(var.devices,
+    coalesce(n.infiniband, var.infiniband) ? ["/dev/infiniband"] : [],
+  ) }
   layout = [
     "--tensor-parallel-size", tostring(var.recipe.tensor_parallel_size),
     "--pipeline-parallel-size", tostring(var.recipe.pipeline_parallel_size),
@@ -168,13 +174,19 @@ resource "docker_container" "serve" {
     "--master-addr", local.master_addr,
     "--port", tostring(each.value.serve_port),
   ])) : [])
-  env          = merge(var.env, local.ray_serve_env)
-  memory       = var.memory
-  memory_swap  = var.memory != null && !var.swap ? var.memory : null
-  cpus         = var.cpus
-  shm_size     = var.shm_size
-  devices      = var.devices
+  env         = merge(var.env, local.ray_serve_env)
+  memory      = var.memory
+  memory_swap = var.memory != null && !var.swap ? var.memory : null
+  cpus        = var.cpus
+  shm_size    = var.shm_size
+
+  # The container a Spark needs (variables.sf.hcl).
+  gpus         = local.gpus
+  devices      = local.devices[each.key]
   network_mode = var.network_mode
+  ipc_mode     = var.ipc_mode
+  ulimits      = var.ulimits
+  privileged   = var.privileged
 
   dynamic "mount" {
     for_each = var.mounts
@@ -209,9 +221,10 @@ resource "docker_container" "serve" {
   }
 
   # The container holds the display device: the module is reloaded before
-  # it starts and restored only after it is gone. With Ray it starts once
-  # the head lists every node.
-  depends_on = [kmod_module.display, node_command.ray_ready]
+  # it starts and restored only after it is gone. A fit check deferred to
+  # apply (the model's size unknown at plan) runs before it starts. With Ray
+  # it starts once the head lists every node.
+  depends_on = [kmod_module.display, node_memory_fit.serve, node_command.ray_ready]
 }
 
 output "model_commit" {

@@ -125,13 +125,19 @@ resource "docker_container" "ray_head" {
     "--node-ip-address=${local.ray_ip[each.key]}",
     "--disable-usage-stats",
   ], var.ray.head_args)
-  env          = merge(local.ray_env, { VLLM_HOST_IP = local.ray_ip[each.key] })
-  memory       = var.memory
-  memory_swap  = var.memory != null && !var.swap ? var.memory : null
-  cpus         = var.cpus
-  shm_size     = var.shm_size
-  devices      = var.devices
+  env         = merge(local.ray_env, { VLLM_HOST_IP = local.ray_ip[each.key] })
+  memory      = var.memory
+  memory_swap = var.memory != null && !var.swap ? var.memory : null
+  cpus        = var.cpus
+  shm_size    = var.shm_size
+
+  # The container a Spark needs, as the server's (variables.sf.hcl).
+  gpus         = local.gpus
+  devices      = local.devices[each.key]
   network_mode = var.network_mode
+  ipc_mode     = var.ipc_mode
+  ulimits      = var.ulimits
+  privileged   = var.privileged
 
   dynamic "mount" {
     for_each = var.mounts
@@ -158,7 +164,7 @@ resource "docker_container" "ray_head" {
     timeout = var.ray.start_timeout
   }
 
-  depends_on = [kmod_module.display, node_command.ray_tmp]
+  depends_on = [kmod_module.display, node_memory_fit.serve, node_command.ray_tmp]
 }
 
 resource "docker_container" "ray_worker" {
@@ -172,13 +178,19 @@ resource "docker_container" "ray_worker" {
     "--address=${local.ray_address}",
     "--node-ip-address=${local.ray_ip[each.key]}",
   ], var.ray.worker_args)
-  env          = merge(local.ray_env, { VLLM_HOST_IP = local.ray_ip[each.key] })
-  memory       = var.memory
-  memory_swap  = var.memory != null && !var.swap ? var.memory : null
-  cpus         = var.cpus
-  shm_size     = var.shm_size
-  devices      = var.devices
+  env         = merge(local.ray_env, { VLLM_HOST_IP = local.ray_ip[each.key] })
+  memory      = var.memory
+  memory_swap = var.memory != null && !var.swap ? var.memory : null
+  cpus        = var.cpus
+  shm_size    = var.shm_size
+
+  # The container a Spark needs, as the server's (variables.sf.hcl).
+  gpus         = local.gpus
+  devices      = local.devices[each.key]
   network_mode = var.network_mode
+  ipc_mode     = var.ipc_mode
+  ulimits      = var.ulimits
+  privileged   = var.privileged
   # A new head is a new cluster: the workers start again to join it.
   labels = { "sparkform.ray-head" = docker_container.ray_head[local.rank0].id }
 
@@ -197,7 +209,7 @@ resource "docker_container" "ray_worker" {
     var.drafter == null ? [] : hubstage_manifest.draft[each.key].files,
   )
 
-  depends_on = [kmod_module.display]
+  depends_on = [kmod_module.display, node_memory_fit.serve]
 }
 
 # Rank 0 waits until the head lists every node; refresh asks again, so a

@@ -687,8 +687,9 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.ReadItem]():     {"TypeName", "Address", "Prior", "PriorStored", "Private"},
 		reflect.TypeFor[sdk.ReadResponse](): {"Results", "Diagnostics", "RoundTrips"},
 		// Unchanged is the client's reading of the result's unchanged flag.
-		reflect.TypeFor[sdk.ReadResult]():  {"NewState", "Private", "Diagnostics", "Unchanged"},
-		reflect.TypeFor[sdk.PlanRequest](): {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline"},
+		reflect.TypeFor[sdk.ReadResult](): {"NewState", "Private", "Diagnostics", "Unchanged"},
+		// Reviewed travels in a replan's apply request (planApplyOne), never in a plan call.
+		reflect.TypeFor[sdk.PlanRequest](): {"TypeName", "Address", "Node", "Prior", "PriorStored", "Config", "Proposed", "PriorPrivate", "Replaces", "Offline", "Reviewed"},
 		// Unchanged is the client's reading of planned_unchanged.
 		reflect.TypeFor[sdk.PlanResponse](): {"Planned", "RequiresReplace", "PlannedPrivate", "Diagnostics", "Unchanged"},
 		reflect.TypeFor[sdk.ApplyRequest](): {"TypeName", "Address", "Node", "Prior", "Planned", "Config", "Private"},

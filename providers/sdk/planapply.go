@@ -79,7 +79,7 @@ func planAndApply(ctx context.Context, p Provider, req PlanApplyRequest, propose
 		replaces = cty.NullVal(req.Prior.Type())
 	}
 	plan := p.PlanResourceChange(ctx, PlanRequest{TypeName: req.TypeName, Address: req.Address, Node: req.Node,
-		Prior: req.Prior, Config: req.Config, Proposed: proposed, PriorPrivate: req.PriorPrivate, Replaces: replaces})
+		Prior: req.Prior, Config: req.Config, Proposed: proposed, PriorPrivate: req.PriorPrivate, Replaces: replaces, Reviewed: req.Reviewed})
 	if plan.Diagnostics.HasErrors() {
 		// The plan's warnings were shown when it was made.
 		return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: withoutWarnings(plan.Diagnostics)}}

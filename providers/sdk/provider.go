@@ -138,6 +138,14 @@ type PlanRequest struct {
 	// what it would displace (a loaded module, a folder, a container of
 	// the same name) and say so.
 	Offline bool
+	// Reviewed is set only when the instance is planned again at apply
+	// (PlanAndApply): the planned value the user reviewed. A provider
+	// whose plan shows what it observed on the node (free memory, free
+	// space) may keep the reviewed observation while its verdict still
+	// holds, so that a figure that moved a little is not "Plan changed
+	// since it was made". cty.NilVal otherwise. The gRPC adapters carry it
+	// in the replan's apply request, never in a plan call.
+	Reviewed cty.Value
 }
 
 // PlanResponse answers a PlanRequest.
