@@ -83,10 +83,11 @@ locals {
   # The server's environment with Ray: the cluster to join as a driver.
   ray_serve_env = local.ray_on ? { RAY_ADDRESS = local.ray_address, VLLM_HOST_IP = local.ray_ip[local.rank0] } : {}
 
-  # Counts the Active nodes of `ray status` output (" 1 node_<id>" lines
-  # under "Active:", as Ray 2.x prints them).
+  # Counts the live nodes of `ray status` output: the " 1 node_<id>" lines
+  # under "Active:" and "Idle:" (Ray 2.x lists a node with nothing
+  # running under Idle where its autoscaler status has that section).
   ray_count = <<-EOT
-    active() { awk '/^Active:/ {a = 1; next} /^[A-Za-z]/ {a = 0} a && $2 ~ /^node_/ {c++} END {print c + 0}'; }
+    active() { awk '/^(Active|Idle):/ {a = 1; next} /^[A-Za-z]/ {a = 0} a && $2 ~ /^node_/ {c++} END {print c + 0}'; }
     command -v docker >/dev/null 2>&1 || { echo "docker CLI not found on the node: the Ray wait runs docker exec HEAD ray status" >&2; exit 127; }
   EOT
 }
