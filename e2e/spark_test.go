@@ -106,7 +106,7 @@ module "fit" {
   recipe = {
     required_nodes       = 1
     tensor_parallel_size = 1
-    nodes                = { "spark-01" = { node = node.one, rank = 0, home = var.n.home } }
+    nodes                = { "spark-01" = { node = node.one, rank = 0, home = var.n.home, infiniband = true } }
   }
   kit                    = { repo = %q, commit = %q, subdir = "release/runtime", dir = "kit" }
   hub_dir                = %q
@@ -114,7 +114,6 @@ module "fit" {
   name                   = "fit-check"
   image                  = "sparkform-e2e/fit-never-pulled:1"
   memory                 = "1g"
-  gpus                   = ""
   gpu_memory_utilization = var.gmu
   fit_override_reason    = var.reason
   fit_nvidia_smi         = var.smi
@@ -123,7 +122,9 @@ module "fit" {
 
 // TestRecipeFit is issue 30's fit check on the test bed: the spark-recipe
 // module on an sshd node plans a recipe that fits with its budget per
-// node (from a STAND-IN nvidia-smi, named so: this machine has no GPU),
+// node (from a STAND-IN nvidia-smi, named so: this machine has no GPU)
+// beside the container a Spark needs (the module's defaults, and
+// /dev/infiniband for a node that says it has RoCE),
 // refuses one that does not (gpu_memory_utilization = 1 plus a 1g
 // container is always more than is available) at plan and at apply with
 // the numbers, and nothing on the node changes (no kit, no container,
@@ -169,7 +170,9 @@ func TestRecipeFit(t *testing.T) {
 	plan := sf.must(2, "plan", "-detailed-exitcode", "-var", "smi="+filepath.Join(smiDir, "nvidia-smi"), "-var", "gmu=0.5")
 	wantIn(t, "plan that fits", plan.stdout, addr+" will be created",
 		`asks 65.0 GiB = 64.0 GiB (gpu_memory_utilization 0.5 of 128.0 GiB) + 1.0 GiB (the container's memory limit) of 117.0 GiB available`,
-		"from nvidia-smi: fits, 52.0 GiB to spare", "module.fit.gitkit_checkout.kit")
+		"from nvidia-smi: fits, 52.0 GiB to spare", "module.fit.gitkit_checkout.kit",
+		`gpus                   = "all"`, `ipc_mode               = "host"`, `network_mode           = "host"`, `privileged             = false`,
+		`memlock = "-1"`, `stack   = "67108864"`, `"/dev/infiniband",`)
 
 	// Does not fit: refused at plan and at apply, with the numbers.
 	for _, args := range [][]string{{"plan"}, {"apply", "-auto-approve"}} {

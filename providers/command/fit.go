@@ -38,7 +38,8 @@ var fitSchema = &sdk.ResourceSchema{
 	Description: "A memory budget checked at plan: what the node has available (nvidia-smi's figures where it gives them, else /proc/meminfo), " +
 		"plus what the display unlock frees, against what the serving container asks (gpu_memory_utilization of the total where set, else the model's bytes on this node, " +
 		"plus the container's memory limit, else its shm). Plan refuses, before any change, when it does not fit, with the numbers; override_reason lets it through. " +
-		"The check runs when the resource is created and when one of its arguments changes, not on every plan: a serving container, once running, holds the memory it was checked for.",
+		"The check runs when the resource is created and when one of its arguments changes, not on every plan: a serving container, once running, holds the memory it was checked for, "+
+		"so on a change only the growth over what was checked before must be available (and the display reserve is free already).",
 	Block: &sdk.Block{Attributes: map[string]*sdk.Attribute{
 		"model_bytes": {Type: cty.Number, Optional: true,
 			Description: "Bytes of model weights this node holds (its share of a tensor/pipeline-parallel model, plus a drafter): hubstage_manifest or hubstage_snapshot total_bytes. Checked against the GPU share when gpu_memory_utilization is set; the GPU share itself when it is not."},
@@ -181,7 +182,7 @@ func (f *MemoryFit) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespo
 			Summary: "Memory fit checked at apply",
 			Detail:  fmt.Sprintf("%s: %s, so the check runs at apply, before the serving container on %s starts.", req.Address, why, nodeName(req.Node))}}}
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec, req.Reviewed != cty.NilVal)
+	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior), req.Reviewed != cty.NilVal)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return sdk.PlanResponse{Diagnostics: diags}
@@ -198,6 +199,20 @@ func (f *MemoryFit) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespo
 		}
 	}
 	return sdk.PlanResponse{Planned: cty.ObjectVal(vals), Diagnostics: diags}
+}
+
+// heldBy is what the recipe was checked for before (prior asked_bytes),
+// -1 on a create or when the prior has no budget.
+func heldBy(prior cty.Value) int64 {
+	if prior == cty.NilVal || prior.IsNull() || !prior.IsKnown() {
+		return -1
+	}
+	a := prior.GetAttr("asked_bytes")
+	if !a.IsKnown() || a.IsNull() {
+		return -1
+	}
+	n, _ := a.AsBigFloat().Int64()
+	return n
 }
 
 // reviewedBudget is the budget of a reviewed plan (PlanRequest.Reviewed),
@@ -255,7 +270,7 @@ func (f *MemoryFit) Apply(ctx context.Context, req sdk.ApplyRequest, _ func(sdk.
 		keep.Diagnostics = diags
 		return keep
 	}
-	b, d := f.check(ctx, req.Address, req.Node, spec, true)
+	b, d := f.check(ctx, req.Address, req.Node, spec, heldBy(req.Prior), true)
 	if d.HasErrors() {
 		keep.Diagnostics = d
 		return keep
@@ -350,8 +365,23 @@ func parseMemProbe(out string) (memFigures, error) {
 type budget struct {
 	memFigures
 	display, asked, gpu, host, weights int64
-	gpuWhat, hostWhat                  string
-	fits, weightsFit                   bool
+	// held is, on an update, what the recipe was checked for before
+	// (the prior asked_bytes): its running server holds about that much,
+	// which its replacement takes over, so only the growth must be
+	// available (and the display unlock's reserve is free already). -1 on
+	// a create.
+	held              int64
+	gpuWhat, hostWhat string
+	fits, weightsFit  bool
+}
+
+// need is what must be available: all that is asked on a create, the
+// growth over what the running recipe holds on an update.
+func (b budget) need() int64 {
+	if b.held < 0 {
+		return b.asked
+	}
+	return max(0, b.asked-b.held)
 }
 
 func (b budget) values() map[string]cty.Value {
@@ -372,6 +402,9 @@ func (b budget) String() string {
 	} else {
 		fmt.Fprintf(&w, "asks %s = %s (%s) + %s (%s)", gib(b.asked), gib(b.gpu), b.gpuWhat, gib(b.host), b.hostWhat)
 	}
+	if b.held >= 0 {
+		fmt.Fprintf(&w, ", %s more than the %s the running recipe was checked for,", gib(b.need()), gib(b.held))
+	}
 	fmt.Fprintf(&w, " of %s available", gib(b.available+b.display))
 	if b.display > 0 {
 		fmt.Fprintf(&w, " (%s + %s the display unlock frees)", gib(b.available), gib(b.display))
@@ -381,18 +414,22 @@ func (b budget) String() string {
 	case !b.weightsFit:
 		fmt.Fprintf(&w, "the weights on this node (%s) do not fit in the GPU share (%s)", gib(b.weights), gib(b.gpu))
 	case b.fits:
-		fmt.Fprintf(&w, "fits, %s to spare", gib(b.available+b.display-b.asked))
+		fmt.Fprintf(&w, "fits, %s to spare", gib(b.available+b.display-b.need()))
 	default:
-		fmt.Fprintf(&w, "does not fit, %s short", gib(b.asked-b.available-b.display))
+		fmt.Fprintf(&w, "does not fit, %s short", gib(b.need()-b.available-b.display))
 	}
 	return w.String()
 }
 
 func gib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB" }
 
-// compute is what s asks of a node with figures m.
-func compute(s fitSpec, m memFigures) budget {
-	b := budget{memFigures: m, display: s.display, weights: s.modelBytes, weightsFit: true}
+// compute is what s asks of a node with figures m; held is what the
+// running recipe was checked for (-1: a create).
+func compute(s fitSpec, m memFigures, held int64) budget {
+	b := budget{memFigures: m, display: s.display, weights: s.modelBytes, weightsFit: true, held: held}
+	if held >= 0 {
+		b.display = 0
+	}
 	if s.util > 0 {
 		b.gpu = int64(s.util * float64(m.total))
 		b.gpuWhat = "gpu_memory_utilization " + strconv.FormatFloat(s.util, 'f', -1, 64) + " of " + gib(m.total)
@@ -408,7 +445,7 @@ func compute(s fitSpec, m memFigures) budget {
 		b.host, b.hostWhat = s.shm, "the container's shm"
 	}
 	b.asked = b.gpu + b.host
-	b.fits = b.weightsFit && b.asked <= b.available+b.display
+	b.fits = b.weightsFit && b.need() <= b.available+b.display
 	return b
 }
 
@@ -416,7 +453,7 @@ func compute(s fitSpec, m memFigures) budget {
 // an error with the numbers when it does not fit, a warning when
 // override_reason lets it through. atApply says the check runs at apply,
 // where what does not depend on it may already have changed.
-func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec, atApply bool) (budget, sdk.Diagnostics) {
+func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpec, held int64, atApply bool) (budget, sdk.Diagnostics) {
 	conn, err := f.pool.Get(ctx, n)
 	if err != nil {
 		return budget{}, sdk.Diagnostics{sdk.Errorf(nil, "Cannot reach node", "%v", err)}
@@ -430,7 +467,7 @@ func (f *MemoryFit) check(ctx context.Context, addr string, n sdk.Node, s fitSpe
 	if err != nil {
 		return budget{}, sdk.Diagnostics{sdk.Errorf(nil, "Cannot read the node's memory", "%s on %s: %v", addr, nodeName(n), err)}
 	}
-	b := compute(s, m)
+	b := compute(s, m, held)
 	if b.fits {
 		return b, nil
 	}

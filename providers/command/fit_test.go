@@ -238,6 +238,36 @@ func TestMemoryFitOnNodes(t *testing.T) {
 				}
 			})
 
+			t.Run("a change asks for the growth only", func(t *testing.T) {
+				// Once the recipe runs, its server holds what it was checked
+				// for: a change needs only the growth to be free.
+				figures := filepath.Join(filepath.Dir(smi), "figures")
+				t.Cleanup(func() { os.WriteFile(figures, []byte("131072, 119808\n"), 0o777) })
+				attrs := map[string]cty.Value{"nvidia_smi": cty.StringVal(smi), "gpu_memory_utilization": cty.NumberFloatVal(0.85), "memory": cty.StringVal("9g"),
+					"display_reserve": cty.StringVal("2g")}
+				st, _ := sdktest.Create(t, p, fitTyp, n.node, fitConfig(t, p, attrs))
+				attrs["memory"] = cty.StringVal("12g") // 120.8 GiB: more than a create could have
+				for _, tc := range []struct {
+					free  string
+					words string
+				}{
+					{"119808", "asks 120.8 GiB = 108.8 GiB (gpu_memory_utilization 0.85 of 128.0 GiB) + 12.0 GiB (the container's memory limit), 3.0 GiB more than the 117.8 GiB the running recipe was checked for, of 117.0 GiB available"},
+					{"2048", "3.0 GiB more than the 117.8 GiB the running recipe was checked for, of 2.0 GiB available, total 128.0 GiB, from nvidia-smi: does not fit, 1.0 GiB short"},
+				} {
+					if err := os.WriteFile(figures, []byte("131072, "+tc.free+"\n"), 0o777); err != nil {
+						t.Fatal(err)
+					}
+					resp := planFit(p, n.node, st, fitConfig(t, p, attrs))
+					got := diagText(resp.Diagnostics)
+					if !resp.Diagnostics.HasErrors() {
+						got = resp.Planned.GetAttr("budget").AsString()
+					}
+					if !strings.Contains(got, tc.words) {
+						t.Errorf("free %s MiB: got\n%s\nwant %q", tc.free, got, tc.words)
+					}
+				}
+			})
+
 			t.Run("override without a reason", func(t *testing.T) {
 				resp := planFit(p, n.node, cty.NilVal, fitConfig(t, p, map[string]cty.Value{
 					"nvidia_smi": cty.StringVal(smi), "model_bytes": cty.NumberIntVal(1), "override_reason": cty.StringVal("  "),
