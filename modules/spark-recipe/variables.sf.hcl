@@ -3,7 +3,7 @@
 # root module that calls this one; docs/recipes.md maps every recipe key.
 
 variable "recipe" {
-  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 use, and infiniband (this node has RoCE/InfiniBand: null takes var.infiniband)."
+  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend (\"mp\", or \"ray\": a Ray cluster, see ray.sf.hcl), and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 and Ray (an IP address: Ray registers each node under it) use, and infiniband (this node has RoCE/InfiniBand: null takes var.infiniband)."
   type = object({
     required_nodes         = number
     tensor_parallel_size   = number
