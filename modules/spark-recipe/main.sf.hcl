@@ -164,17 +164,19 @@ resource "docker_image" "serve" {
 }
 
 resource "docker_container" "serve" {
-  for_each   = local.nodes
+  # Ray (ray.sf.hcl): rank 0 only, with Ray's layout flags and the cluster
+  # in its environment and at /tmp/ray.
+  for_each   = local.serve_nodes
   node       = each.value.node
   name       = "${var.name}-r${each.value.rank}"
   image      = docker_image.serve[each.key].name
   entrypoint = var.entrypoint
-  command = concat(var.args, var.layout_flags ? concat(local.layout, [
+  command = concat(var.args, var.layout_flags ? (local.ray_on ? local.ray_layout : concat(local.layout, [
     "--node-rank", tostring(each.value.rank),
     "--master-addr", local.master_addr,
     "--port", tostring(each.value.serve_port),
-  ]) : [])
-  env         = var.env
+  ])) : [])
+  env         = merge(var.env, local.ray_serve_env)
   memory      = var.memory
   memory_swap = var.memory != null && !var.swap ? var.memory : null
   cpus        = var.cpus
@@ -197,6 +199,15 @@ resource "docker_container" "serve" {
       create_host_path = mount.value.create_host_path
     }
   }
+  dynamic "mount" {
+    for_each = local.ray_on ? [local.ray_tmp] : []
+    content {
+      source = mount.value
+      target = "/tmp/ray"
+    }
+  }
+  # A new Ray cluster (ray_ready replaced) is a new server.
+  labels = local.ray_on ? { "sparkform.ray-cluster" = node_command.ray_ready[each.key].id } : null
 
   bind_files = concat(
     var.model == null ? [] : hubstage_manifest.model[each.key].files,
@@ -213,8 +224,9 @@ resource "docker_container" "serve" {
 
   # The container holds the display device: the module is reloaded before
   # it starts and restored only after it is gone. A fit check deferred to
-  # apply (the model's size unknown at plan) runs before it starts.
-  depends_on = [kmod_module.display, node_memory_fit.serve]
+  # apply (the model's size unknown at plan) runs before it starts. With Ray
+  # it starts once the head lists every node.
+  depends_on = [kmod_module.display, node_memory_fit.serve, node_command.ray_ready]
 }
 
 output "model_commit" {

@@ -3,7 +3,7 @@
 # root module that calls this one; docs/recipes.md maps every recipe key.
 
 variable "recipe" {
-  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 use, and infiniband (this node has RoCE/InfiniBand: null takes var.infiniband)."
+  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend (\"mp\", or \"ray\": a Ray cluster, see ray.sf.hcl), and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 and Ray (an IP address: Ray registers each node under it) use, and infiniband (this node has RoCE/InfiniBand: null takes var.infiniband)."
   type = object({
     required_nodes         = number
     tensor_parallel_size   = number
@@ -33,8 +33,21 @@ variable "recipe" {
     error_message = "Ranks must be 0 .. required_nodes-1, one per node (--node-rank)."
   }
   validation {
-    condition     = var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
+    condition     = (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) != 0 || var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
     error_message = "tensor_parallel_size x pipeline_parallel_size must equal the GPUs the recipe runs on: required_nodes x gpus_per_node."
+  }
+  # Ray (ray.sf.hcl): a head on rank 0 and a worker on every other rank.
+  validation {
+    condition     = var.recipe.tensor_parallel_size >= 1 && floor(var.recipe.tensor_parallel_size) == var.recipe.tensor_parallel_size && (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) == 0
+    error_message = "tensor_parallel_size = ${var.recipe.tensor_parallel_size} does not divide the recipe's GPUs (required_nodes x gpus_per_node = ${var.recipe.required_nodes * var.recipe.gpus_per_node}): give a tensor_parallel_size that does, and pipeline_parallel_size = GPUs / tensor_parallel_size."
+  }
+  validation {
+    condition     = contains(["mp", "ray"], var.recipe.distributed_backend)
+    error_message = "distributed_backend is \"mp\" (each rank runs the server) or \"ray\" (a Ray head on rank 0, workers on the other ranks, the server on rank 0), not \"${var.recipe.distributed_backend}\"."
+  }
+  validation {
+    condition     = var.recipe.distributed_backend != "ray" || var.recipe.required_nodes >= 2
+    error_message = "A Ray recipe runs a Ray head on rank 0 and workers on the other ranks: it needs required_nodes >= 2 (it has ${var.recipe.required_nodes}). On one node use distributed_backend = \"mp\"."
   }
 }
 
