@@ -95,6 +95,8 @@ func importYAML(src []byte, filename string) (*Recipe, *meta, *yamlRecipe, error
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The model checks name the args by their line: here, the command's.
+	y.keyLines["args"] = y.keyLines["command"]
 	m := &meta{header: y.header, envAbove: y.envAbove, envBeside: y.envBeside, envLines: y.envLines, keyLines: y.keyLines,
 		stepLines: map[string][]int{}, stepAbove: map[string][][]string{}}
 	return r, m, y, nil
@@ -441,6 +443,13 @@ func (y *yamlRecipe) recipe(filename string) (*Recipe, error) {
 		// for every rank (layout_flags): the recipe's own copies go, so
 		// that no flag is given twice with two values.
 		argv = dropFlags(argv, layoutFlags)
+	}
+	if runtime == "llama-cpp" {
+		for i, a := range argv {
+			if (a == "-hf" || a == "--hf-repo") && y.model != "" {
+				y.ignored = append(y.ignored, Warning{Line: y.keyLines["command"], Message: fmt.Sprintf("llama-server %s downloads the model at every start into its own cache; sparkform copies the snapshot to the nodes and binds it at %s: replace %s %s with -m %s/FILE.gguf (sparkrun rewrites it so)", a, modelTarget, a, argv[min(i+1, len(argv)-1)], modelTarget)})
+			}
+		}
 	}
 	r.Entrypoint = argv[:1]
 	r.Args = argv[1:]
