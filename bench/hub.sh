@@ -132,7 +132,7 @@ resource "hubstage_snapshot" "$1" {
   node    = node.n["$2"]
   hub_dir = "$3"
   repo_id = "$HUBTEST_REPO"
-  $4
+  ${4:-}
 }
 HCL
 }

@@ -271,12 +271,47 @@ func (st *snapTorture) killAt(rng *rand.Rand, op string, expect time.Duration) *
 
 var hexName = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
+// procsMentioning is "PID CMDLINE" of every process whose command line
+// holds s (the node's receivers and the curl they run name the hub folder).
+func procsMentioning(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid := e.Name()
+		if pid == "" || pid[0] < '0' || pid[0] > '9' || pid == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		cmd := strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
+		if len(cmd) > 160 {
+			cmd = cmd[:160] + "..."
+		}
+		out = append(out, pid+" "+cmd)
+	}
+	return out
+}
+
 // checkAfterKill: right after a kill, whatever the node holds is either
 // whole and correctly named or visibly partial. Every blob named by an
 // address hashes to it; anything else under blobs/ is ADDRESS.incomplete;
 // refs/main, when present, names a's commit and a's snapshot is whole.
 func (st *snapTorture) checkAfterKill(what string) {
 	st.t.Helper()
+	// What a killed run left running on the node must end with it: a
+	// receiver still writing would race the next apply's on the same
+	// *.incomplete (and fetch its bytes twice).
+	var left []string
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if left = procsMentioning(st.hubDir); len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		st.t.Errorf("%s: still running on the node 1 s after the kill:\n%s", what, strings.Join(left, "\n"))
+	}
 	repoDir := filepath.Join(st.hubDir, st.repo.CacheDirName())
 	ents, _ := os.ReadDir(filepath.Join(repoDir, "blobs"))
 	for _, e := range ents {

@@ -1,6 +1,7 @@
 package hubtest
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // git blob ids
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sparkform/sparkform/internal/hubtest/hfref"
 )
 
 // entry is what DiffTrees compares for one path.
@@ -227,4 +230,36 @@ func CheckLayout(t testing.TB, hubDir string, repo *Repo, rev string, paths ...s
 	for _, p := range probs {
 		t.Errorf("layout of %s@%s in %s: %s", repo.ID, rev, hubDir, p)
 	}
+}
+
+// RefDownload downloads revision rev of model repo from s with the
+// independent reference client (package hfref, with the server's token)
+// into a fresh cache and returns that cache folder, for CompareTrees
+// against a cache sparkform wrote:
+//
+//	hubtest.CompareTrees(t, hubDir, hubtest.RefDownload(t, s, r, rev), r.CacheDirName())
+//
+// globs (filepath.Match patterns on the repo path) restrict the files;
+// none means all. The reference client handles models only.
+func RefDownload(t testing.TB, s *Server, repo *Repo, rev string, globs ...string) string {
+	t.Helper()
+	if repo.typ() != "model" {
+		t.Fatalf("RefDownload: the reference client handles models only, not %s %s", repo.typ(), repo.ID)
+	}
+	s.mu.Lock()
+	tok := s.token
+	s.mu.Unlock()
+	cache := t.TempDir()
+	c, err := hfref.NewAt(s.URL, cache, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, name, ok := strings.Cut(repo.ID, "/")
+	if !ok {
+		t.Fatalf("RefDownload: the reference client needs an ORG/NAME id, not %q", repo.ID)
+	}
+	if _, err := c.EnsureSnapshot(context.Background(), hfref.ModelRef{Author: org, Repo: name}, rev, globs); err != nil {
+		t.Fatalf("RefDownload %s@%s with the reference client: %v", repo.ID, rev, err)
+	}
+	return cache
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/sparkform/sparkform/internal/hubtest/hfref"
 )
 
-// refRepo has LFS and regular files, nested folders, a shared blob and an
-// empty file.
+// refRepo has LFS and regular files, nested folders, a shared blob, an
+// empty file and a name that needs escaping in a URL.
 func refRepo() *Repo {
 	return GenRepo("acme/tiny-llm", 11,
 		FileSpec{Path: "config.json", Size: 700},
@@ -23,27 +23,15 @@ func refRepo() *Repo {
 		FileSpec{Path: "tokenizer/extra/vocab.bin", Size: 70 << 10, LFS: true},
 		FileSpec{Path: "original/consolidated.bin", Size: 200 << 10, LFS: true, Key: "model-00001-of-00002.safetensors"},
 		FileSpec{Path: "empty.txt", Size: 0},
+		FileSpec{Path: "with space & 100%.txt", Size: 33},
 	)
 }
 
-// download fetches the whole snapshot of rev with the reference client
-// into a fresh cache and returns the cache folder.
-func download(t *testing.T, s *Server, token, id, rev string) string {
+// download fetches the whole snapshot of rev of model id with the
+// reference client (with the server's token) into a fresh cache.
+func download(t *testing.T, s *Server, id, rev string) string {
 	t.Helper()
-	cache := t.TempDir()
-	c, err := hfref.NewAt(s.URL, cache, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	org, name, _ := strings.Cut(id, "/")
-	files, err := c.EnsureSnapshot(context.Background(), hfref.ModelRef{Author: org, Repo: name}, rev, nil)
-	if err != nil {
-		t.Fatalf("reference client: %v", err)
-	}
-	if len(files) == 0 {
-		t.Fatal("reference client returned no files")
-	}
-	return cache
+	return RefDownload(t, s, &Repo{ID: id}, rev)
 }
 
 // The reference client downloads a generated repo through the token check
@@ -52,7 +40,7 @@ func TestReferenceClientDownload(t *testing.T) {
 	r := refRepo()
 	s := NewServer(t, r)
 	s.SetToken("hf_reftoken")
-	cache := download(t, s, "hf_reftoken", r.ID, "main")
+	cache := download(t, s, r.ID, "main")
 	CheckLayout(t, cache, r, "main")
 
 	// Exact tree: one ref, one link per file, one blob per distinct etag.
@@ -109,12 +97,12 @@ func TestReferenceClientRevisions(t *testing.T) {
 	r := refRepo()
 	pr := r.AddCommit("refs/pr/2", FileSpec{Path: "config.json", Size: 701}, FileSpec{Path: "a/b/c.bin", Size: 5000, LFS: true})
 	s := NewServer(t, r)
-	cache := download(t, s, "", r.ID, r.Main().SHA)
+	cache := download(t, s, r.ID, r.Main().SHA)
 	CheckLayout(t, cache, r, r.Main().SHA)
 	if _, err := os.Stat(filepath.Join(cache, r.CacheDirName(), "refs", r.Main().SHA)); err == nil {
 		t.Error("a pinned commit wrote refs/<commit>")
 	}
-	cache = download(t, s, "", r.ID, "refs/pr/2")
+	cache = download(t, s, r.ID, "refs/pr/2")
 	CheckLayout(t, cache, r, "refs/pr/2")
 	if b, err := os.ReadFile(filepath.Join(cache, r.CacheDirName(), "refs", "refs", "pr", "2")); err != nil || string(b) != pr.SHA {
 		t.Errorf("refs/refs/pr/2: %q %v, want %s", b, err, pr.SHA)
@@ -127,7 +115,7 @@ func TestReferenceClientRevisions(t *testing.T) {
 func TestCompareTreesCatchesDifferences(t *testing.T) {
 	r := refRepo()
 	s := NewServer(t, r)
-	a := download(t, s, "", r.ID, "main")
+	a := download(t, s, r.ID, "main")
 	dir := r.CacheDirName()
 	snap := filepath.Join(dir, "snapshots", r.Main().SHA)
 	lfs := r.Main().File("model-00002-of-00002.safetensors")
@@ -169,7 +157,7 @@ func TestCompareTreesCatchesDifferences(t *testing.T) {
 		}, "refs/main: A has file", "refs/main holds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := download(t, s, "", r.ID, "main")
+			b := download(t, s, r.ID, "main")
 			tc.mutate(t, b)
 			diffs, err := DiffTrees(a, b, dir)
 			if err != nil {

@@ -13,6 +13,9 @@
 //
 //	GET /api/{models,datasets}/{repo}[/revision/{rev}][?blobs=true]
 //	    {"id","sha","siblings":[{"rfilename"[,"size","blobId","lfs":{"sha256","size","pointerSize"}]}],...}
+//	GET /api/{models,datasets}/{repo}/tree/{rev}[/{folder}][?recursive=true]
+//	    [{"type":"file"|"directory","oid","size","path"[,"lfs":{"oid","size","pointerSize"}]}]
+//	    (one page: the real hub pages long listings)
 //	HEAD|GET /[datasets/]{repo}/resolve/{rev}/{path}
 //	    X-Repo-Commit, ETag (quoted); regular files: 200 with the bytes;
 //	    LFS files: 302 to the CDN listener with X-Linked-Etag (sha256) and
@@ -25,8 +28,10 @@
 // (403 when the signature is wrong or expired), like the real CDN.
 //
 // Faults (Throttle, CutAfter, Fail404) and counters (Bytes per file path,
-// TotalBytes, Requests per endpoint, Log) let tests assert what was fetched,
-// e.g. that a resumed transfer did not fetch the first part again.
+// TotalBytes, Requests per endpoint, Log; Stats, also as JSON at
+// GET /_hubtest/stats) let tests assert what was fetched, e.g. that a
+// resumed transfer did not fetch the first part again. Command hubserve
+// (cmd/hubserve) runs a server as a process for bench scripts.
 //
 // CompareTrees/DiffTrees compare two caches (paths, link targets, bytes);
 // CheckLayout/LayoutProblems check one cache against a Repo and the rules of

@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -74,9 +76,19 @@ func NewServer(t testing.TB, repos ...*Repo) *Server {
 	return s
 }
 
-// Start starts a server serving repos (for programs; tests use NewServer).
-// Close stops it.
+// Start starts a server serving repos on 127.0.0.1 (for programs; tests
+// use NewServer). Close stops it.
 func Start(repos ...*Repo) *Server {
+	s, err := StartAt("127.0.0.1", repos...)
+	if err != nil {
+		panic(err) // as httptest.NewServer does when loopback cannot listen
+	}
+	return s
+}
+
+// StartAt is Start with both listeners on host (an IP address that
+// clients can reach, such as a bridge address test nodes use), free ports.
+func StartAt(host string, repos ...*Repo) (*Server, error) {
 	s := &Server{
 		repos:   map[string]*Repo{},
 		cuts:    map[string]*cut{},
@@ -89,10 +101,41 @@ func Start(repos ...*Repo) *Server {
 	for _, r := range repos {
 		s.AddRepo(r)
 	}
-	s.hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
-	s.cdn = httptest.NewServer(http.HandlerFunc(s.serveCDN))
+	s.hub = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHub))
+	s.cdn = httptest.NewUnstartedServer(http.HandlerFunc(s.serveCDN))
+	for _, h := range []*httptest.Server{s.hub, s.cdn} {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("hubtest: listen on %s: %w", host, err)
+		}
+		h.Listener.Close()
+		h.Listener = l
+		h.Start()
+	}
 	s.URL, s.CDNURL = s.hub.URL, s.cdn.URL
-	return s
+	return s, nil
+}
+
+// Stats are the counters in one value (also served as JSON at
+// GET /_hubtest/stats on the hub listener, for scripts).
+type Stats struct {
+	TotalBytes int64            `json:"total_bytes"`
+	Bytes      map[string]int64 `json:"bytes"`
+	Requests   map[string]int   `json:"requests"`
+}
+
+// Stats returns a copy of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{TotalBytes: s.total, Bytes: map[string]int64{}, Requests: map[string]int{}}
+	for k, v := range s.bytes {
+		st.Bytes[k] = v
+	}
+	for k, v := range s.reqs {
+		st.Requests[k] = v
+	}
+	return st
 }
 
 // Close stops both listeners and closes open connections.
@@ -260,6 +303,11 @@ func (s *Server) authorized(r *http.Request) bool {
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	segs := segments(r)
+	if len(segs) == 2 && segs[0] == "_hubtest" && segs[1] == "stats" {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Stats())
+		return
+	}
 	if len(segs) >= 2 && segs[0] == "api" && (segs[1] == "models" || segs[1] == "datasets") {
 		s.serveAPI(w, r, strings.TrimSuffix(segs[1], "s"), segs[2:])
 		return
@@ -333,11 +381,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 		return
 	}
 	q.Repo = repo.ID
-	rev := "main"
+	rev, tree, treePath := "main", false, ""
 	switch {
 	case len(rest) == 0:
 	case len(rest) >= 2 && rest[0] == "revision":
 		rev = strings.Join(rest[1:], "/")
+	case len(rest) >= 2 && rest[0] == "tree":
+		tree, rev, rest = true, rest[1], rest[2:]
+		if rev == "refs" && len(rest) >= 2 { // unescaped refs/pr/N
+			rev, rest = "refs/"+rest[0]+"/"+rest[1], rest[2:]
+		}
+		treePath = strings.Join(rest, "/")
 	default:
 		q.Status = http.StatusNotFound
 		hubError(w, q.Status, "", "Sorry, we can't find the page you are looking for.")
@@ -348,6 +402,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 	if !ok {
 		q.Status = http.StatusNotFound
 		hubError(w, q.Status, "RevisionNotFound", "Invalid rev id: "+rev)
+		return
+	}
+	if tree {
+		rec := r.URL.Query().Get("recursive")
+		entries, found := treeEntries(c, treePath, rec == "true" || rec == "1")
+		if !found {
+			q.Status = http.StatusNotFound
+			hubError(w, q.Status, "EntryNotFound", treePath+" does not exist on \""+rev+"\"")
+			return
+		}
+		q.Status = http.StatusOK
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_ = json.NewEncoder(w).Encode(entries)
 		return
 	}
 	blobs := r.URL.Query().Get("blobs") == "true"
@@ -508,4 +575,63 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *File, q *R
 	h.Set("Accept-Ranges", "bytes")
 	// http.ServeContent implements Range (206, 416, If-Range on the ETag).
 	http.ServeContent(fw, r, "", time.Time{}, f.Open())
+}
+
+// treeEntry is one element of the hub's tree listing
+// (/api/{type}s/{repo}/tree/{rev}[/{path}][?recursive=true]).
+type treeEntry struct {
+	Type string   `json:"type"` // "file" or "directory"
+	OID  string   `json:"oid"`
+	Size int64    `json:"size"`
+	Path string   `json:"path"`
+	LFS  *treeLFS `json:"lfs,omitempty"`
+}
+
+type treeLFS struct {
+	OID         string `json:"oid"`
+	Size        int64  `json:"size"`
+	PointerSize int    `json:"pointerSize"`
+}
+
+// treeEntries lists the folder dir of c (all levels when recursive),
+// directories before the files they hold, in path order. The listing is one
+// page (the real hub pages long listings with a Link header).
+func treeEntries(c *Commit, dir string, recursive bool) ([]treeEntry, bool) {
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	found := dir == ""
+	dirs := map[string]bool{}
+	var out []treeEntry
+	for _, f := range c.Files {
+		if !strings.HasPrefix(f.Path, prefix) {
+			continue
+		}
+		found = true
+		rest := strings.TrimPrefix(f.Path, prefix)
+		parts := strings.Split(rest, "/")
+		for i := 1; i < len(parts); i++ {
+			if i > 1 && !recursive {
+				break
+			}
+			d := prefix + strings.Join(parts[:i], "/")
+			if !dirs[d] {
+				dirs[d] = true
+				out = append(out, treeEntry{Type: "directory", OID: GitBlobSHA1([]byte("tree " + c.SHA + " " + d)), Path: d})
+			}
+		}
+		if len(parts) > 1 && !recursive {
+			continue
+		}
+		e := treeEntry{Type: "file", OID: f.BlobID, Size: f.Size, Path: f.Path}
+		if f.LFS {
+			e.LFS = &treeLFS{OID: f.Etag, Size: f.Size, PointerSize: f.PointerSize}
+		}
+		out = append(out, e)
+	}
+	if out == nil {
+		out = []treeEntry{}
+	}
+	return out, found
 }

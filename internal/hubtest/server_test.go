@@ -508,3 +508,51 @@ func TestServerWithCurl(t *testing.T) {
 		t.Errorf("bytes sent %d, want %d: the first 100000 were sent again", got, f.Size)
 	}
 }
+
+func TestServerTree(t *testing.T) {
+	r := testRepo()
+	s := NewServer(t, r)
+	c := r.Main()
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		want       []string // "d path" or "f path"
+	}{
+		{"root", "/api/models/org/model/tree/main", 200, []string{
+			"f config.json", "f empty.txt", "f model-00001-of-00002.safetensors", "f model-00002-of-00002.safetensors", "d sub"}},
+		{"recursive", "/api/models/org/model/tree/main?recursive=true", 200, []string{
+			"f config.json", "f empty.txt", "f model-00001-of-00002.safetensors", "f model-00002-of-00002.safetensors",
+			"d sub", "d sub/dir", "f sub/dir/tokenizer.json"}},
+		{"folder", "/api/models/org/model/tree/" + c.SHA + "/sub", 200, []string{"d sub/dir"}},
+		{"folder recursive", "/api/models/org/model/tree/main/sub?recursive=1", 200, []string{"d sub/dir", "f sub/dir/tokenizer.json"}},
+		{"missing folder", "/api/models/org/model/tree/main/nope", 404, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, http.DefaultClient, "GET", s.URL+tc.path)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.status != 200 {
+				return
+			}
+			var entries []treeEntry
+			if err := json.Unmarshal(body, &entries); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Type[:1]+" "+e.Path)
+				if e.Type != "file" {
+					continue
+				}
+				f := c.File(e.Path)
+				if e.OID != f.BlobID || e.Size != f.Size || (e.LFS != nil) != f.LFS || (f.LFS && e.LFS.OID != f.Etag) {
+					t.Errorf("%s: entry %+v does not match the file", e.Path, e)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("entries %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -73,7 +73,8 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		case "D":
 			if len(f) == 3 {
 				n, _ := strconv.ParseInt(f[2], 10, 64)
-				done += n
+				// Its bytes were in the last P sample as a partial blob.
+				done, inflight = done+n, max(0, inflight-n)
 			}
 		case "E":
 			if len(f) == 3 {
@@ -296,6 +297,7 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	msg := fmt.Sprintf("%s: %d files from %s", s.RepoID, len(w.Fetch), src.Describe())
 	var last int64
 	prog := func(cur int64) {
+		cur = min(cur, total)
 		if cur < last {
 			cur = last
 		}
@@ -308,13 +310,14 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		if err != nil {
 			return fail("Cannot open "+src.Describe(), err)
 		}
+		r0 := tr.Relayed()
 		jobs := jobLines(w)
 		if argv, secret, ok := tr.NodeFetch(); ok {
 			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", secret, jobs, argv, prog)
 		} else {
 			err = r.relay(ctx, conn, become, s, w, obs[0], tr, jobs, prog)
 		}
-		relayed = tr.Relayed()
+		relayed = tr.Relayed() - r0
 		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 			err = cerr
 		}

@@ -293,8 +293,22 @@ func (p *peerSource) owner(s *snapSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Open implements snapSource.
+// Open implements snapSource. When it fails after it began to install
+// the key, it takes back what it installed before it returns the error.
 func (p *peerSource) Open(ctx context.Context, dst node.Conn, s *snapSpec) (snapTransfer, error) {
+	t, err := p.open(ctx, dst, s)
+	if err != nil {
+		if t != nil {
+			if cerr := t.Close(ctx); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*peerTransfer, error) {
 	conn, err := p.env.conn(ctx, p.src)
 	if err != nil {
 		return nil, fmt.Errorf("reaching source_node %s: %w", p.src.Name, err)
@@ -363,7 +377,7 @@ func (p *peerSource) Open(ctx context.Context, dst node.Conn, s *snapSpec) (snap
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	opts := []string{"ssh", "-F", "/dev/null", "-T", "-x", "-a",
+	opts := []string{"ssh", "-F", "/dev/null", "-n", "-T", "-x", "-a",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + t.dir + "/id",
 		"-o", "UserKnownHostsFile=" + t.dir + "/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias, "-o", "CheckHostIP=no",
@@ -374,6 +388,23 @@ func (p *peerSource) Open(ctx context.Context, dst node.Conn, s *snapSpec) (snap
 		"-p", strconv.Itoa(p.port), "-l", user, "--", p.addr}
 	// The receiver appends "ETAG OFFSET PATH": only the first two reach S.
 	t.argv = []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + ` blob "$1" "$2"`, "sh"}
+	// One login before the transfer starts: a key sshd refuses (a from=
+	// that NAT defeats, an sshd that ignores ~/.ssh/authorized_keys) is
+	// one clear error here, not one per blob.
+	ping := []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + " ping"}
+	res, err = dst.Run(ctx, node.Cmd{Argv: ping, Become: p.env.dst.Become})
+	if err == nil && strings.TrimSpace(string(res.Stdout)) != "sparkform-serve" {
+		err = fmt.Errorf("unexpected answer %q", res.Stdout)
+	}
+	if err != nil {
+		msg := err.Error()
+		var ee *node.ExitError
+		if errors.As(err, &ee) && strings.TrimSpace(ee.Stderr) != "" {
+			msg = strings.TrimSpace(ee.Stderr)
+		}
+		return t, fmt.Errorf("%w: %s could not log in to source_node %s at %s with the one-time key (%s); check that its sshd reads ~/.ssh/authorized_keys, or set transfer = \"relay\"",
+			ErrSourceUnreachable, dst.Name(), p.src.Name, net.JoinHostPort(p.addr, strconv.Itoa(p.port)), msg)
+	}
 	return t, nil
 }
 

@@ -58,9 +58,24 @@ sf_punkey() {
 		fi
 		chmod "$(stat -c %a "$_ak")" "$_t" && mv -f "$_t" "$_ak" || { rm -f "$_t"; return 1; }
 	fi
-	if grep -qx 'madefile yes' "$_f" && [ -f "$_ak" ] && [ ! -s "$_ak" ]; then rm -f "$_ak" || return 1; fi
 	_md=$(sf_pfield madedir "$_f")
-	[ -z "$_md" ] || rmdir "$_md" 2>/dev/null
+	if grep -qx 'madefile yes' "$_f" && [ -f "$_ak" ]; then
+		if [ ! -s "$_ak" ]; then
+			rm -f "$_ak" || return 1
+			[ -z "$_md" ] || rmdir "$_md" 2>/dev/null
+		else
+			# Other one-time keys are still in the file this one made:
+			# hand it over, so that the last of them removes it.
+			for _o in "${_f%/*}"/*; do
+				[ "$_o" != "$_f" ] && [ -f "$_o" ] || continue
+				_ol=$(sf_pfield line "$_o")
+				if [ -n "$_ol" ] && grep -qxF -- "$_ol" "$_ak"; then
+					printf 'madefile yes\n%s' "${_md:+madedir $_md
+}" >>"$_o" || return 1
+				fi
+			done
+		fi
+	fi
 	if [ -n "$_sd" ]; then
 		rm -rf "$_sd" || return 1
 		rmdir "${_sd%/*}" 2>/dev/null
@@ -136,14 +151,6 @@ const removeKeyScript = `set -u
 sf_plock
 sf_punkey "$1" "$2" "$3" || exit 1
 echo removed
-`
-
-// sweepKeyScript ($1 base, $2 kind, $3 owner) removes the keys of owner
-// and the expired ones. It prints "swept".
-const sweepKeyScript = `set -u
-sf_plock
-sf_psweep "$1" "$2" "$3" "$(date +%s)" || exit 1
-echo swept
 `
 
 // dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key)

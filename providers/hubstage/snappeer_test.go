@@ -121,8 +121,23 @@ type peerBed struct {
 	S, D   sdk.Node
 	sc, dc node.Conn
 	hub    *peerHub
-	// authKeys is S's login user's ~/.ssh/authorized_keys.
+	// authKeys is S's login user's ~/.ssh/authorized_keys; akBefore its
+	// content when the bed started (nil: no file).
 	authKeys string
+	akBefore []byte
+}
+
+// checkAuthKeysRestored fails t unless authorized_keys is as it was when
+// the bed started (gone when there was none).
+func (b *peerBed) checkAuthKeysRestored(t *testing.T) {
+	t.Helper()
+	now, err := os.ReadFile(b.authKeys)
+	switch {
+	case b.akBefore == nil && err == nil:
+		t.Errorf("authorized_keys was created and left behind:\n%s", now)
+	case b.akBefore != nil && !bytes.Equal(now, b.akBefore):
+		t.Errorf("authorized_keys changed:\n%s\nwas:\n%s", now, b.akBefore)
+	}
 }
 
 func startPeerBed(t *testing.T, files map[string]int) *peerBed {
@@ -151,6 +166,7 @@ func startPeerBed(t *testing.T, files map[string]int) *peerBed {
 	u, err := user.Lookup(testbed.User)
 	must(t, err)
 	b.authKeys = filepath.Join(u.HomeDir, ".ssh", "authorized_keys")
+	b.akBefore, _ = os.ReadFile(b.authKeys)
 	b.hub = makePeerHub(t, bed.Nodes[0].Root, files)
 	chownTree(t, b.hub.dir)
 	return b
@@ -231,10 +247,8 @@ func TestPeerDirectCopy(t *testing.T) {
 	}
 
 	tr, err := src.Open(ctx, b.dc, s)
-	if tr != nil {
-		defer tr.Close(ctx)
-	}
 	must(t, err)
+	defer tr.Close(ctx)
 	pt := tr.(*peerTransfer)
 	lines := b.keyLines(t, pt.id)
 	if len(lines) != 1 {
@@ -310,6 +324,7 @@ func TestPeerDirectCopy(t *testing.T) {
 	if err := fetch(ctx, b.dc, argv, big, 0, out); err == nil {
 		t.Error("the one-time key still logs in after Close")
 	}
+	b.checkAuthKeysRestored(t)
 }
 
 // TestPeerKeySweptAfterKill: a transfer killed before its Close (here:
@@ -371,15 +386,17 @@ func TestPeerKeySweptAfterKill(t *testing.T) {
 
 	// A failed Open: D refuses the key folder (TMPDIR is not writable).
 	bad := &badTmpConn{Conn: b.dc}
-	tr, err := src.Open(ctx, bad, s)
-	if err == nil {
-		t.Fatal("Open succeeded without a key folder on D")
+	before, _ := os.ReadFile(b.authKeys)
+	if tr, err := src.Open(ctx, bad, s); err == nil || tr != nil {
+		t.Fatalf("Open succeeded without a key folder on D: %v", err)
 	}
-	failed := tr.(*peerTransfer)
-	must(t, tr.Close(ctx))
-	if lines := b.keyLines(t, failed.id); len(lines) != 0 {
-		t.Errorf("a failed Open's key is left after its Close: %q", lines)
+	if bad.installs != 1 {
+		t.Fatalf("the failed Open wrote %d key folders on D, want 1 (the key was installed on S first)", bad.installs)
 	}
+	if after, _ := os.ReadFile(b.authKeys); !bytes.Equal(before, after) {
+		t.Errorf("a failed Open left authorized_keys changed:\n%s", after)
+	}
+	b.checkAuthKeysRestored(t)
 	if ents, _ := os.ReadDir(b.recordDir(t)); len(ents) != 0 {
 		names := []string{}
 		for _, e := range ents {
@@ -390,10 +407,14 @@ func TestPeerKeySweptAfterKill(t *testing.T) {
 }
 
 // badTmpConn makes the key folder on D fail, as a full /tmp would.
-type badTmpConn struct{ node.Conn }
+type badTmpConn struct {
+	node.Conn
+	installs int
+}
 
 func (c *badTmpConn) Run(ctx context.Context, cmd node.Cmd) (node.Result, error) {
 	if len(cmd.Argv) > 2 && cmd.Argv[2] == dstKeyScript {
+		c.installs++
 		cmd.Env = map[string]string{"TMPDIR": "/nonexistent/tmp"}
 	}
 	return c.Conn.Run(ctx, cmd)
@@ -444,9 +465,7 @@ func TestPeerHostKeyRefused(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
 			}
-			if _, err := os.Stat(b.authKeys); !os.IsNotExist(err) {
-				t.Errorf("authorized_keys was written on S: %v", err)
-			}
+			b.checkAuthKeysRestored(t)
 		})
 	}
 }
@@ -487,10 +506,79 @@ func TestPeerRelayCounted(t *testing.T) {
 	if n := tr.Relayed(); n != want {
 		t.Errorf("Relayed() = %d, want %d", n, want)
 	}
-	if _, err := os.Stat(b.authKeys); !os.IsNotExist(err) {
-		t.Errorf("a relay wrote authorized_keys on S: %v", err)
-	}
+	b.checkAuthKeysRestored(t)
 	if _, err := tr.Stream(ctx, snapFile{Path: "x", Etag: "../../etc/passwd"}, 0); err == nil {
 		t.Error("Stream took a path for an etag")
 	}
+}
+
+// TestPeerKeyKeepsUserFile: an authorized_keys the user has (their own
+// key, no newline at its end, mode 0640) is given back byte for byte and
+// with its mode after a copy; the one-time key line was on a line of its
+// own while it was there.
+func TestPeerKeyKeepsUserFile(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"config.json": 10})
+	ctx := context.Background()
+	u, err := user.Lookup(testbed.User)
+	must(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if b.akBefore == nil {
+		must(t, os.MkdirAll(filepath.Dir(b.authKeys), 0o700))
+		must(t, os.Chown(filepath.Dir(b.authKeys), uid, gid))
+		t.Cleanup(func() { os.RemoveAll(filepath.Dir(b.authKeys)) })
+	} else {
+		t.Cleanup(func() { os.WriteFile(b.authKeys, b.akBefore, 0o600) })
+	}
+	own := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOwnKeyOfTheUserXXXXXXXXXXXXXXXXXXXXXXXXXXX user@laptop"
+	must(t, os.WriteFile(b.authKeys, []byte(own), 0o640))
+	must(t, os.Chmod(b.authKeys, 0o640))
+	must(t, os.Chown(b.authKeys, uid, gid))
+
+	s := b.spec("direct")
+	src, err := newPeerSource(b.env(b.D), s)
+	must(t, err)
+	tr, err := src.Open(ctx, b.dc, s)
+	must(t, err)
+	id := tr.(*peerTransfer).id
+	data, err := os.ReadFile(b.authKeys)
+	must(t, err)
+	if !strings.HasPrefix(string(data), own+"\n") || len(b.keyLines(t, id)) != 1 {
+		t.Errorf("with the key installed authorized_keys is:\n%s", data)
+	}
+	argv, _, _ := tr.NodeFetch()
+	must(t, fetch(ctx, b.dc, argv, snapFile{Path: "config.json", Etag: b.hub.etags["config.json"]}, 0, filepath.Join(b.bed.Nodes[1].Root, "got")))
+	must(t, tr.Close(ctx))
+	after, err := os.ReadFile(b.authKeys)
+	must(t, err)
+	if string(after) != own {
+		t.Errorf("authorized_keys after Close:\n%q\nwant\n%q", after, own)
+	}
+	fi, err := os.Stat(b.authKeys)
+	must(t, err)
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v after Close, want 0640", fi.Mode().Perm())
+	}
+}
+
+// TestPeerLoginRefused: when S's sshd does not take the one-time key
+// (here: it is written to a file sshd does not read), Open fails at once
+// with a clear error suggesting the relay, and takes the key back.
+func TestPeerLoginRefused(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"config.json": 10})
+	ctx := context.Background()
+	s := b.spec("direct")
+	src, err := newPeerSource(b.env(b.D), s)
+	must(t, err)
+	other := filepath.Join(b.bed.Nodes[0].Root, "not-read-by-sshd", "authorized_keys")
+	src.authorizedKeys = other
+	tr, err := src.Open(ctx, b.dc, s)
+	if !errors.Is(err, ErrSourceUnreachable) || tr != nil || !strings.Contains(err.Error(), `transfer = "relay"`) {
+		t.Fatalf("Open: %v, want ErrSourceUnreachable suggesting the relay", err)
+	}
+	t.Log(err)
+	if _, err := os.Stat(filepath.Dir(other)); !os.IsNotExist(err) {
+		t.Errorf("the key file (and the folder made for it) left behind: %v", err)
+	}
+	b.checkAuthKeysRestored(t)
 }

@@ -68,10 +68,16 @@ while [ $# -ge 5 ]; do
     if [ -n "$gnu" ]; then
       (cd "$sd" && find . -mindepth 1 \( -type l -printf 'l\t%P\t%l\n' \) -o \( ! -type d -printf 'o\t%P\t%y\n' \))
     else
-      (cd "$sd" && find . -mindepth 1 \( -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \) -o \( ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} + \))
+      # (busybox find drops -exec + actions inside parentheses)
+      (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do printf "l\t%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} + \
+        -o ! -type d -exec sh -c 'for f do printf "o\t%s\tf\n" "${f#./}"; done' sh {} +)
     fi
     if [ "$verify" = full ]; then
-      (cd "$sd" && find . -mindepth 1 -type l -exec readlink {} + 2>/dev/null) | sed 's|.*/||' | sort -u | while IFS= read -r e; do
+      if [ -n "$gnu" ]; then
+        (cd "$sd" && find . -mindepth 1 -type l -printf '%l\n')
+      else
+        (cd "$sd" && find . -mindepth 1 -type l -exec sh -c 'for f do readlink "$f"; done' sh {} +)
+      fi 2>/dev/null | sed 's|.*/||' | sort -u | while IFS= read -r e; do
         b=$rd/blobs/$e
         [ -f "$b" ] || continue
         case ${#e} in
@@ -163,9 +169,14 @@ fi
 IFS= read -r sec || sec=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Cancelled (sshd signals only this shell; a dropped link hangs it up):
+# the workers and their curls go too, so that none writes on after. The
+# command runs in a process group of its own (sshd's session, the local
+# transport's group), which kill 0 signals.
+stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1"; }
+trap 'stop 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
 cat > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
@@ -194,8 +205,8 @@ if [ "$mode" = fetch ]; then
     n=0
     while :; do
       if [ "$(size "$b")" = "$sz" ]; then rm -f "$inc"; echo "D	$e	$sz"; return 0; fi
+      : >> "$inc" || { echo "E	$e	cannot write $inc"; : > "$tmp/failed"; return 1; }
       off=$(size "$inc")
-      [ "$off" -ge 0 ] || off=0
       if [ "$off" -gt "$sz" ]; then rm -f "$inc"; off=0; fi
       if [ "$off" -lt "$sz" ]; then
         h=$( { cat "$inc" 2>/dev/null; printf '%s\n' "$sec" | "$@" "$e" "$off" "$p" 2>>"$tmp/err.$e" | tee -a "$inc"; } | hashed "$e" "$sz")
@@ -210,6 +221,8 @@ if [ "$mode" = fetch ]; then
       elif [ "$now" -gt "$sz" ]; then
         rm -f "$inc"
         printf 'the source sent %s bytes for a %s-byte file\n' "$now" "$sz" >> "$tmp/err.$e"
+      else
+        printf 'got %s of %s bytes\n' "$now" "$sz" >> "$tmp/err.$e"
       fi
       n=$((n+1))
       if [ $n -gt $retries ]; then
@@ -273,8 +286,16 @@ if [ -n "$rev" ]; then
   cur=-
   if [ -f "$rf" ]; then IFS= read -r cur < "$rf" || :; [ -n "$cur" ] || cur=-; fi
   if [ "$cur" != "$commit" ]; then
-    if ! printf '%s\n' "$rec" | grep -q "^ref $rev "; then
-      sf_rappend "$base" "$kind" "$rn" "ref $rev $cur
+    if ! printf '%s\n' "$rec" | awk -v r="$rev" '$1 == "ref" && $2 == r { f = 1 } END { exit !f }'; then
+      # The ref holds a commit another sparkform snapshot wrote there (a
+      # moved ref): what was there before that one is the prior to keep.
+      prior=$cur
+      if [ "$cur" != - ]; then
+        n=$(printf '%s\000%s' "$kind" "$hub/$repo@$cur" | sha256sum | cut -c1-32)
+        p0=$(sf_rcat "$base" "$kind" "$n" | awk -v r="$rev" '$1 == "ref" && $2 == r { print $3; exit }')
+        [ -z "$p0" ] || prior=$p0
+      fi
+      sf_rappend "$base" "$kind" "$rn" "ref $rev $prior
 " || exit 1
     fi
     mk "${rf%/*}" || exit 1
@@ -338,6 +359,21 @@ done
 printf '%s\n' "$rec" | sed -n 's/^made //p' | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2- | while IFS= read -r d; do
   rmdir "$d" 2>/dev/null
 done
+# Folders still in use (another snapshot of the repo is in them) go to
+# that snapshot's record, so that the last destroy removes them.
+left=$(printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do [ -d "$d" ] && printf 'made %s\n' "$d"; done)
+if [ -n "$left" ] && [ -d "$rd/snapshots" ]; then
+  for c in $(ls "$rd/snapshots"); do
+    [ "$c" != "$commit" ] || continue
+    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+    orec=$(sf_rcat "$base" "$kind" "$n")
+    [ -n "$orec" ] || continue
+    add=$(printf '%s\n' "$left" | while IFS= read -r l; do printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"; done)
+    if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
+" || exit 1; fi
+    break
+  done
+fi
 sf_rrm "$base" "$kind" "$rn" || exit 1
 echo OK
 `

@@ -22,6 +22,9 @@
 //   - refs/<revision> is written only when the revision is not the commit
 //     itself (the original also wrote refs/<commit>), and its parent folders
 //     are made (refs/refs/pr/1).
+//   - URLs escape the revision (refs%2Fpr%2F1) and each segment of the file
+//     name, as huggingface_hub's hf_hub_url and repo_info do (resolveURL);
+//     the original sent them raw, so "100%.txt" could not be fetched.
 //
 // Nothing else in the cache logic changed.
 //

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -235,7 +236,7 @@ type modelInfoResponse struct {
 // Use "main" as ref unless you need a specific commit.
 func (c *Client) GetModelInfo(ctx context.Context, m *Model, ref string) error {
 	slog.Info("hf", "model", m.RepoID())
-	url := c.serverBase + "/api/models/" + m.RepoID() + "/revision/" + ref
+	url := c.serverBase + "/api/models/" + m.RepoID() + "/revision/" + url.PathEscape(ref) // sparkform: escaped
 	resp, err := AuthRequest(ctx, http.DefaultClient, "GET", url, c.token, nil)
 	if err != nil {
 		return fmt.Errorf("failed to list repoID %s: %w", m.RepoID(), err)
@@ -316,7 +317,7 @@ func (c *Client) EnsureFile(ctx context.Context, ref ModelRef, revision, file st
 		return "", err
 	}
 	blob := filepath.Join(mdlDir, "blobs", etag)
-	url := c.serverBase + "/" + ref.RepoID() + "/resolve/" + commitish + "/" + file + "?download=true"
+	url := c.resolveURL(ref, commitish, file)
 	// TODO: filepath.Join(c.hubCacheDir, ".locks", modelPath, etag + ".lock")
 	if err = downloadFile(ctx, url, blob, c.token); err != nil {
 		return "", err
@@ -333,7 +334,7 @@ type missing struct {
 }
 
 func (c *Client) fetchMissing(ctx context.Context, ref ModelRef, commitish string, m missing, bar io.Writer) error {
-	url := c.serverBase + "/" + ref.RepoID() + "/resolve/" + commitish + "/" + m.name + "?download=true"
+	url := c.resolveURL(ref, commitish, m.name)
 	resp, err := AuthRequest(ctx, http.DefaultClient, "GET", url, c.token, nil)
 	if err != nil {
 		return fmt.Errorf("failed to download %q: %w", m.blob, err)
@@ -461,7 +462,7 @@ func (c *Client) EnsureSnapshot(ctx context.Context, ref ModelRef, revision stri
 // Returns the commitish, etag, size.
 func (c *Client) GetFileInfo(ctx context.Context, ref ModelRef, revision, file string) (string, string, int64, error) {
 	hdr := map[string]string{"Accept-Encoding": "identity"}
-	url := c.serverBase + "/" + ref.RepoID() + "/resolve/" + revision + "/" + file + "?download=true"
+	url := c.resolveURL(ref, revision, file)
 	// We must disable redirect otherwise we get the invalid headers from CloudFront / AmazonS3.
 	h := http.Client{
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -503,6 +504,20 @@ func (c *Client) GetFileInfo(ctx context.Context, ref ModelRef, revision, file s
 	// resp.Header.Get("Location") or url
 	slog.Info("hf", "file_info", ref, "commit", commitIsh, "etag", etag, "size", size)
 	return commitIsh, etag, size, nil
+}
+
+// resolveURL is the download URL of file at revision.
+//
+// sparkform: added; the original concatenated the revision and the file
+// name unescaped, so a name with "%", "#" or "?" failed or fetched another
+// file. Escaped as huggingface_hub's hf_hub_url does: the revision whole
+// (quote(revision, safe="")), the file name with its slashes kept.
+func (c *Client) resolveURL(ref ModelRef, revision, file string) string {
+	parts := strings.Split(file, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return c.serverBase + "/" + ref.RepoID() + "/resolve/" + url.PathEscape(revision) + "/" + strings.Join(parts, "/") + "?download=true"
 }
 
 // prepareModelCache returns the absolute path to store the model's cache.
