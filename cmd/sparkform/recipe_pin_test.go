@@ -14,13 +14,16 @@ import (
 	"time"
 
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
 )
 
 // TestRecipeImportPinFrom: an unpinned image is pinned to the registry
 // digest the node (here the local one, through the real Docker Engine)
 // holds; a node without the image, or with one never pulled or pushed
 // (no registry digest), leaves it unpinned with a warning saying why.
-// The registry is Debian's docker-registry on 127.0.0.1.
+// The registry is Debian's docker-registry on 127.0.0.1. The same over
+// SSH to an sshd node (with and without sudo); a host key that is not in
+// known_hosts is refused.
 func TestRecipeImportPinFrom(t *testing.T) {
 	docker, err := exec.LookPath("docker")
 	realpart.Need(t, "the docker CLI", err)
@@ -44,10 +47,13 @@ func TestRecipeImportPinFrom(t *testing.T) {
 	dir := t.TempDir()
 	recipe := filepath.Join(dir, "pin.yaml")
 	os.WriteFile(recipe, []byte(fmt.Sprintf("model: org/model\nruntime: vllm\ncontainer: %s\ndefaults:\n  port: 8000\ncommand: vllm serve {model} --port {port}\n", image)), 0o644)
-	imp := func(out string) (string, string) {
+	imp := func(out string, pin ...string) (string, string) {
 		t.Helper()
+		if pin == nil {
+			pin = []string{"-pin-from", "local"}
+		}
 		var o, e bytes.Buffer
-		if code := run([]string{"recipe", "import", recipe, "-o", filepath.Join(dir, out), "-pin-from", "local"}, nil, &o, &e); code != 0 {
+		if code := run(append([]string{"recipe", "import", recipe, "-o", filepath.Join(dir, out)}, pin...), nil, &o, &e); code != 0 {
 			t.Fatalf("import exited %d: %s", code, e.String())
 		}
 		main, err := os.ReadFile(filepath.Join(dir, out, "main.sf.hcl"))
@@ -87,6 +93,41 @@ func TestRecipeImportPinFrom(t *testing.T) {
 	if strings.Contains(stderr, "unpinned") {
 		t.Errorf("a pinned image still warned: %q", stderr)
 	}
+
+	// Over SSH to an sshd node of the test bed (this machine's Docker):
+	// as a user in the docker group, and as one that needs sudo -n.
+	if !realpart.Optional(t, "the sshd test bed", testbed.Available()) {
+		return
+	}
+	n := testbed.StartT(t, 1).Nodes[0]
+	ssh := func(user string, extra ...string) []string {
+		return append([]string{"-pin-from", fmt.Sprintf("%s@%s", user, net.JoinHostPort(n.Host, fmt.Sprint(n.Port))), "-identity-file", n.IdentityFile, "-known-hosts", n.KnownHosts}, extra...)
+	}
+	for _, tc := range []struct {
+		name string
+		pin  []string
+	}{
+		{"docker-group", ssh(n.DockerUser)},
+		{"sudo", ssh(n.User, "-pin-sudo")},
+	} {
+		main, stderr := imp("ssh-"+tc.name, tc.pin...)
+		if !imageIs(main, want) || strings.Contains(stderr, "unpinned") {
+			t.Errorf("%s: not pinned to %s (stderr %q)", tc.name, want, stderr)
+		}
+	}
+	// A host key that is not the node's is refused, and nothing is written.
+	other := filepath.Join(dir, "other_known_hosts")
+	os.WriteFile(other, nil, 0o600)
+	var o, e bytes.Buffer
+	args := append([]string{"recipe", "import", recipe, "-o", filepath.Join(dir, "unknown-key")}, ssh(n.DockerUser)...)
+	args[len(args)-1] = other
+	if code := run(args, nil, &o, &e); code == 0 {
+		t.Errorf("an unknown host key was accepted: %s", o.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "unknown-key")); err == nil {
+		t.Error("a refused import wrote its folder")
+	}
+	t.Logf("unknown host key: %s", e.String())
 }
 
 // imageIs reports whether the module call runs image.
