@@ -48,14 +48,15 @@ func (g *gen) checkLayout() error {
 		return fmt.Errorf("%s: tensor_parallel_size, pipeline_parallel_size and gpus_per_node are 1 or more", g.file)
 	}
 	all := nodes * gpus
+	at := g.at("tensor_parallel_size", "tensor_parallel")
 	switch {
 	case all%(tp*pp) != 0:
-		return fmt.Errorf("%s: tensor parallel %d x pipeline parallel %d does not divide the %d GPUs (%d node(s) x %d): every GPU serves one shard, so tp x pp must equal the GPUs; change the parallel sizes or the node count", g.file, tp, pp, all, nodes, gpus)
+		return fmt.Errorf("%s: tensor parallel %d x pipeline parallel %d does not divide the %d GPUs (%d node(s) x %d): every GPU serves one shard, so tp x pp must equal the GPUs; change the parallel sizes or the node count", at, tp, pp, all, nodes, gpus)
 	case all != tp*pp:
-		return fmt.Errorf("%s: tensor parallel %d x pipeline parallel %d uses %d of the %d GPUs (%d node(s) x %d): the recipe module serves one model replica, so tp x pp must equal the GPUs; change the parallel sizes or the node count", g.file, tp, pp, tp*pp, all, nodes, gpus)
+		return fmt.Errorf("%s: tensor parallel %d x pipeline parallel %d uses %d of the %d GPUs (%d node(s) x %d): the recipe module serves one model replica, so tp x pp must equal the GPUs; change the parallel sizes or the node count", at, tp, pp, tp*pp, all, nodes, gpus)
 	}
 	if g.r.DistributedBackend == "ray" && nodes == 1 {
-		return fmt.Errorf("%s: distributed_backend = \"ray\" on one node: a Ray cluster needs 2 or more nodes (a head and its workers); use \"mp\" on one node", g.file)
+		return fmt.Errorf("%s: distributed_backend = \"ray\" on one node: a Ray cluster needs 2 or more nodes (a head and its workers); use \"mp\" on one node", g.at("distributed_backend", ""))
 	}
 	return nil
 }
@@ -212,3 +213,16 @@ func (g *gen) writeInlined(body *hclwrite.Body, c command) {
 }
 
 func ctyStr(s string) cty.Value { return cty.StringVal(s) }
+
+// at is FILE:LINE of a TOML key, or of a sparkrun recipe's defaults key
+// (FILE alone when the recipe does not write it).
+func (g *gen) at(tomlKey, yamlDefault string) string {
+	l := g.meta.keyLines[tomlKey]
+	if g.yaml != nil {
+		l = g.yaml.defaultsLine[yamlDefault]
+	}
+	if l > 0 {
+		return fmt.Sprintf("%s:%d", g.file, l)
+	}
+	return g.file
+}

@@ -392,6 +392,9 @@ func (g *gen) step(phase string, i, line int, s any) error {
 				return nil
 			}
 		}
+		if _, ok := builtinScripts[name]; ok {
+			return fmt.Errorf("%q is the launcher's built-in script for %s, not %s: move the step there", name, map[string]string{"unlock": "before_serve", "restore": "after_stop"}[builtinScripts[name]], phase)
+		}
 		return g.scriptStep(phase, i, line, name, onFailure)
 	case string:
 		if g.recognise(s) {

@@ -380,7 +380,7 @@ func (y *yamlRecipe) recipe(filename string) (*Recipe, error) {
 	}
 	nodes := max(tp*pp, minNodes)
 	if maxNodes > 0 && nodes > maxNodes {
-		return nil, fmt.Errorf("%s: tensor_parallel %d x pipeline_parallel %d needs %d DGX Spark nodes (one GPU each), but the recipe allows at most %d (max_nodes, solo_only or mode: solo)", filename, tp, pp, tp*pp, maxNodes)
+		return nil, fmt.Errorf("%s: tensor_parallel %d x pipeline_parallel %d needs %d DGX Spark nodes (one GPU each), but the recipe allows at most %d (max_nodes, solo_only or mode: solo)", at("max_nodes"), tp, pp, tp*pp, maxNodes)
 	}
 	r.RequiredNodes = &nodes
 	r.TensorParallelSize = &tp
@@ -395,7 +395,7 @@ func (y *yamlRecipe) recipe(filename string) (*Recipe, error) {
 		r.DistributedBackend = "mp"
 	}
 	if runtime == "vllm-ray" && nodes == 1 {
-		return nil, fmt.Errorf("%s: the recipe runs vLLM on Ray (%s), but on one node: a Ray cluster needs 2 or more nodes. Set defaults.tensor_parallel (or min_nodes) to the node count, or drop Ray for one node", filename, rayWhy(y, runtime))
+		return nil, fmt.Errorf("%s: the recipe runs vLLM on Ray (%s), but on one node (tensor_parallel x pipeline_parallel = 1): a Ray cluster needs 2 or more nodes. Set defaults.tensor_parallel to the node count, or drop Ray for one node", at("runtime"), rayWhy(y))
 	}
 	if !vllm && nodes > 1 {
 		return nil, fmt.Errorf("%s: %s on %d nodes: the import maps multi-node serving for vLLM only; run it on one node (tensor_parallel 1)", filename, runtime, nodes)
@@ -459,7 +459,7 @@ func (y *yamlRecipe) recipe(filename string) (*Recipe, error) {
 	return r, nil
 }
 
-func rayWhy(y *yamlRecipe, runtime string) string {
+func rayWhy(y *yamlRecipe) string {
 	if y.runtime == "vllm-ray" {
 		return "runtime: vllm-ray"
 	}
