@@ -212,7 +212,8 @@ func (g *gen) writeModImage(body *hclwrite.Body) {
 	bb.SetAttributeValue("timeout", ctyStr("30m"))
 	bb.SetAttributeRaw("create_script", heredoc(mi.script()))
 	bb.SetAttributeRaw("check", strList([]string{"docker", "image", "inspect", "--format", "{{.Id}}", mi.tag}))
-	bb.SetAttributeRaw("destroy", strList([]string{"docker", "image", "rm", mi.tag}))
+	// An image already gone (removed by hand) is destroyed.
+	bb.SetAttributeValue("destroy_script", ctyStr(fmt.Sprintf("docker image inspect %s >/dev/null 2>&1 || exit 0\ndocker image rm %s", shq(mi.tag), shq(mi.tag))))
 }
 
 // scriptStep inlines a { script = PATH } step whose script is a file of

@@ -104,12 +104,7 @@ EOT
     "{{.Id}}",
     "sparkform-mods/glm-4.7-flash-awq:c20bcff57b621645",
   ]
-  destroy = [
-    "docker",
-    "image",
-    "rm",
-    "sparkform-mods/glm-4.7-flash-awq:c20bcff57b621645",
-  ]
+  destroy_script = "docker image inspect 'sparkform-mods/glm-4.7-flash-awq:c20bcff57b621645' >/dev/null 2>&1 || exit 0\ndocker image rm 'sparkform-mods/glm-4.7-flash-awq:c20bcff57b621645'"
 }
 
 module "recipe" {
