@@ -1,5 +1,6 @@
 // Package recipeimport turns a launcher recipe (the TOML format of the
-// seed, *.recipe.toml) into a sparkform root module that calls the
+// seed, *.recipe.toml, or the other launcher sparkrun's YAML, formats v1
+// and v2: yaml.go) into a sparkform root module that calls the
 // spark-recipe module (modules/spark-recipe).
 //
 // Contract:
@@ -25,6 +26,14 @@
 //     the recipe.
 //   - Comments above and beside env keys in the recipe are kept beside the
 //     same keys in the output; the recipe's header comments head main.sf.hcl.
+//   - A script the recipe runs (a { script = PATH } step, sparkrun's mods)
+//     is read from the recipe's repository and inlined into a node_command
+//     with a check (mods.go); one that is not there is an error naming it.
+//   - An unpinned image (no tag, or :latest) is a Warning that drift cannot
+//     be seen, or is pinned to the registry digest Options.RepoDigests
+//     reports for a node.
+//   - A layout no node set can serve is an error: tensor x pipeline
+//     parallel not equal to the GPUs, Ray on one node.
 package recipeimport
 
 import (
@@ -109,13 +118,11 @@ type Options struct {
 	PinFrom string
 }
 
-// Import reads src (named filename, for messages) and writes the root.
-func Import(src []byte, filename string) (*Result, error) {
-	return ImportWith(src, filename, Options{})
-}
-
-// ImportWith reads src, a recipe in the seed's TOML or, when filename
-// ends in .yaml or .yml, sparkrun's YAML (v1 or v2), and writes the root.
+// ImportWith reads src (named filename, for messages and, unless
+// opts.RepoDir is set, to find the recipe's repository), a recipe in the
+// seed's TOML or, when filename ends in .yaml or .yml, sparkrun's YAML
+// (v1 or v2), and writes the root. It writes no file itself: on an error
+// the caller has nothing to write.
 func ImportWith(src []byte, filename string, opts Options) (*Result, error) {
 	if isYAML(filename) {
 		r, m, y, err := importYAML(src, filename)
