@@ -25,6 +25,7 @@ func newRecipeCommand(m *meta) *cobra.Command {
 	cmd := &cobra.Command{Use: "recipe", Short: "Work with launcher recipes (import)"}
 	var out, repo, pinFrom, pinIdentity, pinKnownHosts string
 	var pinSudo bool
+	var sets []string
 	imp := &cobra.Command{
 		Use:   "import RECIPE.toml|RECIPE.yaml",
 		Short: "Write a root module that runs a launcher recipe through the spark-recipe module",
@@ -43,7 +44,8 @@ holding .git, else the recipe's folder) and inlined; one that is not there
 is an error naming it. An unpinned image (no tag, or :latest) is a warning
 that drift cannot be seen; -pin-from NODE pins it to the digest the node
 has ("local", or [USER@]HOST[:PORT] over SSH, host key checked against
--known-hosts). A recipe that cannot run (Ray on one node, a parallel
+-known-hosts). -set KEY=VALUE overrides a sparkrun recipe's defaults, as
+sparkrun's -o KEY=VALUE does. A recipe that cannot run (Ray on one node, a parallel
 size that does not divide the GPUs) is refused. Nothing is written unless
 the import succeeds.`,
 		Args: cobra.ExactArgs(1),
@@ -53,6 +55,16 @@ the import succeeds.`,
 				return err
 			}
 			opts := recipeimport.Options{RepoDir: repo}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("-set %q: give KEY=VALUE (a key of the recipe's defaults)", kv)
+				}
+				if opts.Set == nil {
+					opts.Set = map[string]string{}
+				}
+				opts.Set[k] = v
+			}
 			if pinFrom != "" {
 				n, err := pinNode(pinFrom, pinIdentity, pinKnownHosts, pinSudo)
 				if err != nil {
@@ -119,6 +131,7 @@ the import succeeds.`,
 	imp.Flags().StringVar(&pinFrom, "pin-from", "", "pin an unpinned image to the digest this node has: \"local\" or [USER@]HOST[:PORT] (SSH)")
 	imp.Flags().StringVar(&pinIdentity, "identity-file", "", "with -pin-from: the SSH private key (default: the ssh-agent, ~/.ssh/id_ed25519, id_rsa)")
 	imp.Flags().StringVar(&pinKnownHosts, "known-hosts", "", "with -pin-from: the known_hosts file the node's host key is checked against (default ~/.ssh/known_hosts)")
+	imp.Flags().StringArrayVar(&sets, "set", nil, "KEY=VALUE: override a sparkrun recipe's defaults before its command is rendered, as sparkrun's -o KEY=VALUE (repeatable; tensor_parallel changes the node count)")
 	imp.Flags().BoolVar(&pinSudo, "pin-sudo", false, "with -pin-from: ask Docker through sudo -n (when the user is not in the docker group)")
 	cmd.AddCommand(imp)
 	return cmd

@@ -116,6 +116,10 @@ type Options struct {
 	RepoDigests func(image string) ([]string, error)
 	// PinFrom names the node RepoDigests asks, for messages.
 	PinFrom string
+	// Set overrides a sparkrun recipe's defaults before its command is
+	// rendered, as sparkrun's `run -o KEY=VALUE` does (tensor_parallel
+	// changes the node count too).
+	Set map[string]string
 }
 
 // ImportWith reads src (named filename, for messages and, unless
@@ -125,13 +129,16 @@ type Options struct {
 // the caller has nothing to write.
 func ImportWith(src []byte, filename string, opts Options) (*Result, error) {
 	if isYAML(filename) {
-		r, m, y, err := importYAML(src, filename)
+		r, m, y, err := importYAML(src, filename, opts.Set)
 		if err != nil {
 			return nil, err
 		}
 		g := &gen{r: r, meta: m, file: filename, opts: opts, root: repoRoot(filename, opts), yaml: y}
 		g.warnings = append(g.warnings, y.ignored...)
 		return g.run()
+	}
+	if len(opts.Set) > 0 {
+		return nil, fmt.Errorf("%s: -set overrides a sparkrun recipe's defaults; this TOML recipe has none: edit its args instead", filename)
 	}
 	var r Recipe
 	dec := toml.NewDecoder(bytes.NewReader(src)).DisallowUnknownFields()

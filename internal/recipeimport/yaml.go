@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,7 @@ type yamlRecipe struct {
 	ignored      []Warning
 }
 
-func importYAML(src []byte, filename string) (*Recipe, *meta, *yamlRecipe, error) {
+func importYAML(src []byte, filename string, set map[string]string) (*Recipe, *meta, *yamlRecipe, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %v", filename, err)
@@ -90,6 +91,25 @@ func importYAML(src []byte, filename string) (*Recipe, *meta, *yamlRecipe, error
 	}
 	if len(unknown) > 0 {
 		return nil, nil, nil, fmt.Errorf("%s", strings.Join(unknown, "\n"))
+	}
+	if len(set) > 0 {
+		if y.defaults == nil {
+			y.defaults = map[string]any{}
+		}
+		keys := make([]string, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			if !identRE.MatchString(k) {
+				return nil, nil, nil, fmt.Errorf("-set %s=...: a defaults key is a name (letters, digits, _)", k)
+			}
+			y.defaults[k] = set[k]
+			parts = append(parts, k+"="+set[k])
+		}
+		y.header = append(y.header, "", "Imported with -set "+strings.Join(parts, " -set ")+" (sparkrun's -o KEY=VALUE).")
 	}
 	r, err := y.recipe(filename)
 	if err != nil {
@@ -285,7 +305,10 @@ func (y *yamlRecipe) key(k, v *yaml.Node, at func(*yaml.Node) string, unknown *[
 	return err
 }
 
-var placeholderRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var (
+	placeholderRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	identRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // recipe maps the YAML recipe to the TOML Recipe: the node count from the
 // parallel layout (a DGX Spark has one GPU), the backend from the runtime,
