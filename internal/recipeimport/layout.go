@@ -226,3 +226,32 @@ func (g *gen) at(tomlKey, yamlDefault string) string {
 	}
 	return g.file
 }
+
+// writeEnvVariables declares a sensitive variable for each env value a
+// sparkrun recipe takes from the shell (HF_TOKEN: "${HF_TOKEN}", or "Bearer $TOKEN"): given
+// with SPARKFORM_VAR_env_NAME or -var, never written into the config.
+func (g *gen) writeEnvVariables(body *hclwrite.Body) {
+	if g.yaml == nil {
+		return
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, k := range g.envOrder() {
+		if !g.yaml.envVars[k] {
+			continue
+		}
+		for _, n := range shellNames(g.r.Env[k]) {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	for _, n := range names {
+		v := body.AppendNewBlock("variable", []string{envVarName(n)})
+		v.Body().SetAttributeValue("description", cty.StringVal(fmt.Sprintf("$%s, which sparkrun reads from your shell for the container's env: give it with SPARKFORM_VAR_%s=... (or -var), never in a file; sensitive, so plans do not show it.", n, envVarName(n))))
+		v.Body().SetAttributeRaw("type", tokens("string"))
+		v.Body().SetAttributeRaw("sensitive", tokens("true"))
+		body.AppendNewline()
+	}
+}

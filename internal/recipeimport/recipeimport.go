@@ -610,6 +610,7 @@ func (g *gen) writeVariables() []byte {
 	if len(g.repos) > 0 {
 		g.writeModelVariables(body)
 	}
+	g.writeEnvVariables(body)
 	for _, name := range []string{"user", "identity_file", "known_hosts"} {
 		b := body.AppendNewBlock("variable", []string{name})
 		desc := map[string]string{
@@ -987,7 +988,11 @@ func (g *gen) envTokens() hclwrite.Tokens {
 		if !hclsyntax.ValidIdentifier(k) {
 			key = string(hclwrite.TokensForValue(cty.StringVal(k)).Bytes())
 		}
-		b.WriteString(key + " = " + string(hclwrite.TokensForValue(cty.StringVal(g.r.Env[k])).Bytes()))
+		if g.yaml != nil && g.yaml.envVars[k] {
+			b.WriteString(key + " = " + envExpr(g.r.Env[k]))
+		} else {
+			b.WriteString(key + " = " + string(hclwrite.TokensForValue(cty.StringVal(g.r.Env[k])).Bytes()))
+		}
 		if c, ok := g.meta.envBeside[k]; ok {
 			b.WriteString(" # " + c)
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 	"gopkg.in/yaml.v3"
 )
 
@@ -53,13 +55,16 @@ type yamlRecipe struct {
 	envLines     map[string]int
 	envAbove     map[string][]string
 	envBeside    map[string]string
-	command      string
-	buildArgs    []string
-	mods         []string
-	preExec      bool
-	header       []string
-	keyLines     map[string]int
-	ignored      []Warning
+	// envVars are the env keys whose value names shell variables ($NAME,
+	// ${NAME}), each written as var.env_name.
+	envVars   map[string]bool
+	command   string
+	buildArgs []string
+	mods      []string
+	preExec   bool
+	header    []string
+	keyLines  map[string]int
+	ignored   []Warning
 }
 
 func importYAML(src []byte, filename string, set map[string]string) (*Recipe, *meta, *yamlRecipe, error) {
@@ -256,8 +261,14 @@ func (y *yamlRecipe) key(k, v *yaml.Node, at func(*yaml.Node) string, unknown *[
 			if c := commentLines(ev.LineComment); len(c) > 0 {
 				y.envBeside[ek.Value] = c[0]
 			}
-			if strings.Contains(ev.Value, "$") {
-				y.ignored = append(y.ignored, Warning{Line: ek.Line, Message: fmt.Sprintf("env %s = %q: sparkrun expands $VARS from your shell when it loads the recipe; sparkform passes the text as written. Put the value in (for a secret, a sensitive variable) before apply", ek.Value, ev.Value)})
+			// sparkrun expands $NAME and ${NAME} from the shell: here each
+			// is a sensitive variable (a token, most often), never text in
+			// the config.
+			if shellRefRE.MatchString(ev.Value) {
+				if y.envVars == nil {
+					y.envVars = map[string]bool{}
+				}
+				y.envVars[ek.Value] = true
 			}
 		}
 	case "runtime_config":
@@ -308,6 +319,8 @@ func (y *yamlRecipe) key(k, v *yaml.Node, at func(*yaml.Node) string, unknown *[
 var (
 	placeholderRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 	identRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// shellRefRE is a shell variable in an env value: $NAME or ${NAME}.
+	shellRefRE = regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
 )
 
 // recipe maps the YAML recipe to the TOML Recipe: the node count from the
@@ -598,4 +611,46 @@ func isYAML(filename string) bool {
 		return true
 	}
 	return false
+}
+
+// envVarName is the root variable an env value taken from the shell
+// becomes.
+func envVarName(shellName string) string { return "env_" + strings.ToLower(shellName) }
+
+// shellNames are the shell variables an env value names, in order.
+func shellNames(v string) []string {
+	var out []string
+	for _, m := range shellRefRE.FindAllStringSubmatch(v, -1) {
+		out = append(out, m[1]+m[2])
+	}
+	return out
+}
+
+// envExpr is an env value naming shell variables as HCL: var.env_name
+// for a value that is one variable, else a template with the rest escaped.
+func envExpr(v string) string {
+	if m := shellRefRE.FindStringSubmatchIndex(v); m != nil && m[0] == 0 && m[1] == len(v) {
+		return "var." + envVarName(shellNames(v)[0])
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	last := 0
+	lit := func(s string) {
+		q := string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+		b.WriteString(q[1 : len(q)-1])
+	}
+	for _, m := range shellRefRE.FindAllStringSubmatchIndex(v, -1) {
+		lit(v[last:m[0]])
+		var name string
+		if m[2] >= 0 {
+			name = v[m[2]:m[3]]
+		} else {
+			name = v[m[4]:m[5]]
+		}
+		b.WriteString("${var." + envVarName(name) + "}")
+		last = m[1]
+	}
+	lit(v[last:])
+	b.WriteByte('"')
+	return b.String()
 }

@@ -191,3 +191,23 @@ func TestInlinedStepRuns(t *testing.T) {
 		t.Error("check passed after destroy")
 	}
 }
+
+// TestEnvExpr: env values naming shell variables become references to
+// sensitive root variables, the text around them escaped for HCL.
+func TestEnvExpr(t *testing.T) {
+	for in, want := range map[string]string{
+		"${HF_TOKEN}":        "var.env_hf_token",
+		"$HF_TOKEN":          "var.env_hf_token",
+		"Bearer ${API_KEY}":  `"Bearer ${var.env_api_key}"`,
+		`"q" \ %{x} $A-$B`:   `"\"q\" \\ %%{x} ${var.env_a}-${var.env_b}"`,
+		"${A}${B}":           `"${var.env_a}${var.env_b}"`,
+		"pre ${Lower_case}x": `"pre ${var.env_lower_case}x"`,
+	} {
+		if got := envExpr(in); got != want {
+			t.Errorf("envExpr(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := shellNames("$A ${B} $5 $"); !reflect.DeepEqual(got, []string{"A", "B"}) {
+		t.Errorf("shellNames = %q", got)
+	}
+}
