@@ -686,6 +686,7 @@ func (g *gen) writeMain() ([]byte, error) {
 	body.AppendNewline()
 
 	// locals: the recipe's entrypoint, args and env, verbatim.
+	g.writeDefaults(body)
 	locals := body.AppendNewBlock("locals", nil)
 	lb := locals.Body()
 	if len(r.Entrypoint) > 0 {

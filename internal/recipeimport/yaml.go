@@ -51,10 +51,14 @@ type yamlRecipe struct {
 	container    string
 	defaults     map[string]any
 	defaultsLine map[string]int
-	env          map[string]string
-	envLines     map[string]int
-	envAbove     map[string][]string
-	envBeside    map[string]string
+	// defaultsOrder and defaultsNote: the defaults in recipe order, and
+	// the comments above and beside each.
+	defaultsOrder []string
+	defaultsNote  map[string][]string
+	env           map[string]string
+	envLines      map[string]int
+	envAbove      map[string][]string
+	envBeside     map[string]string
 	// envVars are the env keys whose value names shell variables ($NAME,
 	// ${NAME}), each written as var.env_name.
 	envVars   map[string]bool
@@ -240,6 +244,13 @@ func (y *yamlRecipe) key(k, v *yaml.Node, at func(*yaml.Node) string, unknown *[
 			}
 			y.defaults[dk.Value] = dv.Value
 			y.defaultsLine[dk.Value] = dk.Line
+			y.defaultsOrder = append(y.defaultsOrder, dk.Value)
+			if c := append(commentLines(dk.HeadComment), commentLines(dv.LineComment)...); len(c) > 0 {
+				if y.defaultsNote == nil {
+					y.defaultsNote = map[string][]string{}
+				}
+				y.defaultsNote[dk.Value] = c
+			}
 		}
 	case "env":
 		if v.Tag == "!!null" {
@@ -653,4 +664,29 @@ func envExpr(v string) string {
 	lit(v[last:])
 	b.WriteByte('"')
 	return b.String()
+}
+
+// writeDefaults lists a sparkrun recipe's defaults, with their comments,
+// above the args they were rendered into: where each value came from.
+func (g *gen) writeDefaults(body *hclwrite.Body) {
+	y := g.yaml
+	if y == nil || len(y.defaultsOrder) == 0 {
+		return
+	}
+	body.AppendUnstructuredTokens(comment("The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):"))
+	for _, k := range y.defaultsOrder {
+		line := fmt.Sprintf("  %s: %s", k, fmt.Sprint(y.defaults[k]))
+		if set, ok := g.opts.Set[k]; ok {
+			line = fmt.Sprintf("  %s: %s (-set)", k, set)
+		}
+		notes := y.defaultsNote[k]
+		if len(notes) == 1 {
+			line += "  # " + notes[0]
+		} else {
+			for _, n := range notes {
+				body.AppendUnstructuredTokens(comment("  # " + n))
+			}
+		}
+		body.AppendUnstructuredTokens(comment(line))
+	}
 }

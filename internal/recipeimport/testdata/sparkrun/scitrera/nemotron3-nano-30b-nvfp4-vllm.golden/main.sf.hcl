@@ -3,6 +3,14 @@
 # NVIDIA Nemotron 3 Nano 30B (upstream NVFP4) -- cluster or solo
 # sparkrun recipe (format v2): 1 DGX Spark node(s), one GPU each, tensor parallel 1 x pipeline parallel 1, vLLM backend "mp"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 1
+#   gpu_memory_utilization: 0.8
+#   max_model_len: 200000
+#   served_model_name: nemotron3-30b-a3b
+#   tool_call_parser: qwen3_coder
 locals {
   entrypoint = [
     "vllm",

@@ -3,6 +3,11 @@
 # Qwen3 1.7B (Q8_0 GGUF) -- small test model via llama.cpp
 # sparkrun recipe (format v2): 1 DGX Spark node(s), one GPU each, tensor parallel 1 x pipeline parallel 1; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   n_gpu_layers: 99
+#   ctx_size: 8192
 locals {
   entrypoint = [
     "llama-server",

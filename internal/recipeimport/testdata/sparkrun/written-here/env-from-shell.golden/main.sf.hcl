@@ -5,6 +5,8 @@
 #
 # sparkrun recipe (format v2): 1 DGX Spark node(s), one GPU each, tensor parallel 1 x pipeline parallel 1, vLLM backend "mp"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
 locals {
   entrypoint = [
     "vllm",

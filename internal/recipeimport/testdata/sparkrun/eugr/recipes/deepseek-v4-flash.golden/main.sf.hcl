@@ -7,6 +7,17 @@
 # DeepSeek V4 Flash FP8 on dual DGX Spark TP=2 with PR 41834 SM12x support, FlashInfer prefill/decode, and experimental DeepGEMM MoE
 # sparkrun recipe (format v1): 2 DGX Spark node(s), one GPU each, tensor parallel 2 x pipeline parallel 1, vLLM backend "ray"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 2
+#   pipeline_parallel: 1
+#   gpu_memory_utilization: 0.85
+#   max_model_len: 200000
+#   max_num_batched_tokens: 4096
+#   max_num_seqs: 2
+#   block_size: 256
+#   served_model_name: deepseek-v4-flash
 locals {
   entrypoint = [
     "vllm",

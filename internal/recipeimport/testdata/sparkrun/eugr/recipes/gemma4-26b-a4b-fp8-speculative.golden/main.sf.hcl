@@ -6,6 +6,13 @@
 # vLLM serving Gemma4-26B-A4B in FP8 with MTP speculative decoding
 # sparkrun recipe (format v1): 2 DGX Spark node(s), one GPU each, tensor parallel 2 x pipeline parallel 1, vLLM backend "ray"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 2
+#   gpu_memory_utilization: 0.8
+#   max_model_len: 262144
+#   max_num_batched_tokens: 8192
 locals {
   entrypoint = [
     "vllm",

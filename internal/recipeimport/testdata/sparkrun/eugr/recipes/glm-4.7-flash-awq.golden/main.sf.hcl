@@ -13,6 +13,15 @@
 # vLLM serving cyankiwi/GLM-4.7-Flash-AWQ-4bit with speed optimization patch
 # sparkrun recipe (format v1): 1 DGX Spark node(s), one GPU each, tensor parallel 1 x pipeline parallel 1, vLLM backend "mp"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 1
+#   gpu_memory_utilization: 0.7
+#   max_model_len: 202752
+#   max_num_batched_tokens: 4096
+#   max_num_seqs: 64
+#   served_model_name: glm-4.7-flash
 locals {
   entrypoint = [
     "vllm",

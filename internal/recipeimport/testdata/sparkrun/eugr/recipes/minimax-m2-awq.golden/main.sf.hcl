@@ -6,6 +6,12 @@
 # vLLM serving MiniMax-M2-AWQ with Ray distributed backend
 # sparkrun recipe (format v1): 2 DGX Spark node(s), one GPU each, tensor parallel 2 x pipeline parallel 1, vLLM backend "ray"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 2
+#   gpu_memory_utilization: 0.7
+#   max_model_len: 128000
 locals {
   entrypoint = [
     "vllm",

@@ -32,6 +32,17 @@
 # vLLM serving Nemotron 3 Ultra (550B-A55B NVFP4) across a 4-node TP=4 Spark cluster
 # sparkrun recipe (format v1): 4 DGX Spark node(s), one GPU each, tensor parallel 4 x pipeline parallel 1, vLLM backend "ray"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 4
+#   gpu_memory_utilization: 0.8  # Super uses 0.7@TP2; conservative first launch
+#   max_model_len: 65536  # Super uses 262144; start low on 4x128GB, raise once stable
+#   max_num_seqs: 10
+#   # JSON kept as a defaults value (referenced as one {speculative_config} token) because
+#   # run-recipe.py does a single-pass str.format() — inline JSON braces in `command` would
+#   # be misread as {placeholders}. This is the v2 community-recipe pattern.
+#   speculative_config: {"method": "nemotron_h_mtp", "num_speculative_tokens": 5}
 locals {
   entrypoint = [
     "vllm",

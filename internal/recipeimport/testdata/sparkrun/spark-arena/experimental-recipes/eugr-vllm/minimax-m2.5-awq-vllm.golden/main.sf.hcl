@@ -3,6 +3,15 @@
 # MiniMax-M2.5-AWQ — AWQ quantized MiniMax M2.5
 # sparkrun recipe (format v2): 2 DGX Spark node(s), one GPU each, tensor parallel 2 x pipeline parallel 1, vLLM backend "mp"; the command's {placeholders} are filled from its defaults.
 
+# The recipe's defaults, as rendered into the command (re-import with -set KEY=VALUE to change one):
+#   port: 8000
+#   host: 0.0.0.0
+#   tensor_parallel: 2
+#   gpu_memory_utilization: 0.7
+#   max_model_len: 128000
+#   load_format: fastsafetensors
+#   tool_call_parser: minimax_m2
+#   reasoning_parser: minimax_m2
 locals {
   entrypoint = [
     "vllm",
