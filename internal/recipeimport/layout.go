@@ -95,7 +95,11 @@ func (g *gen) images() error {
 	if g.yaml != nil && len(g.yaml.mods) > 0 {
 		var mods []*mod
 		for _, name := range g.yaml.mods {
-			m, err := readMod(g.root, name)
+			hint := "Give the repository that holds it with -repo DIR, or remove the mod"
+			if g.yaml.eugrMods() {
+				hint = "sparkrun takes this recipe's mods from eugr's repository (builder eugr, a v1 recipe, or a spark-arena eugr nightly image): clone https://github.com/eugr/spark-vllm-docker and give it with -repo DIR"
+			}
+			m, err := readMod(g.root, name, hint)
 			if err != nil {
 				return fmt.Errorf("%s:%d: %w", g.file, g.yaml.keyLines["mods"], err)
 			}

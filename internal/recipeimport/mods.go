@@ -66,7 +66,7 @@ func repoRoot(file string, opts Options) string {
 
 // readMod finds a mod as sparkrun does: "mods/NAME" or "NAME" under the
 // repository's mods folder; it must hold run.sh.
-func readMod(root, name string) (*mod, error) {
+func readMod(root, name, hint string) (*mod, error) {
 	clean := path.Clean(strings.TrimPrefix(name, "./"))
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
 		return nil, fmt.Errorf("mod %q: give a folder of the recipe's repository (mods/NAME)", name)
@@ -77,7 +77,7 @@ func readMod(root, name string) (*mod, error) {
 	}
 	dir := filepath.Join(root, filepath.FromSlash(rel))
 	if _, err := os.Stat(filepath.Join(dir, "run.sh")); err != nil {
-		return nil, fmt.Errorf("mod %q is not in the recipe's repository: no %s. Give the repository that holds it with -repo DIR (sparkrun takes eugr's mods from https://github.com/eugr/spark-vllm-docker), or remove the mod", name, filepath.Join(dir, "run.sh"))
+		return nil, fmt.Errorf("mod %q is not in the recipe's repository: no %s. %s", name, filepath.Join(dir, "run.sh"), hint)
 	}
 	m := &mod{name: name, dir: path.Base(rel)}
 	total := 0

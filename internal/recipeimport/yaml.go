@@ -63,6 +63,7 @@ type yamlRecipe struct {
 	// ${NAME}), each written as var.env_name.
 	envVars   map[string]bool
 	command   string
+	builder   string
 	buildArgs []string
 	mods      []string
 	preExec   bool
@@ -320,6 +321,9 @@ func (y *yamlRecipe) key(k, v *yaml.Node, at func(*yaml.Node) string, unknown *[
 		}
 	case "stop_after_post":
 	case "builder", "builder_config":
+		if k.Value == "builder" {
+			y.builder = v.Value
+		}
 		if k.Value == "builder" && v.Value != "" {
 			y.ignored = append(y.ignored, Warning{Line: k.Line, Message: fmt.Sprintf("builder = %q: sparkform does not build images; the nodes need the image %s before apply (build it there or push it to a registry)", v.Value, "named by container")})
 		}
@@ -689,4 +693,13 @@ func (g *gen) writeDefaults(body *hclwrite.Body) {
 		}
 		body.AppendUnstructuredTokens(comment(line))
 	}
+}
+
+// eugrMods reports whether sparkrun takes this recipe's mods from eugr's
+// repository (github.com/eugr/spark-vllm-docker) rather than the recipe's
+// own: builder eugr, a v1 vLLM recipe, or spark-arena's eugr nightly
+// images (as sparkrun's maintainers describe it).
+func (y *yamlRecipe) eugrMods() bool {
+	return y.builder == "eugr" || y.version == "1" ||
+		strings.HasPrefix(y.container, "ghcr.io/spark-arena/dgx-vllm-eugr-nightly")
 }
