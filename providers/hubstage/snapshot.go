@@ -51,9 +51,10 @@ var snapSchema = &sdk.ResourceSchema{
 			"\"https://huggingface.co\"). The node fetches from it itself. Used when no other source is set."},
 		"token_env": {Type: cty.String, Optional: true, Description: "The NAME of the environment variable of sparkform that holds the hub token (default \"HF_TOKEN\"). " +
 			"The value is sent to the node on stdin only: never in a command line, the state, the plan or a log."},
-		"source_node":      {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes."},
+		"source_node": {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes. " +
+			"A direct copy needs no key between the nodes set up by hand: sparkform adds a one-time, restricted key (forced to serve this repository's blobs, expiring) to the authorized_keys of the source's login user for the transfer and removes it afterwards; the source's host key is checked against your known_hosts."},
 		"source_hub_dir":   {Type: cty.String, Optional: true, Description: "The hub cache folder on source_node (default hub_dir)."},
-		"source_address":   {Type: cty.String, Optional: true, Description: "The address this node uses to reach source_node's sshd over the cluster link (default: source_node's host)."},
+		"source_address":   {Type: cty.String, Optional: true, Description: "The address (HOST or HOST:PORT) this node uses to reach source_node's sshd over the cluster link (default: source_node's host and port). Plan checks that this node reaches it and that it presents source_node's host key."},
 		"transfer":         {Type: cty.String, Optional: true, Description: "With source_node: \"direct\" (the default: node to node, no byte through sparkform) or \"relay\" (streamed through sparkform, named in the plan)."},
 		"source_local_dir": {Type: cty.String, Optional: true, Description: "Push from the operator's own hub cache (e.g. \"~/.cache/huggingface/hub\"), streamed through sparkform."},
 

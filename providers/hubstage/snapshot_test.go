@@ -307,6 +307,19 @@ func TestSnapshotFromHub(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, repo, "main")
 			hubtest.CheckLayout(t, n.hub, repo, "refs/pr/1")
 			hubtest.CompareTrees(t, n.hub, ref, repo.CacheDirName())
+			// Nor in any file on the node: the records, the hub; and the
+			// receiver's temp folder is gone.
+			for _, dir := range []string{n.recs, n.hub} {
+				_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || !d.Type().IsRegular() {
+						return nil
+					}
+					if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(testToken)) {
+						t.Errorf("the token is in %s", p)
+					}
+					return nil
+				})
+			}
 
 			// Refresh and plan: nothing to do, no byte from the hub.
 			srv.ResetCounters()
@@ -913,4 +926,100 @@ func lowerSmallBlob(t *testing.T) {
 	saved := smallBlob
 	smallBlob = 512 << 10
 	t.Cleanup(func() { smallBlob = saved })
+}
+
+// dirSource serves a commit's blobs from a folder of this machine (the
+// nodes run here) the way the peer source does from another node: one
+// blob per run of NodeFetch, and many in one tar (snapTarBatcher).
+type dirSource struct {
+	c      *hubtest.Commit
+	dir    string
+	batchN atomic.Int64
+}
+
+func newDirSource(t *testing.T, c *hubtest.Commit, dir string) *dirSource {
+	d := &dirSource{c: c, dir: dir}
+	must(t, os.MkdirAll(d.dir, 0o755))
+	for _, f := range c.Files {
+		must(t, os.WriteFile(filepath.Join(d.dir, f.Etag), f.Bytes(), 0o644))
+	}
+	return d
+}
+
+func (d *dirSource) Describe() string { return "the test folder " + d.dir }
+func (d *dirSource) List(context.Context, node.Conn, *snapSpec) (*snapListing, error) {
+	return (&streamSource{c: d.c}).List(context.Background(), nil, nil)
+}
+func (d *dirSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return d, nil }
+func (d *dirSource) NodeFetch() ([]string, []byte, bool) {
+	return []string{"sh", "-c", `exec tail -c +$(($2 + 1)) "$0/$1"`, d.dir}, nil, true
+}
+func (d *dirSource) NodeFetchBatch() ([]string, bool) {
+	d.batchN.Add(1)
+	return []string{"sh", "-c", `cd "$0" && xargs tar -c -h -f - --`, d.dir}, true
+}
+func (d *dirSource) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
+	return nil, errors.New("not streamed")
+}
+func (d *dirSource) Relayed() int64              { return 0 }
+func (d *dirSource) Close(context.Context) error { return nil }
+
+// TestSnapshotTarBatch: a source that sends small blobs as one tar (the
+// peer source's batch form) and large ones one by one makes the same
+// layout, with one batch run.
+func TestSnapshotTarBatch(t *testing.T) {
+	lowerSmallBlob(t)
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			src := newDirSource(t, c.c2, filepath.Join(n.dir, "src")) // the node's user reads it
+			saved := newLocalSource
+			newLocalSource = func(*snapEnv, *snapSpec) (snapSource, error) { return src, nil }
+			t.Cleanup(func() { newLocalSource = saved })
+			state, priv := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"source_local_dir": cty.StringVal("/test")}))
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			if got := src.batchN.Load(); got != 1 {
+				t.Errorf("%d batch runs, want 1", got)
+			}
+			if c.srv.TotalBytes() != 0 {
+				t.Errorf("the hub served %d bytes", c.srv.TotalBytes())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+			if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+				t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
+			}
+		})
+	}
+}
+
+// TestSnapshotRefusedBeforeAnyChange: a transfer larger than the free
+// space minus keep_free is refused at plan with the numbers, and a hub
+// that moved since the plan is refused at apply; nothing is written
+// either way.
+func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	huge := c.config(t, map[string]cty.Value{"keep_free": cty.StringVal("1000000TiB")})
+	resp := c.p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: TypeSnapshot, Node: n.node, Prior: null,
+		Config: huge, Proposed: sdk.ProposedNew(snapSchema.Block, null, huge)})
+	err := resp.Diagnostics.Err()
+	if err == nil || !strings.Contains(err.Error(), "to transfer") || !strings.Contains(err.Error(), "free on "+n.hub) || !strings.Contains(err.Error(), "keep_free") {
+		t.Fatalf("plan with keep_free beyond the disk: %v; want the refusal with the numbers", err)
+	}
+	cfg := c.config(t, nil)
+	c.repo.SetRef("main", c.c1.SHA)
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	c.repo.SetRef("main", c.c2.SHA)
+	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
+		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
+	}
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the hub folder was made by a refused plan or apply")
+	}
+	if ents, _ := os.ReadDir(n.recs); len(ents) != 0 {
+		t.Errorf("records written by a refused apply: %v", ents)
+	}
 }
