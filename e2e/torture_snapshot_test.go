@@ -204,7 +204,7 @@ func newSnapTorture(t *testing.T) *snapTorture {
 	repo := hubtest.GenRepo("torture/shared-blobs", 31, specs...)
 	a := repo.Main()
 	bSpecs := append([]hubtest.FileSpec{}, specs...)
-	bSpecs[0].Key = "b" // one shard changed...
+	bSpecs[0].Key = "b"                                                                            // one shard changed...
 	bSpecs = append(bSpecs, hubtest.FileSpec{Path: "extra.safetensors", Size: 2 << 20, LFS: true}) // ...and one added
 	b := repo.AddCommit("", bSpecs...)
 

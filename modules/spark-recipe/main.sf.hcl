@@ -49,7 +49,7 @@ resource "gitkit_checkout" "kit" {
 resource "hubstage_snapshot" "model" {
   for_each         = var.model == null ? {} : local.from_source
   node             = each.value.node
-  hub_dir          = var.hub_dir
+  hub_dir          = replace(var.hub_dir, "{home}", each.value.home)
   repo_id          = var.model.repo_id
   revision         = var.model.revision
   include          = var.model.include
@@ -70,12 +70,13 @@ resource "hubstage_snapshot" "model" {
 resource "hubstage_snapshot" "model_peer" {
   for_each       = var.model == null ? {} : local.from_rank0
   node           = each.value.node
-  hub_dir        = var.hub_dir
+  hub_dir        = replace(var.hub_dir, "{home}", each.value.home)
   repo_id        = var.model.repo_id
   revision       = hubstage_snapshot.model[local.rank0].commit
   include        = var.model.include
   exclude        = var.model.exclude
   source_node    = local.nodes[local.rank0].node
+  source_hub_dir = replace(var.hub_dir, "{home}", local.nodes[local.rank0].home)
   source_address = local.nodes[local.rank0].cluster_address
   transfer       = local.src.peers
   keep_free      = local.src.keep_free
@@ -85,7 +86,7 @@ resource "hubstage_snapshot" "model_peer" {
 resource "hubstage_snapshot" "draft" {
   for_each         = var.drafter == null ? {} : local.from_source
   node             = each.value.node
-  hub_dir          = var.hub_dir
+  hub_dir          = replace(var.hub_dir, "{home}", each.value.home)
   repo_id          = var.drafter.repo_id
   revision         = var.drafter.revision
   include          = var.drafter.include
@@ -104,12 +105,13 @@ resource "hubstage_snapshot" "draft" {
 resource "hubstage_snapshot" "draft_peer" {
   for_each       = var.drafter == null ? {} : local.from_rank0
   node           = each.value.node
-  hub_dir        = var.hub_dir
+  hub_dir        = replace(var.hub_dir, "{home}", each.value.home)
   repo_id        = var.drafter.repo_id
   revision       = hubstage_snapshot.draft[local.rank0].commit
   include        = var.drafter.include
   exclude        = var.drafter.exclude
   source_node    = local.nodes[local.rank0].node
+  source_hub_dir = replace(var.hub_dir, "{home}", local.nodes[local.rank0].home)
   source_address = local.nodes[local.rank0].cluster_address
   transfer       = local.src.peers
   keep_free      = local.src.keep_free
@@ -127,7 +129,7 @@ locals {
 resource "hubstage_manifest" "model" {
   for_each      = var.model == null ? {} : local.nodes
   node          = each.value.node
-  hub_dir       = var.hub_dir
+  hub_dir       = replace(var.hub_dir, "{home}", each.value.home)
   repo_id       = var.model.repo_id
   revision      = local.src == null ? var.model.revision : local.model_commit[each.key]
   include       = var.model.include
@@ -140,7 +142,7 @@ resource "hubstage_manifest" "model" {
 resource "hubstage_manifest" "draft" {
   for_each   = var.drafter == null ? {} : local.nodes
   node       = each.value.node
-  hub_dir    = var.hub_dir
+  hub_dir    = replace(var.hub_dir, "{home}", each.value.home)
   repo_id    = var.drafter.repo_id
   revision   = local.src == null ? var.drafter.revision : local.draft_commit[each.key]
   include    = var.drafter.include

@@ -58,7 +58,7 @@ variable "kit" {
 }
 
 variable "hub_dir" {
-  description = "The Hugging Face hub folder the model manifests resolve in, as the nodes see it: a shared folder (NAS) that already holds the snapshots when model_source is null, else the folder on each node the snapshots are copied into."
+  description = "The Hugging Face hub folder the model manifests resolve in, as the nodes see it: a shared folder (NAS) that already holds the snapshots when model_source is null, else the folder on each node the snapshots are copied into. {home} stands for each node's home folder (recipe.nodes[*].home)."
   type        = string
   default     = null
 }

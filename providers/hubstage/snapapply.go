@@ -1,10 +1,12 @@
 package hubstage
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,8 +51,8 @@ type recvResult struct {
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
 // prog (bytes on the node now, counted from the blobs to fetch).
-func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode string,
-	secret []byte, jobs []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
+func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string, batch []string, batchKind string,
+	secret, jobs, links []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
 	rev := s.Revision
@@ -58,9 +60,12 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		rev = ""
 	}
 	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode}
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, batchKind, ""}
+	if batchKind != "" {
+		argv[len(argv)-1] = node.QuoteArgv(batch)
+	}
 	argv = append(argv, fetch...)
-	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs))
+	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs), bytes.NewReader(links))
 	res := &recvResult{}
 	var done, inflight int64
 	lw := &lineWriter{fn: func(l string) {
@@ -108,18 +113,56 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 	return res, nil
 }
 
+// smallBlob is the size up to which a blob goes in the batch (when the
+// transfer has one): hashed after the transfer, where larger ones are
+// hashed as they stream.
+// (A variable: tests lower it to send some blobs each way.)
+var smallBlob int64 = 16 << 20
+
 // jobLines renders the receiver's job list.
-func jobLines(w *snapWork) []byte {
+func jobLines(w *snapWork, batch bool) []byte {
 	var b bytes.Buffer
 	for _, e := range w.Corrupt {
 		b.WriteString("X\t" + e + "\t0\t-\n")
 	}
 	for _, f := range w.Fetch {
-		b.WriteString("B\t" + f.Etag + "\t" + strconv.FormatInt(f.Size, 10) + "\t" + escapePath(f.Path) + "\n")
+		t := "B"
+		if batch && f.Size <= smallBlob {
+			t = "S"
+		}
+		b.WriteString(t + "\t" + f.Etag + "\t" + strconv.FormatInt(f.Size, 10) + "\t" + escapePath(f.Path) + "\n")
+	}
+	dirs := map[string]bool{}
+	for _, f := range w.Links {
+		if d := path.Dir(f.Path); d != "." && !dirs[d] {
+			dirs[d] = true
+			b.WriteString("M\t" + d + "\n")
+		}
 	}
 	for _, f := range w.Links {
 		b.WriteString("L\t" + linkTarget(f.Path, f.Etag) + "\t" + f.Path + "\n")
 	}
+	b.WriteString("END\n")
+	return b.Bytes()
+}
+
+// linksTar is a tar of the links to write (nil when none): the receiver
+// extracts it in snapshots/<commit>.
+func linksTar(w *snapWork) []byte {
+	if len(w.Links) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	now := time.Now()
+	for _, f := range w.Links {
+		// Paths are checked (clean, relative, no tab or newline) and
+		// targets are built here: nothing can point the extraction out of
+		// the snapshot folder.
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: f.Path, Linkname: linkTarget(f.Path, f.Etag),
+			Mode: 0o777, ModTime: now, Format: tar.FormatPAX})
+	}
+	_ = tw.Close()
 	return b.Bytes()
 }
 
@@ -138,8 +181,8 @@ func (c countingReader) Read(p []byte) (int, error) {
 // relay streams each blob through this process (relay, push): prep on
 // the node, one put per blob (parallel), then finish.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
-	jobs []byte, prog func(int64)) error {
-	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", nil, jobs, nil, nil); err != nil {
+	owner string, jobs []byte, prog func(int64)) error {
+	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil); err != nil {
 		return err
 	}
 	var moved atomic.Int64
@@ -181,7 +224,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			rc, err := tr.Stream(ctx, f, off)
 			if err == nil {
 				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", f.Etag, strconv.FormatInt(f.Size, 10)}
+					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, "", "", f.Etag, strconv.FormatInt(f.Size, 10)}
 				var res node.Result
 				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
 				rc.Close()
@@ -201,7 +244,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 	if len(errs) > 0 {
 		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
 	}
-	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", nil, jobs, nil, nil)
+	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil)
 	return err
 }
 
@@ -270,9 +313,20 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	}
 	// From here on the node may change: the state names the commit so
 	// that destroy finds its record, whatever happens next.
+	// This instance owns the commit's record when it writes now, or wrote
+	// before (its private data, or its address in the record after a lost
+	// reply); a snapshot found whole that it never wrote is not its own to
+	// give back.
 	newPriv := snapPriv{Commit: l.Commit}
-	for _, c := range append(priv.Others, priv.Commit, ctyval.Str(ctyval.Attr(req.Prior, "commit"))) {
-		if c != "" && c != l.Commit && !contains(newPriv.Others, c) {
+	if w.none() && priv.Commit != l.Commit && !obs[0].Record.Has("owner", req.Address) {
+		newPriv = snapPriv{Adopted: l.Commit}
+	}
+	earlier := append(priv.Others, priv.Commit)
+	if len(req.Private) == 0 {
+		earlier = append(earlier, ctyval.Str(ctyval.Attr(req.Prior, "commit")))
+	}
+	for _, c := range earlier {
+		if hex40.MatchString(c) && c != l.Commit && !contains(newPriv.Others, c) {
 			newPriv.Others = append(newPriv.Others, c)
 		}
 	}
@@ -311,11 +365,11 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			return fail("Cannot open "+src.Describe(), err)
 		}
 		r0 := tr.Relayed()
-		jobs := jobLines(w)
+		bargv, bkind := batchOf(tr)
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", secret, jobs, argv, prog)
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, bargv, bkind, secret, jobLines(w, bkind != ""), linksTar(w), argv, prog)
 		} else {
-			err = r.relay(ctx, conn, become, s, w, obs[0], tr, jobs, prog)
+			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobLines(w, false), prog)
 		}
 		relayed = tr.Relayed() - r0
 		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
@@ -361,7 +415,9 @@ func (r *snapshot) destroy(ctx context.Context, conn node.Conn, become bool, req
 			commits = append(commits, c)
 		}
 	}
-	if c := ctyval.Str(ctyval.Attr(req.Prior, "commit")); hex40.MatchString(c) && !contains(commits, c) {
+	// No private data at all (an older state, a lost reply): the commit of
+	// the value, whose record says what was made.
+	if c := ctyval.Str(ctyval.Attr(req.Prior, "commit")); len(req.Private) == 0 && hex40.MatchString(c) && !contains(commits, c) {
 		commits = append(commits, c)
 	}
 	var kept []string

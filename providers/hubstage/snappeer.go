@@ -55,9 +55,30 @@ import (
 // connection and streamed to D through this process; every byte is
 // counted (Relayed) and the plan says so.
 
-// peerKeyTTL is how long a one-time key lets D log in to S. Each blob is
-// one login, so it bounds the transfer's length, not a blob's.
+// peerKeyTTL is how long a one-time key lets D log in to S, at least.
+// Each big blob is one login, so it bounds the transfer's length (not a
+// blob's): keyTTL adds the time the listed bytes take at a slow 25 MB/s.
+// A transfer that outlives its key fails its next logins; the next apply
+// resumes with a new key.
 const peerKeyTTL = 2 * time.Hour
+
+func keyTTL(l *snapListing) time.Duration {
+	var total int64
+	if l != nil {
+		for _, f := range l.Files {
+			total += f.Size
+		}
+	}
+	return peerKeyTTL + time.Duration(total/(25<<20))*time.Second
+}
+
+// Blobs under muxBelow bytes share the transfer's one master connection
+// (ControlPersist muxIdle seconds after its last use); bigger ones get a
+// connection each.
+const (
+	muxBelow = 16 << 20
+	muxIdle  = 60
+)
 
 // hostAlias is the name D's ssh checks S's host key under: the known_hosts
 // file written for one transfer holds only S's verified keys under it.
@@ -79,6 +100,15 @@ type peerSource struct {
 	// knownHosts, when set, replaces the operator's known_hosts file for
 	// S (tests).
 	knownHosts string
+
+	mu   sync.Mutex
+	last *snapListing // what List found last (its sizes pick the small blobs)
+}
+
+func (p *peerSource) listed() *snapListing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
 }
 
 func init() {
@@ -184,6 +214,9 @@ func (p *peerSource) List(ctx context.Context, dst node.Conn, s *snapSpec) (*sna
 			return nil, err
 		}
 	}
+	p.mu.Lock()
+	p.last = l
+	p.mu.Unlock()
 	return l, nil
 }
 
@@ -338,7 +371,7 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 		return nil, err
 	}
 	t.id = hex.EncodeToString(id[:])
-	expires := time.Now().Add(peerKeyTTL).Unix()
+	expires := time.Now().Add(keyTTL(p.listed())).Unix()
 	head := fmt.Sprintf("key %s\nowner %s\nexpires %d\n", t.id, t.owner, expires)
 	serve := strings.Replace(serveScript, "BLOBS", node.Quote(p.repo+"/blobs"), 1)
 	// From here on Close undoes whatever part ran.
@@ -364,8 +397,20 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 			}
 		}
 	}
+	// Many small blobs share one SSH connection (a master started by the
+	// first login below): a handshake each would cost more than the
+	// bytes. Big blobs get a connection each, so their streams run on
+	// as many cores as parallel allows.
+	var small strings.Builder
+	if l := p.listed(); l != nil {
+		for _, f := range l.Files {
+			if f.Size < muxBelow {
+				small.WriteString(f.Etag + "\n")
+			}
+		}
+	}
 	res, err := dst.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", dstKeyScript, "sh", t.owner, kh.String()},
-		Become: p.env.dst.Become, Stdin: strings.NewReader(string(pem.EncodeToMemory(blk)))})
+		Become: p.env.dst.Become, Stdin: strings.NewReader(string(pem.EncodeToMemory(blk)) + small.String())})
 	if err != nil {
 		return t, fmt.Errorf("writing the one-time key on %s: %w", dst.Name(), err)
 	}
@@ -377,22 +422,34 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	opts := []string{"ssh", "-F", "/dev/null", "-n", "-T", "-x", "-a",
+	base := []string{"ssh", "-F", "/dev/null", "-T", "-x", "-a",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + t.dir + "/id",
 		"-o", "UserKnownHostsFile=" + t.dir + "/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=" + hostAlias, "-o", "CheckHostIP=no",
 		"-o", "UpdateHostKeys=no", "-o", "HostKeyAlgorithms=" + strings.Join(algoList, ","),
 		"-o", "Ciphers=aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com",
 		"-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
-		"-o", "ControlMaster=no", "-o", "ControlPath=none", "-o", "LogLevel=ERROR",
-		"-p", strconv.Itoa(p.port), "-l", user, "--", p.addr}
+		"-o", "LogLevel=ERROR", "-p", strconv.Itoa(p.port), "-l", user}
+	with := func(opts ...string) string {
+		return node.QuoteArgv(append(append(append([]string{}, base...), opts...), "--", p.addr))
+	}
+	// -n: stdin from /dev/null (the receiver's stdin is not S's business).
+	cm := t.dir + "/cm"
+	master := with("-n", "-o", "ControlMaster=yes", "-o", "ControlPersist="+strconv.Itoa(muxIdle), "-o", "ControlPath="+cm)
+	mux := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath="+cm)
+	solo := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath=none")
 	// The receiver appends "ETAG OFFSET PATH": only the first two reach S.
-	t.argv = []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + ` blob "$1" "$2"`, "sh"}
-	// One login before the transfer starts: a key sshd refuses (a from=
-	// that NAT defeats, an sshd that ignores ~/.ssh/authorized_keys) is
-	// one clear error here, not one per blob.
-	ping := []string{"sh", "-c", "exec " + node.QuoteArgv(opts) + " ping"}
-	res, err = dst.Run(ctx, node.Cmd{Argv: ping, Become: p.env.dst.Become})
+	// A regular (git) file is small by the hub's rules; so is an LFS file
+	// the listing says is. Without the master, mux connects on its own.
+	// Without -n: the etags of a batch go to S on stdin.
+	t.batch = []string{"sh", "-c", "exec " + with("-o", "ControlMaster=no", "-o", "ControlPath="+cm) + " tar", "sh"}
+	t.argv = []string{"sh", "-c", `if [ ${#1} -eq 40 ] || grep -qxF -- "$1" ` + node.Quote(t.dir+"/small") + `; then exec ` + mux +
+		` blob "$1" "$2"; fi; exec ` + solo + ` blob "$1" "$2"`, "sh"}
+	// One login before the transfer starts, which stays as the master
+	// connection: a key sshd refuses (a from= that NAT defeats, an sshd
+	// that ignores ~/.ssh/authorized_keys) is one clear error here, not
+	// one per blob.
+	res, err = dst.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + master + " ping"}, Become: p.env.dst.Become})
 	if err == nil && strings.TrimSpace(string(res.Stdout)) != "sparkform-serve" {
 		err = fmt.Errorf("unexpected answer %q", res.Stdout)
 	}
@@ -427,6 +484,7 @@ type peerTransfer struct {
 	installed bool
 	dir       string
 	argv      []string
+	batch     []string
 
 	relayed   atomic.Int64
 	closeOnce sync.Once
@@ -439,6 +497,18 @@ func (t *peerTransfer) NodeFetch() ([]string, []byte, bool) {
 		return nil, nil, false
 	}
 	return t.argv, nil, true
+}
+
+// NodeFetchBatch returns the argv the receiver may run ON the destination
+// for many blobs at once: their etags on its stdin, one a line; its
+// stdout is a tar (GNU format) of those blobs, each entry named by its
+// etag, links followed. ok=false for a relay. It goes over the transfer's
+// shared connection: one request for any number of small files.
+func (t *peerTransfer) NodeFetchBatch() ([]string, bool) {
+	if t.p.relay || t.batch == nil {
+		return nil, false
+	}
+	return t.batch, true
 }
 
 // Stream implements snapTransfer: f's blob read on S over sparkform's

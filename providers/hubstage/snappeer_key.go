@@ -11,9 +11,11 @@ const keyMarker = "sparkform-snapshot-"
 
 // serveScript is the forced command of a one-time key (run by /bin/sh as
 // S's login user; BLOBS is replaced by the quoted blobs folder of the one
-// repository it serves). It answers "ping" and "blob ETAG OFFSET" (the
-// blob's bytes from OFFSET) and refuses anything else: the etag must be
-// 40 or 64 lowercase hex, the offset a plain decimal number.
+// repository it serves). It answers "ping", "blob ETAG OFFSET" (the
+// blob's bytes from OFFSET) and "tar", and refuses anything else: an etag must be
+// 40 or 64 lowercase hex, the offset a plain decimal number. "tar" reads
+// etags from stdin and answers a tar of those blobs (many small files in
+// one stream).
 const serveScript = `# sparkform hubstage_snapshot: the forced command of a one-time key. It
 # serves the blobs of one repository, read only, and nothing else.
 b=BLOBS
@@ -30,7 +32,20 @@ blob)
   [ ${#3} -le 18 ] || bad "bad offset"
   [ -f "$b/$2" ] || { printf 'sparkform serve: no blob %s\n' "$2" >&2; exit 3; }
   exec tail -c +$(($3 + 1)) "$b/$2" ;;
-*) bad "refused: only ping and blob requests are served" ;;
+tar)
+  # The etags on stdin, one a line: a tar of those blobs (links
+  # followed), each entry named by its etag.
+  [ $# -eq 1 ] || bad "usage: tar, with the etags on stdin"
+  set --
+  while IFS= read -r e; do
+    case $e in *[!0-9a-f]*|'') bad "bad etag" ;; esac
+    [ ${#e} -eq 40 ] || [ ${#e} -eq 64 ] || bad "bad etag"
+    [ -f "$b/$e" ] || { printf 'sparkform serve: no blob %s\n' "$e" >&2; exit 3; }
+    set -- "$@" "$e"
+  done
+  [ $# -gt 0 ] || bad "no etags"
+  cd "$b" && exec tar -chf - --format=gnu -- "$@" ;;
+*) bad "refused: only ping, blob and tar requests are served" ;;
 esac
 `
 
@@ -153,21 +168,35 @@ sf_punkey "$1" "$2" "$3" || exit 1
 echo removed
 `
 
-// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key)
-// removes the key folders an earlier transfer of the same owner left on
-// the destination, makes a fresh private one and writes the key and the
-// known_hosts file there. It prints the folder.
-const dstKeyScript = `set -u
+// dstSweepFunc stops the ssh master connections of key folders and
+// removes the folders: sf_pdrop DIR...
+const dstSweepFunc = `sf_pdrop() {
+	for _d; do
+		[ -d "$_d" ] || continue
+		[ ! -S "$_d/cm" ] || ssh -F /dev/null -o ControlPath="$_d/cm" -O exit sparkform-source >/dev/null 2>&1
+		rm -rf "$_d" || return 1
+	done
+}
+`
+
+// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key,
+// then the etags of the small blobs, one a line) removes the key folders
+// an earlier transfer of the same owner left on the destination, makes a
+// fresh private one and writes the key, the known_hosts file and the
+// small etags there. It prints the folder.
+const dstKeyScript = dstSweepFunc + `set -u
 umask 077
 t=${TMPDIR:-/tmp}
-rm -rf "$t"/sparkform-snappeer-"$1".* || exit 1
+sf_pdrop "$t"/sparkform-snappeer-"$1".* || exit 1
 d=$(mktemp -d "$t/sparkform-snappeer-$1.XXXXXX") || exit 1
-printf '%s' "$2" >"$d/known_hosts" && cat >"$d/id" || { rm -rf "$d"; exit 1; }
+printf '%s' "$2" >"$d/known_hosts" &&
+  awk -v d="$d" 'f { print > (d "/small"); next } { print > (d "/id") } /^-----END OPENSSH PRIVATE KEY-----$/ { f = 1 }' &&
+  : >>"$d/small" || { rm -rf "$d"; exit 1; }
 printf '%s\n' "$d"
 `
 
 // dstSweepScript ($1 owner) removes the destination's key folders of owner.
-const dstSweepScript = `rm -rf "${TMPDIR:-/tmp}"/sparkform-snappeer-"$1".*`
+const dstSweepScript = dstSweepFunc + `sf_pdrop "${TMPDIR:-/tmp}"/sparkform-snappeer-"$1".*`
 
 // scanScript ($1 address, $2 port) runs on the destination: the source's
 // host keys as its sshd presents them at that address, then "route ..."

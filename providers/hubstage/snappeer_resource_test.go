@@ -29,9 +29,14 @@ func peerResource(t *testing.T, b *peerBed, recs string) (sdk.Provider, *snapsho
 // killed transfer left is swept by the next apply. Destroy gives D's hub
 // back as it was.
 func TestSnapshotFromNode(t *testing.T) {
-	for _, transfer := range []string{"direct", "relay"} {
-		t.Run(transfer, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, transfer string
+		become         bool // the destination works as root (sudo)
+	}{{"direct", "direct", false}, {"relay", "relay", false}, {"direct to a root destination", "direct", true}} {
+		transfer := tc.transfer
+		t.Run(tc.name, func(t *testing.T) {
 			b := startPeerBed(t, map[string]int{"x": 1})
+			b.D.Become = tc.become
 			repo, _, c2 := testRepo()
 			srv := hubtest.NewServer(t, repo)
 			srv.SetToken(testToken)
@@ -62,7 +67,7 @@ func TestSnapshotFromNode(t *testing.T) {
 			}
 
 			ctx := context.Background()
-			if transfer == "direct" {
+			if transfer == "direct" && !tc.become {
 				// A transfer killed before its Close (no Close here) ...
 				s, err := snapSpecOf(cfg)
 				must(t, err)
@@ -94,10 +99,10 @@ func TestSnapshotFromNode(t *testing.T) {
 				if len(b.keyLines(t, killed.(*peerTransfer).id)) != 0 {
 					t.Error("the killed transfer's key is still in authorized_keys after the next apply")
 				}
-				data, _ := os.ReadFile(b.authKeys)
-				if strings.Contains(string(data), keyMarker) {
-					t.Errorf("a one-time key is left after a failed apply:\n%s", data)
+				if recs := b.ownerRecords(t, src.owner(s)); len(recs) != 0 {
+					t.Errorf("a one-time key is left after a failed apply: records %v", recs)
 				}
+				b.checkAuthKeysRestored(t)
 				must(t, os.Chmod(gone, 0o644))
 			}
 
@@ -122,6 +127,13 @@ func TestSnapshotFromNode(t *testing.T) {
 			hubtest.CheckLayout(t, dHub, repo, "main")
 			hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
 			b.checkAuthKeysRestored(t)
+			if tc.become {
+				// Every file is small: one login (ping) and one batch (tar)
+				// over it, not a session per file.
+				if n := strings.Count(b.bed.Nodes[0].Log(), "forced-command"); n != 2 {
+					t.Errorf("S's sshd served %d sessions of the one-time key, want 2 (ping, tar)", n)
+				}
+			}
 			if ents, _ := filepath.Glob("/tmp/sparkform-snappeer-*"); len(ents) != 0 {
 				t.Errorf("key folders left on D: %v", ents)
 			}

@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,16 +129,57 @@ type peerBed struct {
 }
 
 // checkAuthKeysRestored fails t unless authorized_keys is as it was when
-// the bed started (gone when there was none).
+// the bed started (gone when there was none). One-time key lines are left
+// out of the comparison: tests in other processes (other packages) copy
+// from nodes of their own beds, which log in as the same user; each test
+// checks its own keys by id (keyLines) or by owner (ownerRecords).
 func (b *peerBed) checkAuthKeysRestored(t *testing.T) {
 	t.Helper()
 	now, err := os.ReadFile(b.authKeys)
 	switch {
-	case b.akBefore == nil && err == nil:
-		t.Errorf("authorized_keys was created and left behind:\n%s", now)
-	case b.akBefore != nil && !bytes.Equal(now, b.akBefore):
+	case b.akBefore == nil && err == nil && len(oneTimeLines(now)) == 0:
+		t.Errorf("authorized_keys was created and left behind:\n%q", now)
+	case b.akBefore == nil && err == nil && len(userLines(now)) > 0:
+		t.Errorf("authorized_keys holds lines that are no one-time keys:\n%s", now)
+	case b.akBefore != nil && !slices.Equal(userLines(now), userLines(b.akBefore)):
 		t.Errorf("authorized_keys changed:\n%s\nwas:\n%s", now, b.akBefore)
 	}
+}
+
+// userLines are the lines of an authorized_keys that are not one-time
+// keys (the last one without its newline, if it has none).
+func userLines(data []byte) []string {
+	var out []string
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if l != "" && !strings.Contains(l, " "+keyMarker) {
+			out = append(out, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	return out
+}
+
+func oneTimeLines(data []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, " "+keyMarker) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ownerRecords are the names of the key records on S that owner has.
+func (b *peerBed) ownerRecords(t *testing.T, owner string) []string {
+	t.Helper()
+	ents, _ := os.ReadDir(b.recordDir(t))
+	var out []string
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(b.recordDir(t), e.Name()))
+		if err == nil && strings.Contains(string(data), "\nowner "+owner+"\n") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func startPeerBed(t *testing.T, files map[string]int) *peerBed {
@@ -297,21 +339,52 @@ func TestPeerDirectCopy(t *testing.T) {
 		t.Errorf("Relayed() = %d after a direct copy, want 0", n)
 	}
 
+	// Many blobs in one request: a tar of them, entries named by etag.
+	bargv, ok := tr.(*peerTransfer).NodeFetchBatch()
+	if !ok {
+		t.Fatal("no batch fetch on a direct copy")
+	}
+	var etags strings.Builder
+	for _, f := range l.Files {
+		etags.WriteString(f.Etag + "\n")
+	}
+	xdir := filepath.Join(b.bed.Nodes[1].Root, "batch")
+	cmd := append([]string{"sh", "-c", `d=$1; shift; mkdir -p "$d" && "$@" | tar -x -C "$d"`, "sh", xdir}, bargv...)
+	_, err = b.dc.Run(ctx, node.Cmd{Argv: cmd, Stdin: strings.NewReader(etags.String())})
+	must(t, err)
+	for _, f := range l.Files {
+		got, err := os.ReadFile(filepath.Join(xdir, f.Etag))
+		if err != nil || !bytes.Equal(got, b.hub.files[f.Path]) {
+			t.Errorf("batch: %s: %d bytes, %v", f.Path, len(got), err)
+		}
+	}
+
 	// The key serves blobs of this repository and nothing else.
 	for _, bad := range [][]string{{"cat /etc/passwd"}, {"blob", "../../../../etc/passwd", "0"}, {"blob", big.Etag, "-1"},
-		{"blob", big.Etag, "1;id"}, {"blob", strings.Repeat("a", 40), "0"}} {
-		// argv runs `ssh ... blob "$1" "$2"`: send raw requests instead.
-		raw := strings.Replace(argv[2], ` blob "$1" "$2"`, ` "$@"`, 1)
+		{"blob", big.Etag, "1;id"}, {"blob", strings.Repeat("a", 40), "0"}, {"tar", "../x"}, {"tar"}} {
+		// The batch argv runs `ssh ... tar`: send raw requests instead.
+		raw, ok := strings.CutSuffix(bargv[2], " tar")
+		if !ok {
+			t.Fatalf("batch argv %q", bargv)
+		}
+		raw += ` "$@"`
 		cmd := append([]string{"sh", "-c", raw, "sh"}, bad...)
-		res, err := b.dc.Run(ctx, node.Cmd{Argv: cmd})
+		res, err := b.dc.Run(ctx, node.Cmd{Argv: cmd, Stdin: strings.NewReader("../../etc/passwd\n")})
 		var ee *node.ExitError
 		if !errors.As(err, &ee) || !strings.Contains(ee.Stderr, "sparkform serve: ") {
 			t.Errorf("request %q: %v, output %q; want the serve script's refusal", bad, err, res.Stdout)
 		}
 	}
 
+	// The small blobs went over one master connection, which Close ends.
+	if procs := procsWith(pt.dir + "/cm"); len(procs) == 0 {
+		t.Error("no ssh master connection on D while the transfer is open")
+	}
 	must(t, tr.Close(ctx))
 	must(t, tr.Close(ctx)) // idempotent
+	if procs := procsWith(pt.dir); len(procs) != 0 {
+		t.Errorf("processes of the transfer left on D after Close: %q", procs)
+	}
 	if lines := b.keyLines(t, pt.id); len(lines) != 0 {
 		t.Errorf("after Close authorized_keys still has %q", lines)
 	}
@@ -397,12 +470,10 @@ func TestPeerKeySweptAfterKill(t *testing.T) {
 		t.Errorf("a failed Open left authorized_keys changed:\n%s", after)
 	}
 	b.checkAuthKeysRestored(t)
-	if ents, _ := os.ReadDir(b.recordDir(t)); len(ents) != 0 {
-		names := []string{}
-		for _, e := range ents {
-			names = append(names, e.Name())
+	for _, o := range []string{src.owner(s), osrc.owner(s)} {
+		if recs := b.ownerRecords(t, o); len(recs) != 0 {
+			t.Errorf("records of owner %s left on S: %v", o, recs)
 		}
-		t.Errorf("records left on S: %v", names)
 	}
 }
 
@@ -551,7 +622,7 @@ func TestPeerKeyKeepsUserFile(t *testing.T) {
 	must(t, tr.Close(ctx))
 	after, err := os.ReadFile(b.authKeys)
 	must(t, err)
-	if string(after) != own {
+	if !slices.Equal(userLines(after), []string{own}) || len(oneTimeLines(after)) == 0 && string(after) != own {
 		t.Errorf("authorized_keys after Close:\n%q\nwant\n%q", after, own)
 	}
 	fi, err := os.Stat(b.authKeys)
@@ -581,4 +652,66 @@ func TestPeerLoginRefused(t *testing.T) {
 		t.Errorf("the key file (and the folder made for it) left behind: %v", err)
 	}
 	b.checkAuthKeysRestored(t)
+}
+
+// procsWith lists the command lines of this machine's processes (the
+// nodes run here) that contain s.
+func procsWith(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestPeerSourceConfig: what source_node, source_address and transfer
+// accept, and the clear errors for the rest (no node is reached).
+func TestPeerSourceConfig(t *testing.T) {
+	src := sdk.Node{Name: `node.spark["a"]`, Transport: "ssh", Host: "10.0.0.1", Port: 2222, User: "u"}
+	dst := sdk.Node{Name: `node.spark["b"]`, Transport: "ssh", Host: "10.0.0.2", Port: 22, User: "u"}
+	local := sdk.Node{Name: "node.local", Transport: "local"}
+	for _, tc := range []struct {
+		name      string
+		src       cty.Value
+		addr, xfr string
+		srcHub    string
+		wantDesc  string
+		wantErr   string
+	}{
+		{name: "defaults", src: nodeValue(src), wantDesc: `node.spark["a"] direct over 10.0.0.1:2222`},
+		{name: "an address", src: nodeValue(src), addr: "192.168.100.1", wantDesc: `node.spark["a"] direct over 192.168.100.1:2222`},
+		{name: "an address and port", src: nodeValue(src), addr: "192.168.100.1:22", wantDesc: `node.spark["a"] direct over 192.168.100.1:22`},
+		{name: "IPv6", src: nodeValue(src), addr: "[fd00::1]:22", wantDesc: `node.spark["a"] direct over [fd00::1]:22`},
+		{name: "bare IPv6", src: nodeValue(src), addr: "fd00::1", wantDesc: `node.spark["a"] direct over [fd00::1]:2222`},
+		{name: "relay", src: nodeValue(src), xfr: "relay", wantDesc: `node.spark["a"] relayed through sparkform (every byte passes through this machine)`},
+		{name: "relay from this machine", src: nodeValue(local), xfr: "relay", wantDesc: "node.local relayed through sparkform (every byte passes through this machine)"},
+		{name: "direct from this machine", src: nodeValue(local), wantErr: "use source_local_dir, or transfer = \"relay\""},
+		{name: "not a node", src: cty.StringVal("spark-01"), wantErr: "source_node: the value is not a node"},
+		{name: "bad transfer", src: nodeValue(src), xfr: "rsync", wantErr: `transfer "rsync"`},
+		{name: "an option for an address", src: nodeValue(src), addr: "-oProxyCommand=x", wantErr: "is not a host name or address"},
+		{name: "a bad port", src: nodeValue(src), addr: "h:99999", wantErr: "port \"99999\" is not 1-65535"},
+		{name: "itself", src: nodeValue(dst), wantErr: "is the destination node and source_hub_dir is hub_dir"},
+		{name: "itself, another hub", src: nodeValue(dst), srcHub: "/other/hub", wantDesc: `node.spark["b"] direct over 10.0.0.2:22`},
+		{name: "a relative source_hub_dir", src: nodeValue(src), srcHub: "hub", wantErr: "source_hub_dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &snapSpec{HubDir: "/srv/hub", RepoID: "org/model", RepoType: "model", Revision: "main",
+				SourceNode: tc.src, SourceAddress: tc.addr, Transfer: tc.xfr, SourceHubDir: tc.srcHub}
+			p, err := newPeerSource(&snapEnv{dst: dst}, s)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want ErrBadConfig with %q", err, tc.wantErr)
+				}
+				return
+			}
+			must(t, err)
+			if d := p.Describe(); d != tc.wantDesc {
+				t.Errorf("Describe() = %q, want %q", d, tc.wantDesc)
+			}
+		})
+	}
 }

@@ -238,7 +238,9 @@ func (w *snapWork) summary(src string) string {
 	if d := w.drift(); d != "" {
 		parts = append(parts, d)
 	}
-	parts = append(parts, units.Human(w.Free)+" free")
+	// Not the free space: it moves between plan and apply, and a summary
+	// the apply's new plan must repeat holds only what the plan decides
+	// (free_bytes shows it).
 	return strings.Join(parts, ", ")
 }
 
@@ -270,6 +272,9 @@ type snapPriv struct {
 	Commit  string   `json:"commit,omitempty"`
 	Planned string   `json:"planned,omitempty"`
 	Others  []string `json:"others,omitempty"`
+	// Adopted is a commit found whole that this instance did not write:
+	// destroy leaves it.
+	Adopted string `json:"adopted,omitempty"`
 }
 
 func decodeSnapPriv(b []byte) snapPriv {
@@ -281,7 +286,7 @@ func decodeSnapPriv(b []byte) snapPriv {
 }
 
 func (p snapPriv) encode() []byte {
-	if p.Commit == "" && p.Planned == "" && len(p.Others) == 0 {
+	if p.Commit == "" && p.Planned == "" && len(p.Others) == 0 && p.Adopted == "" {
 		return nil
 	}
 	b, _ := json.Marshal(p)
@@ -400,6 +405,7 @@ func (r *snapshot) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 	}
 	for j, i := range idx {
 		s, o, prior := reqs[j].s, obs[j], items[i].Prior
+		r.keepObs(obsKey(n, s, lists[j].Commit), o)
 		w, err := computeWork(s, lists[j], o)
 		if err != nil {
 			results[i].Diagnostics = sdk.Diagnostics{{Severity: sdk.Warning, Summary: items[i].Address + ": cannot check the snapshot", Detail: err.Error()}}
@@ -471,11 +477,15 @@ func (r *snapshot) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if err != nil {
 		return fail("Cannot list "+s.RepoID+"@"+s.Revision+" from "+src.Describe(), err)
 	}
-	obs, err := observe(ctx, conn, req.Node.Become, r.recDir, []obsReq{{s: s, commit: l.Commit}})
-	if err != nil {
-		return fail("Cannot look at "+s.HubDir+" on "+req.Node.Name, err)
+	o := r.takeObs(obsKey(req.Node, s, l.Commit))
+	if o == nil {
+		obs, err := observe(ctx, conn, req.Node.Become, r.recDir, []obsReq{{s: s, commit: l.Commit}})
+		if err != nil {
+			return fail("Cannot look at "+s.HubDir+" on "+req.Node.Name, err)
+		}
+		o = obs[0]
 	}
-	w, err := computeWork(s, l, obs[0])
+	w, err := computeWork(s, l, o)
 	if err != nil {
 		return fail("Cannot plan "+s.RepoID+" on "+req.Node.Name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -50,9 +51,10 @@ var snapSchema = &sdk.ResourceSchema{
 			"\"https://huggingface.co\"). The node fetches from it itself. Used when no other source is set."},
 		"token_env": {Type: cty.String, Optional: true, Description: "The NAME of the environment variable of sparkform that holds the hub token (default \"HF_TOKEN\"). " +
 			"The value is sent to the node on stdin only: never in a command line, the state, the plan or a log."},
-		"source_node":      {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes."},
+		"source_node": {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes. " +
+			"A direct copy needs no key between the nodes set up by hand: sparkform adds a one-time, restricted key (forced to serve this repository's blobs, expiring) to the authorized_keys of the source's login user for the transfer and removes it afterwards; the source's host key is checked against your known_hosts."},
 		"source_hub_dir":   {Type: cty.String, Optional: true, Description: "The hub cache folder on source_node (default hub_dir)."},
-		"source_address":   {Type: cty.String, Optional: true, Description: "The address this node uses to reach source_node's sshd over the cluster link (default: source_node's host)."},
+		"source_address":   {Type: cty.String, Optional: true, Description: "The address (HOST or HOST:PORT) this node uses to reach source_node's sshd over the cluster link (default: source_node's host and port). Plan checks that this node reaches it and that it presents source_node's host key."},
 		"transfer":         {Type: cty.String, Optional: true, Description: "With source_node: \"direct\" (the default: node to node, no byte through sparkform) or \"relay\" (streamed through sparkform, named in the plan)."},
 		"source_local_dir": {Type: cty.String, Optional: true, Description: "Push from the operator's own hub cache (e.g. \"~/.cache/huggingface/hub\"), streamed through sparkform."},
 
@@ -61,11 +63,12 @@ var snapSchema = &sdk.ResourceSchema{
 		"total_bytes":    {Type: cty.Number, Computed: true, Description: "The sum of the files' sizes (each blob counted once)."},
 		"present_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes of the snapshot's blobs already on the node (shared blobs and resumable partial blobs included), when planned."},
 		"transfer_bytes": {Type: cty.Number, Computed: true, Description: "Bytes still to transfer, when planned."},
-		"free_bytes":     {Type: cty.Number, Computed: true, Description: "Free bytes on hub_dir's filesystem, when planned."},
+		"free_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Free bytes on hub_dir's filesystem, when planned " +
+			"(an apply does not hold to it: other writers move it; the refusal is checked again then)."},
 		"relayed_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes that passed through the machine running sparkform in the last apply (0 for the hub and a direct copy)."},
 		"snapshot_dir":   {Type: cty.String, Computed: true, Description: "hub_dir/models--ORG--NAME/snapshots/<commit>: the folder to give a runtime (or hubstage_manifest)."},
 		"files":          {Type: cty.List(snapFileType), Computed: true, Description: "One {path, etag, size} per file, sorted by path. Plans show change_summary instead of this list."},
-		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: commit, file count, bytes present, bytes to fetch and from where, free space."},
+		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: commit, file count, bytes present, bytes to fetch and from where, and any drift (free space is free_bytes)."},
 	}},
 }
 
@@ -86,6 +89,33 @@ type snapshot struct {
 	getenv func(string) string
 	// recDir overrides the restore records' base folder (tests).
 	recDir string
+
+	// seen holds what Read observed, for the Plan that follows in the same
+	// run: a no-op plan costs the refresh's one node command (and, with
+	// verify = "full", one re-hash), not a second. Plan takes an entry once.
+	mu   sync.Mutex
+	seen map[string]*snapObs
+}
+
+func obsKey(n sdk.Node, s *snapSpec, commit string) string {
+	return strings.Join([]string{n.Key(), s.HubDir, s.repoDir(), commit, s.Revision, s.Verify}, "\x00")
+}
+
+func (r *snapshot) keepObs(k string, o *snapObs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]*snapObs{}
+	}
+	r.seen[k] = o
+}
+
+func (r *snapshot) takeObs(k string) *snapObs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.seen[k]
+	delete(r.seen, k)
+	return o
 }
 
 var _ sdk.Resource = (*snapshot)(nil)

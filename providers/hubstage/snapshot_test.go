@@ -266,8 +266,11 @@ func TestSnapshotFromHub(t *testing.T) {
 			if got := bigInt(pl.Planned.GetAttr("transfer_bytes")); got != c2.TotalSize()-shared {
 				t.Errorf("transfer_bytes = %d, want %d", got, c2.TotalSize()-shared)
 			}
-			if !strings.Contains(sum, "commit "+c2.SHA[:7]) || !strings.Contains(sum, "from hub "+srv.URL) || !strings.Contains(sum, "free") {
-				t.Errorf("change_summary %q: want the commit, the source and the free space", sum)
+			if !strings.Contains(sum, "commit "+c2.SHA[:7]) || !strings.Contains(sum, "from hub "+srv.URL) {
+				t.Errorf("change_summary %q: want the commit and the source", sum)
+			}
+			if bigInt(pl.Planned.GetAttr("free_bytes")) <= 0 {
+				t.Errorf("free_bytes %s", pl.Planned.GetAttr("free_bytes").GoString())
 			}
 			if srv.Requests(hubtest.EndpointAPI) != 1 || srv.Requests(hubtest.EndpointResolve) != 0 {
 				t.Errorf("plan made %d API and %d resolve requests; want 1 and 0", srv.Requests(hubtest.EndpointAPI), srv.Requests(hubtest.EndpointResolve))
@@ -304,6 +307,19 @@ func TestSnapshotFromHub(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, repo, "main")
 			hubtest.CheckLayout(t, n.hub, repo, "refs/pr/1")
 			hubtest.CompareTrees(t, n.hub, ref, repo.CacheDirName())
+			// Nor in any file on the node: the records, the hub; and the
+			// receiver's temp folder is gone.
+			for _, dir := range []string{n.recs, n.hub} {
+				_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || !d.Type().IsRegular() {
+						return nil
+					}
+					if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(testToken)) {
+						t.Errorf("the token is in %s", p)
+					}
+					return nil
+				})
+			}
 
 			// Refresh and plan: nothing to do, no byte from the hub.
 			srv.ResetCounters()
@@ -374,6 +390,7 @@ func (c *snapCase) apply(t *testing.T, prior cty.Value, priv []byte, cfg cty.Val
 // TestSnapshotResumesCutTransfer: a connection cut mid-file is resumed
 // from the .incomplete's size: the server serves each byte once.
 func TestSnapshotResumesCutTransfer(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -561,6 +578,7 @@ func TestSnapshotMovedRef(t *testing.T) {
 // leaves only .incomplete files (no blob name on a partial blob); the
 // next apply fetches exactly the bytes not yet on the node.
 func TestSnapshotResumesCancelledApply(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -584,9 +602,20 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond) // anything left would write on now
 			blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
-			var partial int64
+			inbox := filepath.Join(blobs, ".sparkform-incoming."+c.c2.SHA)
+			var partial, smallPartial int64
+			if ents, err := os.ReadDir(inbox); err == nil {
+				for _, e := range ents {
+					fi, err := os.Stat(filepath.Join(inbox, e.Name()))
+					must(t, err)
+					smallPartial += fi.Size()
+				}
+			}
 			ents, _ := os.ReadDir(blobs)
 			for _, e := range ents {
+				if e.IsDir() {
+					continue
+				}
 				fi, err := os.Stat(filepath.Join(blobs, e.Name()))
 				must(t, err)
 				if strings.HasSuffix(e.Name(), ".incomplete") {
@@ -598,8 +627,9 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 				}
 			}
 			if partial == 0 {
-				t.Fatal("no partial blob after the cancel; the test did not interrupt a transfer")
+				t.Fatal("no partial .incomplete blob after the cancel; the test did not interrupt a large transfer")
 			}
+			partial += smallPartial
 			sizeNow := func() int64 {
 				var n int64
 				ents, _ := os.ReadDir(blobs)
@@ -620,7 +650,7 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, c.repo, "main")
 			var have int64
 			for _, e := range ents {
-				if !strings.HasSuffix(e.Name(), ".incomplete") {
+				if !strings.HasSuffix(e.Name(), ".incomplete") && !e.IsDir() {
 					fi, _ := os.Stat(filepath.Join(blobs, e.Name()))
 					if fi != nil {
 						have += fi.Size()
@@ -833,5 +863,163 @@ func TestSnapshotStreamedThroughPlugin(t *testing.T) {
 			}
 			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, nil)
 		})
+	}
+}
+
+// TestSnapshotApplyNotHeldToFreeSpace: free space moves between plan and
+// apply (other writers); the apply's new plan is not held to free_bytes,
+// but is to the commit (change_summary) the plan named.
+func TestSnapshotApplyNotHeldToFreeSpace(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	cfg := c.config(t, nil)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	call := func(reviewed cty.Value) sdk.PlanApplyResponse {
+		return sdk.PlanAndApply(context.Background(), c.p, sdk.PlanApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+			Prior: null, Config: cfg, Reviewed: reviewed}, nil, nil)
+	}
+	moved := ctyvalWith(pl.Planned, "free_bytes", cty.NumberIntVal(bigInt(pl.Planned.GetAttr("free_bytes"))+12345))
+	c.repo.SetRef("main", c.c1.SHA) // the hub moved since the plan
+	if r := call(moved); r.Applied || !r.PlanChanged || sdk.DescribePath(r.Changed) != SummaryAttribute {
+		t.Fatalf("a moved ref: applied %v, changed at %q; want refused at %s", r.Applied, sdk.DescribePath(r.Changed), SummaryAttribute)
+	}
+	c.repo.SetRef("main", c.c2.SHA)
+	r := call(moved)
+	if !r.Applied || r.Diagnostics.HasErrors() {
+		t.Fatalf("free space moved: applied %v, changed at %q, %v", r.Applied, sdk.DescribePath(r.Changed), r.Diagnostics.Err())
+	}
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, r.NewState, r.Private)
+}
+
+func ctyvalWith(v cty.Value, attr string, nv cty.Value) cty.Value {
+	m := v.AsValueMap()
+	m[attr] = nv
+	return cty.ObjectVal(m)
+}
+
+// TestSnapshotFoundWholeIsNotOurs: a snapshot another client downloaded
+// (or another instance wrote) is adopted with no transfer and no record,
+// and destroy leaves every file of it.
+func TestSnapshotFoundWholeIsNotOurs(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	refDownload(t, c.srv, n.hub, "main")
+	before := tree(t, n.hub)
+	c.srv.ResetCounters()
+	cfg := c.config(t, nil)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	if c.srv.Requests(hubtest.EndpointResolve)+c.srv.Requests(hubtest.EndpointCDN) != 0 {
+		t.Errorf("a whole snapshot was fetched again")
+	}
+	if state.GetAttr("commit").AsString() != c.c2.SHA || bigInt(state.GetAttr("transfer_bytes")) != 0 {
+		t.Errorf("state %s", state.GoString())
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+	sameTree(t, "a snapshot this resource did not write, after destroy", before, tree(t, n.hub))
+}
+
+// lowerSmallBlob sends blobs above 512 KiB through the streaming path and
+// the others through the batch, for this test.
+func lowerSmallBlob(t *testing.T) {
+	saved := smallBlob
+	smallBlob = 512 << 10
+	t.Cleanup(func() { smallBlob = saved })
+}
+
+// dirSource serves a commit's blobs from a folder of this machine (the
+// nodes run here) the way the peer source does from another node: one
+// blob per run of NodeFetch, and many in one tar (snapTarBatcher).
+type dirSource struct {
+	c      *hubtest.Commit
+	dir    string
+	batchN atomic.Int64
+}
+
+func newDirSource(t *testing.T, c *hubtest.Commit, dir string) *dirSource {
+	d := &dirSource{c: c, dir: dir}
+	must(t, os.MkdirAll(d.dir, 0o755))
+	for _, f := range c.Files {
+		must(t, os.WriteFile(filepath.Join(d.dir, f.Etag), f.Bytes(), 0o644))
+	}
+	return d
+}
+
+func (d *dirSource) Describe() string { return "the test folder " + d.dir }
+func (d *dirSource) List(context.Context, node.Conn, *snapSpec) (*snapListing, error) {
+	return (&streamSource{c: d.c}).List(context.Background(), nil, nil)
+}
+func (d *dirSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return d, nil }
+func (d *dirSource) NodeFetch() ([]string, []byte, bool) {
+	return []string{"sh", "-c", `exec tail -c +$(($2 + 1)) "$0/$1"`, d.dir}, nil, true
+}
+func (d *dirSource) NodeFetchBatch() ([]string, bool) {
+	d.batchN.Add(1)
+	return []string{"sh", "-c", `cd "$0" && xargs tar -c -h -f - --`, d.dir}, true
+}
+func (d *dirSource) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
+	return nil, errors.New("not streamed")
+}
+func (d *dirSource) Relayed() int64              { return 0 }
+func (d *dirSource) Close(context.Context) error { return nil }
+
+// TestSnapshotTarBatch: a source that sends small blobs as one tar (the
+// peer source's batch form) and large ones one by one makes the same
+// layout, with one batch run.
+func TestSnapshotTarBatch(t *testing.T) {
+	lowerSmallBlob(t)
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			src := newDirSource(t, c.c2, filepath.Join(n.dir, "src")) // the node's user reads it
+			saved := newLocalSource
+			newLocalSource = func(*snapEnv, *snapSpec) (snapSource, error) { return src, nil }
+			t.Cleanup(func() { newLocalSource = saved })
+			state, priv := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"source_local_dir": cty.StringVal("/test")}))
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			if got := src.batchN.Load(); got != 1 {
+				t.Errorf("%d batch runs, want 1", got)
+			}
+			if c.srv.TotalBytes() != 0 {
+				t.Errorf("the hub served %d bytes", c.srv.TotalBytes())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+			if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+				t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
+			}
+		})
+	}
+}
+
+// TestSnapshotRefusedBeforeAnyChange: a transfer larger than the free
+// space minus keep_free is refused at plan with the numbers, and a hub
+// that moved since the plan is refused at apply; nothing is written
+// either way.
+func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	huge := c.config(t, map[string]cty.Value{"keep_free": cty.StringVal("1000000TiB")})
+	resp := c.p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: TypeSnapshot, Node: n.node, Prior: null,
+		Config: huge, Proposed: sdk.ProposedNew(snapSchema.Block, null, huge)})
+	err := resp.Diagnostics.Err()
+	if err == nil || !strings.Contains(err.Error(), "to transfer") || !strings.Contains(err.Error(), "free on "+n.hub) || !strings.Contains(err.Error(), "keep_free") {
+		t.Fatalf("plan with keep_free beyond the disk: %v; want the refusal with the numbers", err)
+	}
+	cfg := c.config(t, nil)
+	c.repo.SetRef("main", c.c1.SHA)
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	c.repo.SetRef("main", c.c2.SHA)
+	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
+		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
+	}
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the hub folder was made by a refused plan or apply")
+	}
+	if ents, _ := os.ReadDir(n.recs); len(ents) != 0 {
+		t.Errorf("records written by a refused apply: %v", ents)
 	}
 }
