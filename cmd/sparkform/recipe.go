@@ -45,9 +45,9 @@ is an error naming it. An unpinned image (no tag, or :latest) is a warning
 that drift cannot be seen; -pin-from NODE pins it to the digest the node
 has ("local", or [USER@]HOST[:PORT] over SSH, host key checked against
 -known-hosts). -set KEY=VALUE overrides a sparkrun recipe's defaults, as
-sparkrun's -o KEY=VALUE does. A recipe that cannot run (Ray on one node, a parallel
-size that does not divide the GPUs) is refused. Nothing is written unless
-the import succeeds.`,
+sparkrun's -o KEY=VALUE does. A recipe that cannot run (Ray on one node,
+a parallel size that does not divide the GPUs) is refused. Nothing is
+written unless the import succeeds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])
