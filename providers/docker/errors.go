@@ -20,4 +20,6 @@ var (
 	ErrLinkLost = errors.New("connection to the node lost")
 	// ErrContainerExited: the container stopped while we waited for it.
 	ErrContainerExited = errors.New("container exited")
+	// ErrNoContainer: logs of an instance whose container is not on the node.
+	ErrNoContainer = errors.New("container not found")
 )
