@@ -40,4 +40,3 @@ func (m *manifest) Status(_ context.Context, _ sdk.Node, items []sdk.StatusItem)
 	}
 	return out, 0, nil
 }
-
