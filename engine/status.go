@@ -283,3 +283,26 @@ func shortNodeNames(names []string) map[string]string {
 	}
 	return out
 }
+
+// StateNodes are the distinct nodes the instances in state live on (those
+// with one), by name: what Status and Logs reach. A caller may start
+// dialling them while the providers start.
+func (e *Engine) StateNodes() ([]sdk.Node, hcl.Diagnostics) {
+	objs, diags := e.loadState()
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	seen := map[string]bool{}
+	var out []sdk.Node
+	for _, in := range objs {
+		if in.Node.Name == "" && in.Node.Host == "" && in.Node.Transport != "local" {
+			continue
+		}
+		if k := in.Node.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, in.Node)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

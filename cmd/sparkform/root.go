@@ -47,6 +47,7 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m), newRecipeCommand(m),
+		newStatusCommand(m), newLogsCommand(m),
 	)
 	root.AddCommand(terraformOnlyCommands()...)
 	refuseUnknownSubcommands(root)
