@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	gounits "github.com/docker/go-units"
 
 	"github.com/sparkform/sparkform/providers/internal/ctyval"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -36,10 +36,12 @@ const probeTimeout = 2 * time.Second
 // wait block's log_line.
 const logLineProbeTail = 2000
 
-// Status implements sdk.StatusResource: what runs now, in two waves of API
-// calls on the node's one connection: every inspect, then per running
-// container one stats sample (one-shot: no second sample to wait for) and
-// one probe of its wait block.
+// Status implements sdk.StatusResource: what runs now, in two waves on
+// the node's one connection: every inspect, then, alongside each other,
+// one remote command that reads the memory use of every running container
+// from its cgroup, and one probe per wait block. (The Engine's stats
+// endpoint was not used: on a busy daemon a one-shot sample could take a
+// second.)
 func (r *containerResource) Status(ctx context.Context, n sdk.Node, items []sdk.StatusItem) ([]sdk.StatusResult, int, sdk.Diagnostics) {
 	d, err := r.clients.get(ctx, n)
 	if err != nil {
@@ -55,31 +57,146 @@ func (r *containerResource) Status(ctx context.Context, n sdk.Node, items []sdk.
 	ins := make([]inspected, len(ids))
 	trips := runWave(d.readParallel(), inspectJobs(ctx, d, ids, ins))
 
-	out := make([]sdk.StatusResult, len(items))
-	mem := make([]string, len(items))
 	probe := make([]probeAnswer, len(items))
+	var pids []int
 	var jobs []func()
 	for i, it := range items {
 		if !ins[i].found || ins[i].ins.State == nil || !ins[i].ins.State.Running {
 			continue
 		}
-		id := ins[i].ins.ID
-		limit := int64(0)
-		if ins[i].ins.HostConfig != nil {
-			limit = ins[i].ins.HostConfig.Memory
-		}
-		jobs = append(jobs, func() { mem[i] = memoryFact(ctx, d, id, limit) })
+		pids = append(pids, ins[i].ins.State.Pid)
 		if sp, _ := parseSpec(it.State); sp.Wait != nil {
+			id := ins[i].ins.ID
 			jobs = append(jobs, func() { probe[i] = probeOnce(ctx, d, id, sp.Wait) })
 		}
 	}
-	if len(jobs) > 0 {
-		trips += runWave(d.readParallel(), jobs)
+	var used map[int]int64
+	var memErr error
+	memTrips := 0
+	if len(pids) > 0 {
+		jobs = append(jobs, func() {
+			conn, err := d.conn(ctx)
+			if err != nil {
+				memErr = err
+				return
+			}
+			used, memTrips, memErr = readMemoryUsed(ctx, conn, n.Become, pids)
+		})
 	}
+	if len(jobs) > 0 {
+		runWave(len(jobs), jobs)
+		trips++
+		if memTrips > 1 {
+			trips += memTrips - 1
+		}
+	}
+	out := make([]sdk.StatusResult, len(items))
 	for i := range items {
-		out[i] = containerStatus(ins[i], mem[i], probe[i], time.Now())
+		mem := ""
+		if x := ins[i]; x.found && x.ins.State != nil && x.ins.State.Running {
+			limit := int64(0)
+			if x.ins.HostConfig != nil {
+				limit = x.ins.HostConfig.Memory
+			}
+			if u, ok := used[x.ins.State.Pid]; ok {
+				mem = memoryWords(u, limit)
+			} else if memErr != nil {
+				mem = "unknown (" + memErr.Error() + ")"
+			} else {
+				mem = "unknown"
+			}
+		}
+		out[i] = containerStatus(ins[i], mem, probe[i], time.Now())
 	}
 	return out, trips, nil
+}
+
+// memoryScript prints, for each pid argument, "PID USED" where USED is the
+// memory of its cgroup as `docker stats` counts it (usage less the page
+// cache that can be dropped: inactive_file), or "PID ?" when it cannot be
+// read. POSIX sh and busybox compatible; its only inputs are its arguments.
+const memoryScript = `
+mem1= v2=
+while read -r dev mnt typ opts rest; do
+  case $typ in
+    cgroup2) [ -n "$v2" ] || v2=$mnt ;;
+    cgroup) case ",$opts," in *,memory,*) mem1=$mnt ;; esac ;;
+  esac
+done < /proc/self/mounts
+for pid in "$@"; do
+  m= u= seen=
+  if [ -r "/proc/$pid/cgroup" ]; then
+    while IFS=: read -r n ctl p; do
+      seen=1
+      case ",$ctl," in
+        *,memory,*) m=$p ;;
+        ,,) u=$p ;;
+      esac
+    done < "/proc/$pid/cgroup"
+  fi
+  if [ -n "$m" ] && [ -n "$mem1" ]; then
+    d=$mem1$m cur=memory.usage_in_bytes key=total_inactive_file
+  elif [ -n "$seen" ] && [ -n "$v2" ]; then
+    d=$v2$u cur=memory.current key=inactive_file
+  else
+    echo "$pid ?"; continue
+  fi
+  used=; { read -r used < "$d/$cur"; } 2>/dev/null
+  inact=0
+  { while read -r k v; do [ "$k" = "$key" ] && inact=$v; done < "$d/memory.stat"; } 2>/dev/null
+  case $used in
+    ''|*[!0-9]*) echo "$pid ?" ;;
+    *) [ "$inact" -lt "$used" ] 2>/dev/null && used=$((used - inact)); echo "$pid $used" ;;
+  esac
+done
+`
+
+// readMemoryUsed runs memoryScript for pids in one remote command (again
+// as root when something could not be read as the login user and become
+// allows it, as readCgroups does), and returns the bytes used by pid.
+func readMemoryUsed(ctx context.Context, conn node.Conn, become bool, pids []int) (map[int]int64, int, error) {
+	argv := []string{"sh", "-c", memoryScript, "sh"}
+	for _, p := range pids {
+		argv = append(argv, strconv.Itoa(p))
+	}
+	parse := func(b []byte) map[int]int64 {
+		out := map[int]int64{}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			pid, err1 := strconv.Atoi(f[0])
+			v, err2 := strconv.ParseInt(f[1], 10, 64)
+			if err1 == nil && err2 == nil {
+				out[pid] = v
+			}
+		}
+		return out
+	}
+	res, err := conn.Run(ctx, node.Cmd{Argv: argv})
+	if err == nil {
+		out := parse(res.Stdout)
+		if !become || len(out) == len(pids) {
+			return out, 1, nil
+		}
+	} else if !become {
+		return nil, 1, err
+	}
+	res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: true})
+	if err != nil {
+		return nil, 2, err
+	}
+	return parse(res.Stdout), 2, nil
+}
+
+// memoryWords is "USED of LIMIT (P%)", or "USED (no limit)" when the
+// container has none (limit 0).
+func memoryWords(used, limit int64) string {
+	if limit <= 0 {
+		return gounits.BytesSize(float64(used)) + " (no limit)"
+	}
+	return fmt.Sprintf("%s of %s (%.0f%%)", gounits.BytesSize(float64(used)), gounits.BytesSize(float64(limit)), 100*float64(used)/float64(limit))
 }
 
 // probeAnswer is what one probe of a wait block said.
@@ -167,35 +284,6 @@ func shortDuration(d time.Duration) string {
 	}
 	days := int(d / (24 * time.Hour))
 	return fmt.Sprintf("%dd%dh", days, int((d-time.Duration(days)*24*time.Hour)/time.Hour))
-}
-
-// memoryFact is "USED of LIMIT (P%)" from one stats sample, as `docker
-// stats` counts it (page cache that can be reclaimed is not used), or
-// "USED (no limit)". limit is the container's configured limit (0: none;
-// the sample's limit is then the host's memory).
-func memoryFact(ctx context.Context, d *dockerClient, id string, limit int64) string {
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
-	res, err := d.api.ContainerStats(ctx, id, client.ContainerStatsOptions{})
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	defer res.Body.Close()
-	var s container.StatsResponse
-	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&s); err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	used := s.MemoryStats.Usage
-	for _, k := range []string{"inactive_file", "total_inactive_file"} {
-		if v, ok := s.MemoryStats.Stats[k]; ok && v < used {
-			used -= v
-			break
-		}
-	}
-	if limit <= 0 {
-		return gounits.BytesSize(float64(used)) + " (no limit)"
-	}
-	return fmt.Sprintf("%s of %s (%.0f%%)", gounits.BytesSize(float64(used)), gounits.BytesSize(float64(limit)), 100*float64(used)/float64(limit))
 }
 
 // probeOnce asks a wait block's question once, as apply's wait does, from
