@@ -203,18 +203,21 @@ func renderStatus(m *meta, rep *engine.StatusReport) {
 		for _, in := range n.Instances {
 			instances++
 			health := healthWord(in)
-			if !in.Available {
-				health = "-"
+			summary := in.Summary
+			switch {
+			case !in.Available && in.Drift == engine.DriftUnknown:
+				summary = "could not be read"
+				if n.Error != "" {
+					summary += ": the node is unreachable"
+				}
+			case !in.Available:
+				health, summary = "-", "status not available for "+in.Type
 			}
 			switch {
 			case in.Drift == engine.DriftGone || in.Drift == engine.DriftUnknown || in.Health == sdk.HealthDown || in.Health == sdk.HealthDegraded:
 				down++
 			case in.Drift == engine.DriftDrifted || in.Tainted:
 				drifted++
-			}
-			summary := in.Summary
-			if !in.Available {
-				summary = "status not available for " + in.Type
 			}
 			drift := in.Drift
 			if in.Tainted {
@@ -245,7 +248,7 @@ func renderStatus(m *meta, rep *engine.StatusReport) {
 	case engine.VerdictDrifted:
 		line += ": run `sparkform plan` to see the differences."
 	case engine.VerdictDown:
-		line += ": `sparkform logs ADDRESS` shows a container's output; `sparkform apply` starts what is gone."
+		line += ": `sparkform logs ADDRESS` shows a container's output, `sparkform plan` what apply would change."
 	default:
 		line += "."
 	}
