@@ -52,9 +52,13 @@ fuzz:
 # each round ends with a destroy that must leave the nodes as they were.
 # Often the recovering rerun is killed too. Prints the table. About 10-15
 # minutes; bounded by SPARKFORM_TORTURE_TIME (default 20m). The short
-# version, TestKillPoints, is part of test.
+# version, TestKillPoints, is part of test. Then the snapshot transfer's
+# kill point (TestTortureSnapshot): SPARKFORM_TORTURE_SNAPSHOT_KILLS
+# (default 20) kills inside hub transfers of two snapshots sharing blobs;
+# no half blob under its final name, partial blobs resumed (the test hub
+# counts the bytes), destroy exact. About 5 minutes.
 torture:
-	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture$$' -count=1 -v -timeout 35m ./e2e/
+	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture(Snapshot)?$$' -count=1 -v -timeout 50m ./e2e/
 
 # The main job on a built-in local example: plan, apply, show, destroy.
 demo: build
@@ -66,7 +70,9 @@ demo: build
 # for_each, module, module blocks) at BENCH_N instances; `make bench BENCH_N="1000 10000 50000"`
 # adds the 50,000 run (one run per shape), BENCH_SHAPES picks shapes, and
 # TOFU=/path/to/tofu (an OpenTofu you built; never committed) runs the same
-# shapes through OpenTofu and prints the ratios. See bench/README.md.
+# shapes through OpenTofu and prints the ratios. bench/hub.sh: hub
+# snapshots against the test hub and two sshd nodes (curl and rsync
+# floors, peak RSS, a no-op plan's node CPU). See bench/README.md.
 BENCH_N      ?= 1000 10000
 BENCH_SHAPES ?= count blocks foreach module modblocks
 TOFU         ?=
@@ -75,6 +81,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
 	SPARKFORM_BIN=$(CURDIR)/bin/sparkform-kmodsim TOFU="$(TOFU)" ./bench/run.sh -n "$(BENCH_N)" -p "$(BENCH_SHAPES)" -f
 	BIN=$(CURDIR)/$(BIN) ./bench/etcd.sh
+	BIN=$(CURDIR)/$(BIN) ./bench/hub.sh
 
 # Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).
 proto:

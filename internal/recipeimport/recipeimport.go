@@ -13,6 +13,13 @@
 //     triples), a pinned git clone of a repo folder into a kit folder, and
 //     mkdir -p of a mounted folder. A step it cannot map becomes a
 //     node_command resource with a comment, and a Warning with its line.
+//   - The model is never dropped: the model key (with model_revision and
+//     sparkrun's "ORG/NAME:QUANT" selector), a drafter named by hub id in
+//     the speculative-decoding flags of the args, and the manifest
+//     generator step become the module's model and drafter; where two name
+//     one of them differently it is an error. With no generator naming a
+//     shared hub folder, the nodes get copies (hubstage_snapshot, from
+//     var.model_source) in var.hub_dir, mounted at /hub with HF_HUB_CACHE.
 //   - The output is hclwrite-formatted (fmt -check passes) and loads and
 //     validates; nodes come from variables (-var / a var file), never from
 //     the recipe.
@@ -42,6 +49,7 @@ type Recipe struct {
 	Engine               string            `toml:"engine"`
 	DockerImage          string            `toml:"docker_image"`
 	Model                string            `toml:"model"`
+	ModelRevision        string            `toml:"model_revision"`
 	Name                 string            `toml:"name"`
 	RequiredNodes        *int              `toml:"required_nodes"`
 	Cluster              string            `toml:"cluster"`
@@ -124,10 +132,11 @@ type meta struct {
 	stepAbove   map[string][][]string
 	trailingEnv []string
 	envLines    map[string]int
+	keyLines    map[string]int // top-level keys: their line
 }
 
 func scan(src []byte) (*meta, error) {
-	m := &meta{envLines: map[string]int{}, envAbove: map[string][]string{}, envBeside: map[string]string{}, stepLines: map[string][]int{}, stepAbove: map[string][][]string{}}
+	m := &meta{keyLines: map[string]int{}, envLines: map[string]int{}, envAbove: map[string][]string{}, envBeside: map[string]string{}, stepLines: map[string][]int{}, stepAbove: map[string][][]string{}}
 	p := unstable.Parser{KeepComments: true}
 	p.Reset(src)
 	table := ""
@@ -151,6 +160,11 @@ func scan(src []byte) (*meta, error) {
 		case unstable.KeyValue:
 			key := keyString(e.Key())
 			seenKey = true
+			if table == "" {
+				if it := e.Key(); it.Next() {
+					m.keyLines[key] = lineOf(it.Node().Raw)
+				}
+			}
 			if table == "env" {
 				if it := e.Key(); it.Next() {
 					m.envLines[key] = lineOf(it.Node().Raw)
@@ -213,6 +227,12 @@ type gen struct {
 	commands           []command
 	restoreRecognised  bool
 	displayFromScripts bool
+	// repos are the model (first) and drafter (second) the recipe names,
+	// by its model key, its args or its manifest generator step; hub is
+	// the generator's hub folder ("" when no step names one: the nodes
+	// get copies, in var.hub_dir).
+	repos []hubRepo
+	hub   string
 }
 
 type displayUnlock struct {
@@ -230,7 +250,13 @@ type manifestGen struct {
 	repos    []hubRepo
 }
 
-type hubRepo struct{ repoID, revision, target string }
+type hubRepo struct {
+	role                     string // "model" or "drafter": the module input
+	repoID, revision, target string
+	include                  []string
+	// from says where the import found it (for messages and comments).
+	from string
+}
 
 type command struct {
 	name, phase, script string
@@ -265,6 +291,9 @@ func (g *gen) run() (*Result, error) {
 		}
 	}
 	if err := g.check(); err != nil {
+		return nil, err
+	}
+	if err := g.models(); err != nil {
 		return nil, err
 	}
 	main, err := g.writeMain()
@@ -506,15 +535,19 @@ func (g *gen) writeVariables() []byte {
 	if home == "" {
 		home = "/home/kilork"
 	}
-	v.Body().SetAttributeValue("description", cty.StringVal(fmt.Sprintf("The %d node(s) the recipe runs on, keyed by name: SSH host and port, rank (0 .. %d, one each), the home folder holding the kit and caches, and the serving port. Give them with -var or a var file.", *g.r.RequiredNodes, *g.r.RequiredNodes-1)))
+	v.Body().SetAttributeValue("description", cty.StringVal(fmt.Sprintf("The %d node(s) the recipe runs on, keyed by name: SSH host and port, rank (0 .. %d, one each), the home folder holding the kit and caches, the serving port, and the address the other nodes reach its sshd at over the cluster link (cluster_address; null: host), which model copies from rank 0 use. Give them with -var or a var file.", *g.r.RequiredNodes, *g.r.RequiredNodes-1)))
 	v.Body().SetAttributeRaw("type", tokens(fmt.Sprintf(`map(object({
   host       = string
   rank       = number
   port       = optional(number, 22)
   home       = optional(string, %q)
   serve_port = optional(number, 8000)
+  cluster_address = optional(string)
 }))`, home)))
 	body.AppendNewline()
+	if len(g.repos) > 0 {
+		g.writeModelVariables(body)
+	}
 	for _, name := range []string{"user", "identity_file", "known_hosts"} {
 		b := body.AppendNewBlock("variable", []string{name})
 		desc := map[string]string{
@@ -644,6 +677,7 @@ func (g *gen) writeMain() ([]byte, error) {
     rank       = n.rank
     home       = n.home
     serve_port = n.serve_port
+    cluster_address = n.cluster_address
   } }
 }`, *r.RequiredNodes, tp, pp, gpus, backend)))
 	if g.display != nil {
@@ -676,13 +710,30 @@ func (g *gen) writeMain() ([]byte, error) {
 		}
 		mb.SetAttributeRaw("kit", tokens(fmt.Sprintf("{\n  repo   = %q\n  commit = %q\n  subdir = %s\n  dir    = %q\n}", g.kit.repo, g.kit.commit, sub, rest)))
 	}
-	if g.manifests != nil {
+	if len(g.repos) > 0 {
 		mb.AppendNewline()
-		mb.SetAttributeValue("hub_dir", cty.StringVal(g.manifests.hub))
-		roles := []string{"model", "drafter"}
-		for i, hr := range g.manifests.repos {
-			mb.SetAttributeRaw(roles[i], tokens(fmt.Sprintf("{ repo_id = %q, revision = %q, target = %q }", hr.repoID, hr.revision, hr.target)))
+		if g.hub != "" {
+			mb.SetAttributeValue("hub_dir", cty.StringVal(g.hub))
+		} else {
+			mb.AppendUnstructuredTokens(comment(fmt.Sprintf("Copied into var.hub_dir on every node, mounted at %s (HF_HUB_CACHE) and bound file by file at the target.", hubMount)))
+			mb.SetAttributeRaw("hub_dir", tokens("var.hub_dir"))
 		}
+		for _, hr := range g.repos {
+			fields := fmt.Sprintf("repo_id = %q, revision = %q, target = %q", hr.repoID, hr.revision, hr.target)
+			if len(hr.include) > 0 {
+				fields += fmt.Sprintf(", include = [%q]", hr.include[0])
+			}
+			if hr.from != "the manifest generator step" {
+				mb.AppendUnstructuredTokens(comment(fmt.Sprintf("%s: from %s.", hr.role, hr.from)))
+			}
+			mb.SetAttributeRaw(hr.role, tokens("{ "+fields+" }"))
+		}
+		if g.hub != "" {
+			mb.AppendUnstructuredTokens(comment("null: hub_dir already holds the snapshots (a NAS); set var.model_source to copy them to each node."))
+		} else {
+			mb.AppendUnstructuredTokens(comment("Rank 0 from the hub (or var.model_source), the other ranks from rank 0 over the cluster link."))
+		}
+		mb.SetAttributeRaw("model_source", tokens("var.model_source"))
 	}
 	if r.ExtraMountsManifest != "" {
 		if g.manifests == nil {
@@ -716,9 +767,12 @@ func (g *gen) writeMain() ([]byte, error) {
 	if len(r.Devices) > 0 {
 		mb.SetAttributeRaw("devices", strList(r.Devices))
 	}
-	if len(r.ExtraMounts) > 0 {
+	if len(r.ExtraMounts) > 0 || g.copiesHub() {
 		var b strings.Builder
 		b.WriteString("[\n")
+		if g.copiesHub() {
+			fmt.Fprintf(&b, "{ source = var.hub_dir, target = %q, read_only = true },\n", hubMount)
+		}
 		for _, em := range r.ExtraMounts {
 			src := path.Clean(em.Host)
 			create := g.mkdirs[src]
@@ -754,7 +808,7 @@ func (g *gen) writeMain() ([]byte, error) {
 	body.AppendNewline()
 	o := body.AppendNewBlock("output", []string{"containers"})
 	o.Body().SetAttributeRaw("value", tokens("module.recipe.containers"))
-	if g.manifests != nil {
+	if len(g.repos) > 0 {
 		body.AppendNewline()
 		o := body.AppendNewBlock("output", []string{"model_commit"})
 		o.Body().SetAttributeRaw("value", tokens("module.recipe.model_commit"))
@@ -863,6 +917,13 @@ func (g *gen) envTokens() hclwrite.Tokens {
 	}
 	for _, c := range g.meta.trailingEnv {
 		b.WriteString("# " + c + "\n")
+	}
+	if g.copiesHub() {
+		for _, kv := range [][2]string{{"HF_HUB_CACHE", hubMount}, {"HF_HUB_OFFLINE", "1"}} {
+			if _, ok := g.r.Env[kv[0]]; !ok {
+				fmt.Fprintf(&b, "%s = %q # added by recipe import: the copied hub folder, mounted at %s\n", kv[0], kv[1], hubMount)
+			}
+		}
 	}
 	b.WriteString("}")
 	return tokens(b.String())

@@ -143,3 +143,39 @@ func TestRecognisedByWhatTheyDo(t *testing.T) {
 		t.Error("a ref of another repo was taken for the revision")
 	}
 }
+
+// TestDrafterIn: a drafter is found by what the speculative-decoding
+// flags say, only when they name a hub repository.
+func TestDrafterIn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		argv    []string
+		id, rev string
+		err     bool
+	}{
+		{"vllm config", []string{"--speculative-config", `{"model": "org/draft", "num_speculative_tokens": 3}`}, "org/draft", "main", false},
+		{"vllm config with =", []string{`--speculative-config={"model":"org/draft","revision":"v2"}`}, "org/draft", "v2", false},
+		{"vllm underscore", []string{"--speculative_config", `{"model": "org/draft"}`}, "org/draft", "main", false},
+		{"old vllm flag", []string{"--speculative-model", "org/d.1"}, "org/d.1", "main", false},
+		{"sglang", []string{"--speculative-draft-model-path", "org/eagle", "--speculative-draft-model-revision", "0123456789abcdef0123456789abcdef01234567"}, "org/eagle", "0123456789abcdef0123456789abcdef01234567", false},
+		{"a path is not a repo", []string{"--speculative-model", "/opt/draft"}, "", "", false},
+		{"a method without a model", []string{"--speculative-config", `{"method": "ngram", "num_speculative_tokens": 4}`}, "", "", false},
+		{"mtp", []string{"--speculative-config", `{"method": "mtp"}`}, "", "", false},
+		{"no flags", []string{"--port", "8000", "org/model"}, "", "", false},
+		{"bad json", []string{"--speculative-config", `{model: x}`}, "", "", true},
+		{"bad revision", []string{"--speculative-config", `{"model": "org/d", "revision": "a b"}`}, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := drafterIn(tc.argv)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			switch {
+			case tc.id == "" && d != nil:
+				t.Errorf("found drafter %+v, want none", *d)
+			case tc.id != "" && (d == nil || d.repoID != tc.id || d.revision != tc.rev || d.role != "drafter"):
+				t.Errorf("drafter = %+v, want %s@%s", d, tc.id, tc.rev)
+			}
+		})
+	}
+}

@@ -11,7 +11,9 @@
 // Spark). They are created on first use under an flock, so concurrent
 // test processes are safe. The client key is generated per Bed and
 // authorized for every user through a bed-private AuthorizedKeysFile;
-// nothing is written to the users' own ~/.ssh.
+// nothing is written to the users' own ~/.ssh. sshd also reads the user's
+// ~/.ssh/authorized_keys (its default), where providers under test may
+// install keys as they would on a real node (hubstage's one-time keys).
 //
 // All nodes run on this machine, so they share one filesystem: tests that
 // need per-node state use Node.Root, a fresh directory owned by User.

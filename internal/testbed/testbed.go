@@ -293,7 +293,9 @@ func (n *Node) tryStart(hostKey, authKeys string) error {
 		"ListenAddress " + n.Host,
 		"HostKey " + hostKey,
 		"PidFile none",
-		"AuthorizedKeysFile " + authKeys,
+		// The bed's key, then the user's own file (sshd's default), where
+		// a provider installs a one-time key as it would on a real node.
+		"AuthorizedKeysFile " + authKeys + " .ssh/authorized_keys",
 		"PubkeyAuthentication yes",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",

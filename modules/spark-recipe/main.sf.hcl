@@ -8,6 +8,17 @@ locals {
   nodes = var.recipe.nodes
   # The rank-0 node every other rank joins.
   master_addr = one([for k, n in local.nodes : n.node.host if n.rank == 0])
+  # The model copies (model_source set): rank 0 from the source, the
+  # others from rank 0 over the cluster link (peers = "source": every node
+  # from the source).
+  rank0 = one([for k, n in local.nodes : k if n.rank == 0])
+  src   = var.model_source
+  from_source = local.src == null ? {} : {
+    for k, n in local.nodes : k => n if n.rank == 0 || local.src.peers == "source"
+  }
+  from_rank0 = local.src == null ? {} : {
+    for k, n in local.nodes : k => n if n.rank != 0 && local.src.peers != "source"
+  }
   layout = [
     "--tensor-parallel-size", tostring(var.recipe.tensor_parallel_size),
     "--pipeline-parallel-size", tostring(var.recipe.pipeline_parallel_size),
@@ -33,12 +44,96 @@ resource "gitkit_checkout" "kit" {
   depends_on = [kmod_module.display]
 }
 
+# The model snapshot on rank 0 (every node with peers = "source"), from
+# the hub, the operator's hub cache or another node.
+resource "hubstage_snapshot" "model" {
+  for_each         = var.model == null ? {} : local.from_source
+  node             = each.value.node
+  hub_dir          = replace(var.hub_dir, "{home}", each.value.home)
+  repo_id          = var.model.repo_id
+  revision         = var.model.revision
+  include          = var.model.include
+  exclude          = var.model.exclude
+  endpoint         = local.src.endpoint
+  token_env        = local.src.token_env
+  source_local_dir = local.src.local_dir
+  source_node      = local.src.node
+  source_hub_dir   = local.src.node_hub_dir
+  source_address   = local.src.node_address
+  transfer         = local.src.transfer
+  keep_free        = local.src.keep_free
+  parallel         = local.src.parallel
+}
+
+# The other ranks copy rank 0's snapshot at the commit rank 0 got, over
+# the cluster link: every node serves the same bytes.
+resource "hubstage_snapshot" "model_peer" {
+  for_each       = var.model == null ? {} : local.from_rank0
+  node           = each.value.node
+  hub_dir        = replace(var.hub_dir, "{home}", each.value.home)
+  repo_id        = var.model.repo_id
+  revision       = hubstage_snapshot.model[local.rank0].commit
+  include        = var.model.include
+  exclude        = var.model.exclude
+  source_node    = local.nodes[local.rank0].node
+  source_hub_dir = replace(var.hub_dir, "{home}", local.nodes[local.rank0].home)
+  source_address = local.nodes[local.rank0].cluster_address
+  transfer       = local.src.peers
+  keep_free      = local.src.keep_free
+  parallel       = local.src.parallel
+}
+
+resource "hubstage_snapshot" "draft" {
+  for_each         = var.drafter == null ? {} : local.from_source
+  node             = each.value.node
+  hub_dir          = replace(var.hub_dir, "{home}", each.value.home)
+  repo_id          = var.drafter.repo_id
+  revision         = var.drafter.revision
+  include          = var.drafter.include
+  exclude          = var.drafter.exclude
+  endpoint         = local.src.endpoint
+  token_env        = local.src.token_env
+  source_local_dir = local.src.local_dir
+  source_node      = local.src.node
+  source_hub_dir   = local.src.node_hub_dir
+  source_address   = local.src.node_address
+  transfer         = local.src.transfer
+  keep_free        = local.src.keep_free
+  parallel         = local.src.parallel
+}
+
+resource "hubstage_snapshot" "draft_peer" {
+  for_each       = var.drafter == null ? {} : local.from_rank0
+  node           = each.value.node
+  hub_dir        = replace(var.hub_dir, "{home}", each.value.home)
+  repo_id        = var.drafter.repo_id
+  revision       = hubstage_snapshot.draft[local.rank0].commit
+  include        = var.drafter.include
+  exclude        = var.drafter.exclude
+  source_node    = local.nodes[local.rank0].node
+  source_hub_dir = replace(var.hub_dir, "{home}", local.nodes[local.rank0].home)
+  source_address = local.nodes[local.rank0].cluster_address
+  transfer       = local.src.peers
+  keep_free      = local.src.keep_free
+  parallel       = local.src.parallel
+}
+
+locals {
+  # The commit each node's snapshot holds (model_source set).
+  model_commit = merge({ for k, s in hubstage_snapshot.model : k => s.commit }, { for k, s in hubstage_snapshot.model_peer : k => s.commit })
+  draft_commit = merge({ for k, s in hubstage_snapshot.draft : k => s.commit }, { for k, s in hubstage_snapshot.draft_peer : k => s.commit })
+}
+
+# The bind manifests: from the snapshot copied to the node (its commit,
+# a dependency), or from the shared hub_dir at the revision.
 resource "hubstage_manifest" "model" {
   for_each      = var.model == null ? {} : local.nodes
   node          = each.value.node
-  hub_dir       = var.hub_dir
+  hub_dir       = replace(var.hub_dir, "{home}", each.value.home)
   repo_id       = var.model.repo_id
-  revision      = var.model.revision
+  revision      = local.src == null ? var.model.revision : local.model_commit[each.key]
+  include       = var.model.include
+  exclude       = var.model.exclude
   target        = var.model.target
   manifest_path = var.manifest_path
   depends_on    = [kmod_module.display]
@@ -47,9 +142,11 @@ resource "hubstage_manifest" "model" {
 resource "hubstage_manifest" "draft" {
   for_each   = var.drafter == null ? {} : local.nodes
   node       = each.value.node
-  hub_dir    = var.hub_dir
+  hub_dir    = replace(var.hub_dir, "{home}", each.value.home)
   repo_id    = var.drafter.repo_id
-  revision   = var.drafter.revision
+  revision   = local.src == null ? var.drafter.revision : local.draft_commit[each.key]
+  include    = var.drafter.include
+  exclude    = var.drafter.exclude
   target     = var.drafter.target
   depends_on = [kmod_module.display]
 }

@@ -3,7 +3,7 @@
 # root module that calls this one; docs/recipes.md maps every recipe key.
 
 variable "recipe" {
-  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder and serving port."
+  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 use."
   type = object({
     required_nodes         = number
     tensor_parallel_size   = number
@@ -11,10 +11,11 @@ variable "recipe" {
     gpus_per_node          = optional(number, 1)
     distributed_backend    = optional(string, "mp")
     nodes = map(object({
-      node       = any
-      rank       = number
-      home       = optional(string, "/home/kilork")
-      serve_port = optional(number, 8000)
+      node            = any
+      rank            = number
+      home            = optional(string, "/home/kilork")
+      serve_port      = optional(number, 8000)
+      cluster_address = optional(string)
     }))
   })
 
@@ -57,29 +58,72 @@ variable "kit" {
 }
 
 variable "hub_dir" {
-  description = "The Hugging Face hub folder the model manifests resolve in, as the nodes see it."
+  description = "The Hugging Face hub folder the model manifests resolve in, as the nodes see it: a shared folder (NAS) that already holds the snapshots when model_source is null, else the folder on each node the snapshots are copied into. {home} stands for each node's home folder (recipe.nodes[*].home)."
   type        = string
   default     = null
 }
 
 variable "model" {
-  description = "The model's hub snapshot, bound file by file at target. null: none."
+  description = "The model's hub snapshot, bound file by file at target. include/exclude pick files (huggingface_hub allow/ignore pattern syntax) for the copy and the binds alike. null: none."
   type = object({
     repo_id  = string
     revision = optional(string, "main")
     target   = string
+    include  = optional(list(string))
+    exclude  = optional(list(string))
   })
   default = null
 }
 
 variable "drafter" {
-  description = "A second snapshot (a speculative drafter), bound at its target. null: none."
+  description = "A second snapshot (a speculative drafter), bound at its target; include/exclude as for model. null: none."
   type = object({
     repo_id  = string
     revision = optional(string, "main")
     target   = string
+    include  = optional(list(string))
+    exclude  = optional(list(string))
   })
   default = null
+}
+
+variable "model_source" {
+  description = <<-EOT
+    Where the model and drafter snapshots come from when hub_dir is not a shared folder that already holds them.
+    null (the default): hub_dir already holds them (a NAS); nothing is copied.
+    Otherwise every node gets a hubstage_snapshot in hub_dir: rank 0 (every node with peers = "source") from
+      - the hub: endpoint (null: the HF_ENDPOINT of sparkform's environment, else https://huggingface.co), the token
+        read from the environment variable named by token_env (null: HF_TOKEN); the node fetches, or
+      - local_dir: the operator's own hub cache (e.g. "~/.cache/huggingface/hub"), pushed through sparkform, or
+      - node: another node that holds the snapshot (node.NAME[KEY]) in node_hub_dir (null: hub_dir), reached at
+        node_address (null: its host) and copied over transfer ("direct": node to node, no byte through sparkform;
+        "relay": through sparkform);
+    and every other rank copies rank 0's snapshot at the exact commit rank 0 got, over the cluster link (the recipe's
+    cluster_address of rank 0), as peers says: "direct" (the default), "relay", or "source" (each node from the source
+    itself, as rank 0). keep_free and parallel are passed to every hubstage_snapshot (null: its defaults).
+  EOT
+  type = object({
+    endpoint     = optional(string)
+    token_env    = optional(string)
+    local_dir    = optional(string)
+    node         = optional(any)
+    node_hub_dir = optional(string)
+    node_address = optional(string)
+    transfer     = optional(string)
+    peers        = optional(string, "direct")
+    keep_free    = optional(string)
+    parallel     = optional(number)
+  })
+  default = null
+
+  validation {
+    condition     = var.model_source == null || contains(["direct", "relay", "source"], var.model_source.peers)
+    error_message = "model_source.peers is \"direct\" (ranks > 0 copy from rank 0 node to node), \"relay\" (through sparkform) or \"source\" (each node from the source itself)."
+  }
+  validation {
+    condition     = var.model_source == null || length([for s in [var.model_source.endpoint, var.model_source.local_dir, var.model_source.node] : s if s != null]) <= 1
+    error_message = "model_source takes one source: endpoint (a hub), local_dir (this machine's hub cache) or node (another node); leave the others null."
+  }
 }
 
 variable "manifest_path" {

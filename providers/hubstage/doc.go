@@ -1,7 +1,8 @@
 // Package hubstage is the hubstage provider: the resource hubstage_manifest
 // turns a Hugging Face hub snapshot into a per-file bind list whose every
 // source is a real regular file, for runtimes that open model shards with
-// O_NOFOLLOW (a symlink bound at /model/x fails with ELOOP).
+// O_NOFOLLOW (a symlink bound at /model/x fails with ELOOP); the resource
+// hubstage_snapshot makes a snapshot present in a node's hub cache.
 //
 // Contract of hubstage_manifest:
 //
@@ -41,4 +42,73 @@
 //     replacement that finds its own earlier file loses nothing. A file
 //     someone else wrote there is refused (ErrForeignManifest), unless it
 //     already holds exactly the wanted lines (then destroy leaves it).
+//
+// Contract of hubstage_snapshot (snapshot*.go, snapsource.go, snaphub.go):
+//
+//   - Layout: exactly huggingface_hub's: <hub_dir>/{models,datasets}--ORG--NAME/
+//     blobs/<etag> (sha256 for LFS files, git blob sha1 for the others),
+//     snapshots/<commit>/<path> as relative links "../../blobs/<etag>" (one
+//     more "../" per folder), refs/<revision> holding the commit without a
+//     newline (only when revision is a ref). A blob in flight is
+//     blobs/<etag>.incomplete and is renamed only after its size and content
+//     address are verified: no half blob ever has a blob's name.
+//   - Sources (snapSource): the hub (endpoint, else the plugin's
+//     HF_ENDPOINT, else https://huggingface.co), fetched by the node itself
+//     with curl; another node (source_node) and the operator's cache
+//     (source_local_dir) are registered by snappeer*.go and snaplocal*.go.
+//   - Token: the value of the operator's variable named by token_env (default
+//     HF_TOKEN) is read by the plugin and reaches the node only on stdin,
+//     as a curl config (curl -K -), fed to each curl through the shell's
+//     printf builtin: never in an argv, an environment, the state, the plan,
+//     a record or a message. A token with a space, quote or backslash is
+//     refused (ErrToken) without echoing it. curl sends it to the hub host
+//     only, not to the CDN a redirect names.
+//   - Plan: the listing costs ONE curl on the node
+//     (/api/{type}s/{repo}/revision/{rev}?blobs=true), none when the revision
+//     is a pinned commit already applied with the same include/exclude; then
+//     ONE node command (snapObserveScript) for what is present (blob sizes,
+//     partial .incomplete sizes, link targets, the ref, the record) and df of
+//     hub_dir. present_bytes counts present blobs (shared with other
+//     snapshots included) and resumable partial bytes; transfer_bytes the
+//     rest; free_bytes is df's available space (Volatile: an apply's new
+//     plan is not held to it, and change_summary leaves it out, since other
+//     writers move it; the refusal is checked again). A transfer larger than
+//     free_bytes - keep_free is refused (ErrNoFit, with the numbers) before
+//     any change. A plan that writes leaves commit, snapshot_dir and files
+//     unknown (dependents plan after the transfer; change_summary names the
+//     commit, the numbers and the source); a plan with nothing to do keeps
+//     the prior object. Private data pins the planned commit: apply refuses
+//     another (ErrChanged).
+//   - Apply: ONE receiver command (snapReceiveScript) on the node: the
+//     restore record first, then every blob (parallel: at most parallel at
+//     once) streamed into its .incomplete, resumed from its size (Range)
+//     after a cut or an interrupted apply, hashed as it streams, renamed when
+//     verified (retried up to 5 times); then the links; then the ref, last.
+//     Progress lines become sdk.Progress in bytes (the pull display). A
+//     source that cannot run on the node (relay, push) streams each blob
+//     through the plugin into the same receiver ("put" mode); the bytes are
+//     counted in relayed_bytes. Memory does not depend on file sizes. When
+//     the commit changes (a moved ref), the old snapshot is given back after
+//     the new one is complete.
+//   - Refresh: ONE node command for every instance on the node: sizes and
+//     link targets; verify = "full" re-hashes every blob. A missing, short or
+//     (full) wrong blob, a wrong link or a moved local ref is drift: the
+//     refreshed object says so in change_summary and the plan repairs it
+//     (only the broken blobs are fetched). A snapshot with nothing left is
+//     gone (planned as a create).
+//   - Restore record (kind "hubsnapshot", key hub_dir/REPO@commit), written
+//     before each change it covers: "made DIR" before a folder is made,
+//     "blob ETAG" before a blob's .incomplete is created (only for blobs that
+//     were not there), "link PATH" before links are written, "ref REV PRIOR"
+//     before the ref is (PRIOR "-": no file; a ref another sparkform snapshot
+//     wrote passes on that one's prior). Destroy removes the recorded links,
+//     restores refs that still hold the commit, removes the recorded blobs
+//     (and .incomplete) that no link under snapshots/ points to any more, and
+//     the recorded folders while empty. A blob (or folder) another snapshot
+//     still uses is handed over to that snapshot's record when it has one (so
+//     the last destroy removes it) and otherwise left to it (a warning). A
+//     file this resource did not create is never touched; a snapshot path
+//     held by something other than a link is refused (ErrOccupied).
+//   - Node tools: POSIX sh, GNU coreutils/findutils or busybox, curl (hub),
+//     flock when present (two snapshots fetching one shared blob at once).
 package hubstage

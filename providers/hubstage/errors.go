@@ -41,4 +41,25 @@ var (
 	ErrChanged = errors.New("snapshot changed since plan")
 	// ErrForeignManifest is a manifest_path file this resource did not write.
 	ErrForeignManifest = errors.New("manifest_path holds a file this resource did not write")
+	// ErrSourceUnreachable is a destination that cannot reach the source
+	// node's sshd at source_address (a direct copy needs that link).
+	ErrSourceUnreachable = errors.New("source node unreachable from the destination")
+)
+
+// Sentinel errors of hubstage_snapshot.
+var (
+	// ErrNoFit is a transfer larger than the free space minus keep_free.
+	ErrNoFit = errors.New("the snapshot does not fit")
+	// ErrHub is a hub that refused or failed a request.
+	ErrHub = errors.New("hub request failed")
+	// ErrToken is a token the provider cannot send safely.
+	ErrToken = errors.New("unusable hub token")
+	// ErrBadListing is a listing with a path or address the cache cannot hold.
+	ErrBadListing = errors.New("unusable snapshot listing")
+	// ErrOccupied is a snapshot path held by something other than a link.
+	ErrOccupied = errors.New("snapshot path occupied")
+	// ErrTransfer is a transfer that failed on the node.
+	ErrTransfer = errors.New("snapshot transfer failed")
+	// ErrObserve is an observation whose output cannot be read.
+	ErrObserve = errors.New("snapshot observation failed")
 )

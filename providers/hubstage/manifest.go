@@ -67,8 +67,10 @@ var schema = &sdk.ResourceSchema{
 		"hub_dir":   {Type: cty.String, Required: true, Description: "The hub cache folder on the node (HF_HUB_CACHE), e.g. \"/mnt/nas/ai/huggingface/hub\". Every source must lie inside it."},
 		"repo_id":   {Type: cty.String, Required: true, Description: "The hub repository, \"ORG/NAME\"."},
 		"repo_type": {Type: cty.String, Optional: true, Description: "\"model\" (the default: models--ORG--NAME) or \"dataset\" (datasets--ORG--NAME)."},
-		"revision":  {Type: cty.String, Optional: true, Description: "A ref name read from refs/<revision> (default \"main\"; also \"refs/pr/N\") or a 40-hex commit used as is."},
-		"target":    {Type: cty.String, Required: true, Description: "The clean absolute container folder the files are bound under, e.g. \"/model\"."},
+		"revision": {Type: cty.String, Optional: true, Description: "A ref name read from refs/<revision> (default \"main\"; also \"refs/pr/N\") or a 40-hex commit used as is. " +
+			"To bind a snapshot a hubstage_snapshot puts on the node, give its commit (revision = hubstage_snapshot.NAME.commit, with hub_dir and repo_id from it): " +
+			"the manifest then plans after the transfer (known after apply) and follows the snapshot's commit, with no shared folder."},
+		"target": {Type: cty.String, Required: true, Description: "The clean absolute container folder the files are bound under, e.g. \"/model\"."},
 		"include": {Type: cty.List(cty.String), Optional: true, Description: "Only files whose snapshot-relative path matches one of these patterns " +
 			"(huggingface_hub allow_patterns semantics: '*' also matches '/', a trailing '/' means the whole folder)."},
 		"exclude":       {Type: cty.List(cty.String), Optional: true, Description: "Leave out files whose snapshot-relative path matches one of these patterns (same syntax as include)."},

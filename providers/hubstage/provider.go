@@ -25,5 +25,6 @@ func New() sdk.Provider { return NewWithPool(node.NewPool()) }
 func NewWithPool(pool *node.Pool) sdk.Provider {
 	return &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{
 		TypeManifest: &manifest{conn: pool.Get},
+		TypeSnapshot: &snapshot{conn: pool.Get},
 	}}
 }

@@ -28,8 +28,11 @@ var (
 
 // repoDir is the repo's folder name in the hub: models--ORG--NAME.
 func (s *spec) repoDir() string {
-	return s.RepoType + "s--" + strings.ReplaceAll(s.RepoID, "/", "--")
+	return s.RepoType + "s--" + repoFlat(s.RepoID)
 }
+
+// repoFlat is ORG/NAME as the hub names its folder: ORG--NAME.
+func repoFlat(id string) string { return strings.ReplaceAll(id, "/", "--") }
 
 // check validates every field and compiles the globs. Errors wrap
 // ErrBadConfig and say what to write instead.
@@ -183,10 +186,14 @@ func globRegexp(p string) (*regexp.Regexp, error) {
 
 // selected reports whether rel (path relative to the snapshot) passes the
 // include and exclude patterns.
-func (s *spec) selected(rel string) bool {
-	if len(s.include) > 0 {
+func (s *spec) selected(rel string) bool { return globsPass(s.include, s.exclude, rel) }
+
+// globsPass reports whether rel matches one of include (when any) and
+// none of exclude.
+func globsPass(include, exclude []*regexp.Regexp, rel string) bool {
+	if len(include) > 0 {
 		ok := false
-		for _, re := range s.include {
+		for _, re := range include {
 			if re.MatchString(rel) {
 				ok = true
 				break
@@ -196,7 +203,7 @@ func (s *spec) selected(rel string) bool {
 			return false
 		}
 	}
-	for _, re := range s.exclude {
+	for _, re := range exclude {
 		if re.MatchString(rel) {
 			return false
 		}

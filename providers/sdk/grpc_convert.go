@@ -477,7 +477,7 @@ func blockToProto(b *Block) (*proto.Block, error) {
 		out.Attributes[name] = &proto.Attribute{
 			Type: ty, Description: a.Description,
 			Required: a.Required, Optional: a.Optional, Computed: a.Computed,
-			ForceNew: a.ForceNew, Sensitive: a.Sensitive, SensitiveWith: a.SensitiveWith,
+			ForceNew: a.ForceNew, Sensitive: a.Sensitive, SensitiveWith: a.SensitiveWith, Volatile: a.Volatile,
 		}
 	}
 	for name, nb := range b.BlockTypes {
@@ -525,7 +525,7 @@ func blockFromProto(p *proto.Block) (*Block, error) {
 		out.Attributes[name] = &Attribute{
 			Type: ty, Description: a.Description,
 			Required: a.Required, Optional: a.Optional, Computed: a.Computed,
-			ForceNew: a.ForceNew, Sensitive: a.Sensitive, SensitiveWith: a.SensitiveWith,
+			ForceNew: a.ForceNew, Sensitive: a.Sensitive, SensitiveWith: a.SensitiveWith, Volatile: a.Volatile,
 		}
 	}
 	for name, nb := range p.BlockTypes {

@@ -404,8 +404,9 @@ func (s *GRPCServer) planApplyOne(ctx context.Context, ty cty.Type, req *proto.A
 	}
 	pr := PlanApplyRequest{TypeName: req.TypeName, Address: req.Address, Node: nodeFromProto(req.Node),
 		Prior: vals[0], PriorPrivate: req.Private, Config: vals[1], Replaces: replaces, Reviewed: vals[2]}
-	proposed := ProposedNew(s.schema.Load().blocks[req.TypeName], vals[0], vals[1])
-	resp := planAndApply(ctx, s.impl, pr, proposed, func(time.Time) { ae.started() }, ae.progress)
+	block := s.schema.Load().blocks[req.TypeName]
+	proposed := ProposedNew(block, vals[0], vals[1])
+	resp := planAndApply(ctx, s.impl, pr, proposed, block, func(time.Time) { ae.started() }, ae.progress)
 	if !resp.Applied {
 		ae.notApplied(resp)
 		return

@@ -703,7 +703,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
 		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply"},
 		reflect.TypeFor[sdk.Block]():          {"Attributes", "BlockTypes"},
-		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive", "SensitiveWith"},
+		reflect.TypeFor[sdk.Attribute]():      {"Type", "Description", "Required", "Optional", "Computed", "ForceNew", "Sensitive", "SensitiveWith", "Volatile"},
 		reflect.TypeFor[sdk.NestedBlock]():    {"Nesting", "Block", "MinItems", "MaxItems", "ForceNew", "Description"},
 	}
 	for rt, fields := range carried {

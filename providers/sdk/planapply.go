@@ -68,12 +68,40 @@ func PlanAndApply(ctx context.Context, p Provider, req PlanApplyRequest, started
 	if pa, ok := p.(PlanApplier); ok {
 		return pa.PlanAndApplyResourceChange(ctx, req, started, progress)
 	}
-	return planAndApply(ctx, p, req, cty.NilVal, started, progress)
+	var block *Block
+	if sch, diags := p.GetSchema(ctx); !diags.HasErrors() && sch != nil && sch.ResourceTypes[req.TypeName] != nil {
+		block = sch.ResourceTypes[req.TypeName].Block
+	}
+	return planAndApply(ctx, p, req, cty.NilVal, block, started, progress)
+}
+
+// withoutVolatile returns v with b's Volatile top-level attributes
+// unknown: a reviewed plan does not hold an apply to them.
+func withoutVolatile(b *Block, v cty.Value) cty.Value {
+	if b == nil || v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
+		return v
+	}
+	var vals map[string]cty.Value
+	for name, a := range b.Attributes {
+		if !a.Volatile || !v.Type().HasAttribute(name) {
+			continue
+		}
+		if vals == nil {
+			vals = v.AsValueMap()
+		}
+		vals[name] = cty.UnknownVal(a.Type)
+	}
+	if vals == nil {
+		return v
+	}
+	return cty.ObjectVal(vals)
 }
 
 // planAndApply is PlanAndApply as separate calls on p; proposed is
-// PlanRequest.Proposed (cty.NilVal: p computes it).
-func planAndApply(ctx context.Context, p Provider, req PlanApplyRequest, proposed cty.Value, started func(at time.Time), progress func(Progress)) PlanApplyResponse {
+// PlanRequest.Proposed (cty.NilVal: p computes it); block is the
+// instance's schema (nil: unknown), whose Volatile attributes the check
+// leaves out.
+func planAndApply(ctx context.Context, p Provider, req PlanApplyRequest, proposed cty.Value, block *Block, started func(at time.Time), progress func(Progress)) PlanApplyResponse {
 	replaces := req.Replaces
 	if replaces == cty.NilVal {
 		replaces = cty.NullVal(req.Prior.Type())
@@ -88,7 +116,7 @@ func planAndApply(ctx context.Context, p Provider, req PlanApplyRequest, propose
 		return PlanApplyResponse{ApplyResponse: ApplyResponse{Diagnostics: Diagnostics{Errorf(nil, "Provider produced an invalid plan",
 			"provider planned a null value for %s, which is not being destroyed; this is a bug in the provider", req.Address)}}}
 	}
-	if path, ok := ConsistentWithPlan(req.Reviewed, plan.Planned); !ok {
+	if path, ok := ConsistentWithPlan(withoutVolatile(block, req.Reviewed), plan.Planned); !ok {
 		return PlanApplyResponse{PlanChanged: true, Changed: path}
 	}
 	if started != nil {

@@ -123,6 +123,11 @@ type Attribute struct {
 	// schema or because its config came from sensitive()), so is this
 	// one. sparkform_data's output is sensitive with its input.
 	SensitiveWith []string
+	// Volatile marks a computed attribute that reports what was observed
+	// when the plan was made (free disk space): shown in the plan, but an
+	// apply that plans again does not hold the new plan to it (see
+	// ConsistentWithPlan). Only top-level attributes are looked at.
+	Volatile bool
 }
 
 // NestingMode says how a nested block repeats.

@@ -597,6 +597,9 @@ type Attribute struct {
 	// Attributes of the same block whose sensitivity this one shares (it
 	// repeats or derives from their values).
 	SensitiveWith []string `protobuf:"bytes,8,rep,name=sensitive_with,json=sensitiveWith,proto3" json:"sensitive_with,omitempty"`
+	// Observed when planned (free space): shown, not held to when an apply
+	// plans again.
+	Volatile      bool `protobuf:"varint,9,opt,name=volatile,proto3" json:"volatile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -685,6 +688,13 @@ func (x *Attribute) GetSensitiveWith() []string {
 		return x.SensitiveWith
 	}
 	return nil
+}
+
+func (x *Attribute) GetVolatile() bool {
+	if x != nil {
+		return x.Volatile
+	}
+	return false
 }
 
 type NestedBlock struct {
@@ -3721,7 +3731,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2 .sparkform.provider.v1.AttributeR\x05value:\x028\x01\x1aa\n" +
 	"\x0fBlockTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x128\n" +
-	"\x05value\x18\x02 \x01(\v2\".sparkform.provider.v1.NestedBlockR\x05value:\x028\x01\"\xf7\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\".sparkform.provider.v1.NestedBlockR\x05value:\x028\x01\"\x93\x02\n" +
 	"\tAttribute\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\fR\x04type\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
@@ -3730,7 +3740,8 @@ const file_provider_proto_rawDesc = "" +
 	"\bcomputed\x18\x05 \x01(\bR\bcomputed\x12\x1b\n" +
 	"\tforce_new\x18\x06 \x01(\bR\bforceNew\x12\x1c\n" +
 	"\tsensitive\x18\a \x01(\bR\tsensitive\x12%\n" +
-	"\x0esensitive_with\x18\b \x03(\tR\rsensitiveWith\"\xbf\x02\n" +
+	"\x0esensitive_with\x18\b \x03(\tR\rsensitiveWith\x12\x1a\n" +
+	"\bvolatile\x18\t \x01(\bR\bvolatile\"\xbf\x02\n" +
 	"\vNestedBlock\x12H\n" +
 	"\anesting\x18\x01 \x01(\x0e2..sparkform.provider.v1.NestedBlock.NestingModeR\anesting\x122\n" +
 	"\x05block\x18\x02 \x01(\v2\x1c.sparkform.provider.v1.BlockR\x05block\x12\x1b\n" +

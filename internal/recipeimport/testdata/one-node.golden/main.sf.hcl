@@ -34,15 +34,18 @@ module "recipe" {
     gpus_per_node          = 1
     distributed_backend    = "mp"
     nodes = { for k, n in var.nodes : k => {
-      node       = node.spark[k]
-      rank       = n.rank
-      home       = n.home
-      serve_port = n.serve_port
+      node            = node.spark[k]
+      rank            = n.rank
+      home            = n.home
+      serve_port      = n.serve_port
+      cluster_address = n.cluster_address
     } }
   }
 
   hub_dir = "/srv/hub"
   model   = { repo_id = "Qwen/Qwen3-8B", revision = "0123456789abcdef0123456789abcdef01234567", target = "/model" }
+  # null: hub_dir already holds the snapshots (a NAS); set var.model_source to copy them to each node.
+  model_source = var.model_source
 
   name  = "one-node"
   image = "registry.local/qwen-serve:3"

@@ -125,10 +125,11 @@ module "recipe" {
     gpus_per_node          = 1
     distributed_backend    = "mp"
     nodes = { for k, n in var.nodes : k => {
-      node       = node.spark[k]
-      rank       = n.rank
-      home       = n.home
-      serve_port = n.serve_port
+      node            = node.spark[k]
+      rank            = n.rank
+      home            = n.home
+      serve_port      = n.serve_port
+      cluster_address = n.cluster_address
     } }
   }
 
@@ -145,6 +146,8 @@ module "recipe" {
   hub_dir = "/mnt/nas/ai/huggingface/hub"
   model   = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", revision = "main", target = "/model" }
   drafter = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw", revision = "main", target = "/draft-exl3" }
+  # null: hub_dir already holds the snapshots (a NAS); set var.model_source to copy them to each node.
+  model_source = var.model_source
   # extra_mounts_manifest: the files are bound one by one (bind_files); the model's manifest is also written there.
   manifest_path = "/tmp/sm121-exl3-mounts.txt"
 

@@ -56,10 +56,11 @@ module "recipe" {
     gpus_per_node          = 2
     distributed_backend    = "mp"
     nodes = { for k, n in var.nodes : k => {
-      node       = node.spark[k]
-      rank       = n.rank
-      home       = n.home
-      serve_port = n.serve_port
+      node            = node.spark[k]
+      rank            = n.rank
+      home            = n.home
+      serve_port      = n.serve_port
+      cluster_address = n.cluster_address
     } }
   }
 

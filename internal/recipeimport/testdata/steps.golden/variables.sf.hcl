@@ -1,11 +1,12 @@
 variable "nodes" {
-  description = "The 2 node(s) the recipe runs on, keyed by name: SSH host and port, rank (0 .. 1, one each), the home folder holding the kit and caches, and the serving port. Give them with -var or a var file."
+  description = "The 2 node(s) the recipe runs on, keyed by name: SSH host and port, rank (0 .. 1, one each), the home folder holding the kit and caches, the serving port, and the address the other nodes reach its sshd at over the cluster link (cluster_address; null: host), which model copies from rank 0 use. Give them with -var or a var file."
   type = map(object({
-    host       = string
-    rank       = number
-    port       = optional(number, 22)
-    home       = optional(string, "/root")
-    serve_port = optional(number, 8000)
+    host            = string
+    rank            = number
+    port            = optional(number, 22)
+    home            = optional(string, "/root")
+    serve_port      = optional(number, 8000)
+    cluster_address = optional(string)
   }))
 }
 

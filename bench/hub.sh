@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# bench/hub.sh — hubstage_snapshot figures (issue 29), on this machine, in
+# one run, against the test hub (internal/hubtest/cmd/hubserve: a fake
+# huggingface.co on loopback with a CDN redirect) and two real sshd nodes
+# (internal/testbed):
+#
+#   1. hub -> node: a snapshot of LFS_TOTAL (2GiB) in LFS_COUNT (40) LFS
+#      files plus SMALL (1,000) small files, fetched by `sparkform apply`
+#      (hubstage_snapshot, parallel 8), against the floor: ONE curl process
+#      fetching the same URLs one after another (connection reuse, no
+#      parallelism), into the same filesystem. Target: wall <= 1.1x.
+#   2. node -> node: the same snapshot copied from node 0 to node 1 by
+#      hubstage_snapshot (source_node, transfer "direct"), against the
+#      floor `rsync -a` over ssh between the same two nodes. Targets: wall
+#      <= 1x, 0 bytes through sparkform (relayed_bytes).
+#   3. peak RSS: a snapshot of one BIG (4GiB) file from the hub; the largest
+#      resident set of any sparkform process (the CLI and its plugins, as
+#      wait4 reports it) <= 100 MiB.
+#   4. no-op plan of a present snapshot of SMALL (1,000) files: the node's
+#      CPU (the sshd listener's reaped children: sshd, sh, curl, find)
+#      <= 0.3 s.
+#
+# Prints median [min-max] over RUNS runs and one PASS/FAIL line per target
+# (a FAIL is a finding: the script still exits 0). Removes everything it
+# made on any exit (KEEP=1 keeps the scratch dir).
+#
+# Env: BIN (sparkform; built when unset), RUNS (default 3), LFS_TOTAL,
+#      LFS_COUNT, SMALL, BIG, WORK (scratch dir), PARTS (default "1 2 3 4").
+set -euo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+RUNS=${RUNS:-3}
+LFS_TOTAL=${LFS_TOTAL:-2GiB}
+LFS_COUNT=${LFS_COUNT:-40}
+SMALL=${SMALL:-1000}
+BIG=${BIG:-4GiB}
+PARTS=${PARTS:-1 2 3 4}
+KEEP=${KEEP:-0}
+OWNWORK=0
+if [[ -z ${WORK:-} ]]; then WORK=$(mktemp -d /tmp/sparkform-bench-hub.XXXXXX); OWNWORK=1; fi
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "bench/hub: $1 not found: $2" >&2; exit 1; }; }
+need curl "apt-get install curl (the floor, and the nodes fetch with it)"
+need rsync "apt-get install rsync (the node-to-node floor)"
+need ssh "apt-get install openssh-client"
+need python3 "install python3 (it reads the hub's counters)"
+[[ -x /usr/bin/time ]] || { echo "bench/hub: GNU time not found at /usr/bin/time (apt-get install time)" >&2; exit 1; }
+[[ $(id -u) = 0 ]] || { echo "bench/hub: run as root (the test bed creates a user and starts sshd)" >&2; exit 1; }
+
+PIDS=()
+CFGS=()
+cleanup_hub() {
+  local rc=$? c p
+  set +e
+  for c in "${CFGS[@]}"; do
+    [[ -d $c/.sparkform ]] && (cd "$c" && "$BIN" destroy -auto-approve -no-color >"$c/destroy.log" 2>&1)
+  done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  if [[ $OWNWORK = 1 ]]; then
+    if [[ $KEEP = 1 ]]; then echo "bench/hub: work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  fi
+  return $rc
+}
+trap cleanup_hub EXIT
+trap 'exit 130' INT TERM
+
+chmod 755 "$WORK"
+if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
+(cd "$ROOT" && go build -o "$WORK/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed &&
+  go build -o "$WORK/hubserve" ./internal/hubtest/cmd/hubserve)
+"$WORK/sparkform-testbed" -n 2 -dir "$WORK/bed" -env-file "$WORK/bed.env" >/dev/null 2>"$WORK/testbed.log" &
+BEDPID=$!
+PIDS+=("$BEDPID")
+
+# hubserve NAME ARGS...: a hub in the background; its exports in $WORK/NAME.env.
+hubserve() {
+  local name=$1
+  shift
+  "$WORK/hubserve" -urls "$WORK/$name.urls" -env-file "$WORK/$name.env" "$@" >/dev/null 2>"$WORK/$name.log" &
+  PIDS+=("$!")
+  for _ in $(seq 1 1200); do [[ -s $WORK/$name.env ]] && return 0; sleep 0.1; done
+  echo "bench/hub: hubserve $name did not start:" >&2; cat "$WORK/$name.log" >&2; exit 1
+}
+for _ in $(seq 1 300); do [[ -s $WORK/bed.env ]] && break; sleep 0.1; done
+[[ -s $WORK/bed.env ]] || { echo "bench/hub: test bed did not start:" >&2; cat "$WORK/testbed.log" >&2; exit 1; }
+# shellcheck disable=SC1091
+source "$WORK/bed.env"
+
+# cfg NAME HCL: a config folder with the nodes and HCL.
+cfg() {
+  local d=$WORK/cfg-$1
+  mkdir -p "$d"
+  cat >"$d/main.sf.hcl" <<HCL
+node "n" {
+  for_each      = { n0 = { host = "$SF_NODE0_HOST", port = $SF_NODE0_PORT }, n1 = { host = "$SF_NODE1_HOST", port = $SF_NODE1_PORT } }
+  host          = each.value.host
+  port          = each.value.port
+  user          = "$SF_NODE_USER"
+  identity_file = "$SF_IDENTITY_FILE"
+  known_hosts   = "$SF_KNOWN_HOSTS"
+  become        = true
+}
+$2
+HCL
+  CFGS+=("$d")
+  echo "$d"
+}
+# timed OUT CMD...: wall, cpu (user+sys of the tree) and peak RSS KiB appended to OUT.
+timed() {
+  local out=$1
+  shift
+  /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" "$@" >"$WORK/cmd.log" 2>&1 || {
+    echo "bench/hub: $* failed:" >&2; tail -30 "$WORK/cmd.log" >&2; exit 1; }
+  awk '{printf "%.3f %.3f %d\n", $1, $2 + $3, $4}' "$WORK/t" >>"$out"
+}
+stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
+  m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'; }
+med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {printf "%.4f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+TARGETS=()
+target() { # LABEL VALUE OP LIMIT
+  local ok
+  ok=$(awk -v v="$2" -v l="$4" -v op="$3" 'BEGIN {print ((op == "<=" && v <= l) || (op == "==" && v == l)) ? "PASS" : "FAIL"}')
+  TARGETS+=("$(printf '  %-58s %12s %s %-8s %s' "$1" "$2" "$3" "$4" "$ok")")
+}
+# relayed CFG: output relayed (relayed_bytes of the copy) in CFG.
+relayed() { (cd "$1" && "$BIN" output -raw relayed); }
+H0=$SF_NODE0_ROOT/hub
+H1=$SF_NODE1_ROOT/hub
+
+snapshot_hcl() { # NAME NODE HUB_DIR [EXTRA]
+  cat <<HCL
+resource "hubstage_snapshot" "$1" {
+  node    = node.n["$2"]
+  hub_dir = "$3"
+  repo_id = "$HUBTEST_REPO"
+  ${4:-}
+}
+HCL
+}
+
+if [[ " $PARTS " = *" 1 "* || " $PARTS " = *" 2 "* ]]; then
+  hubserve big -lfs-total "$LFS_TOTAL" -lfs-count "$LFS_COUNT" -small-count "$SMALL"
+  # shellcheck disable=SC1091
+  source "$WORK/big.env"
+  echo "snapshot: $HUBTEST_FILES files, $HUBTEST_BYTES bytes ($LFS_COUNT LFS files of $LFS_TOTAL in all, $SMALL small)"
+  C1=$(cfg hub "$(snapshot_hcl m n0 "$H0")")
+  : >"$WORK/curl.times"
+  : >"$WORK/sf-hub.times"
+  # The floor's curl config: every URL with its output file, in order.
+  awk -v d="$SF_NODE0_ROOT/curl" '{printf "url = \"%s\"\noutput = \"%s/f%05d\"\n", $0, d, NR}' "$WORK/big.urls" >"$WORK/curl.cfg"
+  for ((r = 1; r <= RUNS; r++)); do
+    rm -rf "$SF_NODE0_ROOT/curl" && mkdir -p "$SF_NODE0_ROOT/curl"
+    sync
+    timed "$WORK/curl.times" curl -sSfL --config "$WORK/curl.cfg"
+    rm -rf "$SF_NODE0_ROOT/curl"
+    sync
+    (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/sf-hub.times" "$BIN" apply -auto-approve -no-color)
+    [[ $r = "$RUNS" ]] || (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+  done
+  echo "1. hub -> node over loopback ($RUNS runs, median [min-max])"
+  echo "   curl, sequential (floor)   wall s $(stat2 "$WORK/curl.times" 1)   cpu s $(stat2 "$WORK/curl.times" 2)"
+  echo "   sparkform apply            wall s $(stat2 "$WORK/sf-hub.times" 1)   cpu s $(stat2 "$WORK/sf-hub.times" 2)   peak RSS MiB $(awk '{printf "%.1f\n", $3/1024}' "$WORK/sf-hub.times" | sort -g | tail -1)"
+  ratio=$(awk -v a="$(med "$WORK/sf-hub.times" 1)" -v b="$(med "$WORK/curl.times" 1)" 'BEGIN {printf "%.2f", a / b}')
+  target "hub: sparkform wall / sequential curl wall" "$ratio" "<=" 1.1
+fi
+
+if [[ " $PARTS " = *" 2 "* ]]; then
+  # Node 0 holds the snapshot (part 1's last apply); node 1 copies it.
+  C2=$(cfg peer "$(snapshot_hcl p n1 "$H1" "revision = \"$HUBTEST_COMMIT\"
+  source_node = node.n[\"n0\"]
+  source_hub_dir = \"$H0\"
+  transfer = \"direct\"")
+output \"relayed\" {
+  value = hubstage_snapshot.p.relayed_bytes
+}")
+  : >"$WORK/rsync.times"
+  : >"$WORK/sf-peer.times"
+  SSHCMD="ssh -i $SF_IDENTITY_FILE -p $SF_NODE0_PORT -o UserKnownHostsFile=$SF_KNOWN_HOSTS -o StrictHostKeyChecking=yes -o BatchMode=yes"
+  REPODIR=models--${HUBTEST_REPO//\//--}
+  for ((r = 1; r <= RUNS; r++)); do
+    rm -rf "$SF_NODE1_ROOT/rsync" && mkdir -p "$SF_NODE1_ROOT/rsync"
+    sync
+    timed "$WORK/rsync.times" rsync -a -e "$SSHCMD" "$SF_NODE_USER@$SF_NODE0_HOST:$H0/$REPODIR/" "$SF_NODE1_ROOT/rsync/$REPODIR/"
+    rm -rf "$SF_NODE1_ROOT/rsync"
+    sync
+    (cd "$C2" && timed "$WORK/sf-peer.times" "$BIN" apply -auto-approve -no-color)
+    RELAYED=$(relayed "$C2")
+    [[ $r = "$RUNS" ]] || (cd "$C2" && "$BIN" destroy -auto-approve -no-color >/dev/null)
+  done
+  echo "2. node 0 -> node 1 ($RUNS runs, median [min-max])"
+  echo "   rsync -a over ssh (floor)  wall s $(stat2 "$WORK/rsync.times" 1)   cpu s $(stat2 "$WORK/rsync.times" 2) (this machine's rsync + ssh client)"
+  echo "   sparkform apply (direct)   wall s $(stat2 "$WORK/sf-peer.times" 1)   cpu s $(stat2 "$WORK/sf-peer.times" 2)   relayed_bytes $RELAYED"
+  ratio=$(awk -v a="$(med "$WORK/sf-peer.times" 1)" -v b="$(med "$WORK/rsync.times" 1)" 'BEGIN {printf "%.2f", a / b}')
+  target "node to node: sparkform wall / rsync -a wall" "$ratio" "<=" 1
+  target "node to node: bytes through sparkform (relayed_bytes)" "$RELAYED" "==" 0
+  (cd "$C2" && "$BIN" destroy -auto-approve -no-color >/dev/null)
+fi
+if [[ -n ${C1:-} ]]; then (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null); fi
+
+if [[ " $PARTS " = *" 3 "* ]]; then
+  hubserve one -lfs-count 0 -small-count 0 -file "model.safetensors:$BIG:lfs" -file config.json:700 -seed 3
+  # shellcheck disable=SC1091
+  source "$WORK/one.env"
+  C3=$(cfg rss "$(snapshot_hcl big n0 "$H0")")
+  : >"$WORK/sf-rss.times"
+  (cd "$C3" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/sf-rss.times" "$BIN" apply -auto-approve -no-color)
+  (cd "$C3" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+  rss=$(awk '{printf "%.1f", $3/1024}' "$WORK/sf-rss.times")
+  echo "3. one $BIG file from the hub: wall s $(stat2 "$WORK/sf-rss.times" 1), peak RSS of any sparkform process $rss MiB"
+  target "peak RSS MiB of any sparkform process, $BIG file" "$rss" "<=" 100
+fi
+
+if [[ " $PARTS " = *" 4 "* ]]; then
+  hubserve small -lfs-count 0 -small-count "$SMALL" -seed 4
+  # shellcheck disable=SC1091
+  source "$WORK/small.env"
+  C4=$(cfg noop "$(snapshot_hcl s n0 "$H0")")
+  (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" apply -auto-approve -no-color >"$WORK/noop-apply.log" 2>&1) || {
+    echo "bench/hub: apply of the $SMALL-file snapshot failed:" >&2; tail -20 "$WORK/noop-apply.log" >&2; exit 1; }
+  # The node's CPU: what the sshd listeners (children of the test bed)
+  # reaped during the plan, utime+stime of their children, in ticks.
+  TCK=$(getconf CLK_TCK)
+  listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
+  reaped() {
+    local p s=0 f
+    for p in "$@"; do
+      f=$(cat "/proc/$p/stat") || return 1
+      f=${f##*) }
+      set -- $f
+      s=$((s + ${14} + ${15}))
+    done
+    echo $s
+  }
+  : >"$WORK/noop.times"
+  for ((r = 1; r <= RUNS + 2; r++)); do
+    n0=$(reaped $listeners)
+    (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT /usr/bin/time -f '%e %U %S' -o "$WORK/t" "$BIN" plan -detailed-exitcode -no-color >"$WORK/plan.log" 2>&1) || {
+      echo "bench/hub: the no-op plan failed or has changes:" >&2; tail -30 "$WORK/plan.log" >&2; exit 1; }
+    for _ in $(seq 1 100); do
+      busy=0; for l in $listeners; do [[ -n $(pgrep -P "$l") ]] && busy=1; done
+      [[ $busy = 0 ]] && break; sleep 0.02
+    done
+    n1=$(reaped $listeners)
+    awk -v n=$((n1 - n0)) -v t="$TCK" '{printf "%.3f %.3f %.3f\n", $1, $2 + $3, n / t}' "$WORK/t" >>"$WORK/noop.times"
+  done
+  (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+  echo "4. no-op plan of a present $SMALL-file snapshot ($((RUNS + 2)) runs): wall s $(stat2 "$WORK/noop.times" 1), sparkform cpu s $(stat2 "$WORK/noop.times" 2), node cpu s $(stat2 "$WORK/noop.times" 3)"
+  target "no-op plan, $SMALL files: node CPU s" "$(med "$WORK/noop.times" 3)" "<=" 0.3
+fi
+
+echo "issue 29 targets:"
+printf '%s\n' "${TARGETS[@]}"

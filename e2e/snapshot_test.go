@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sparkform/sparkform/internal/hubtest"
+	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
+)
+
+// The repository the snapshot tests serve from the test hub.
+const snapRepoID = "e2e-org/tiny-model"
+
+// requireSnapParts checks what the snapshot tests drive: root (the test
+// bed starts sshd; the tmpfs test mounts) and curl, the receiver's fetcher
+// on the node.
+func requireSnapParts(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		realpart.Missing(t, "root (the test bed creates users and starts sshd)")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		realpart.Missing(t, "curl on PATH (the node fetches with it): %v", err)
+	}
+}
+
+// snapBed is examples/hub-snapshot on sshd nodes, against a test hub (the
+// CLI's HF_ENDPOINT): what the snapshot tests run sparkform in.
+type snapBed struct {
+	t   *testing.T
+	bed *testbed.Bed
+	hub *hubtest.Server
+	sf  *cli
+}
+
+// newSnapBed starts n nodes and a hub serving repo, and copies the example
+// into a working folder. hubDirs gives a node's hub_dir (default
+// ROOT/hub); vars are more SPARKFORM_VAR_ settings.
+func newSnapBed(t *testing.T, n int, repo *hubtest.Repo, hubDirs map[int]string, vars ...string) *snapBed {
+	t.Helper()
+	requireSnapParts(t)
+	sb := &snapBed{t: t, bed: testbed.StartT(t, n), hub: hubtest.NewServer(t, repo)}
+	var entries []string
+	for i, nd := range sb.bed.Nodes {
+		hd := filepath.Join(nd.Root, "hub")
+		if d, ok := hubDirs[i]; ok {
+			hd = d
+		}
+		entries = append(entries, fmt.Sprintf(`n%d = { host = %q, port = %d, hub_dir = %q }`, i+1, nd.Host, nd.Port, hd))
+	}
+	work := t.TempDir()
+	copyTree(t, "../examples/hub-snapshot", work)
+	env := append(os.Environ(),
+		"NO_COLOR=1",
+		"HOME="+t.TempDir(),
+		"HF_ENDPOINT="+sb.hub.URL,
+		"SPARKFORM_VAR_nodes={"+strings.Join(entries, ", ")+"}",
+		"SPARKFORM_VAR_user="+sb.bed.User,
+		"SPARKFORM_VAR_identity_file="+sb.bed.IdentityFile,
+		"SPARKFORM_VAR_known_hosts="+sb.bed.KnownHosts,
+		"SPARKFORM_VAR_repo_id="+repo.ID,
+	)
+	for _, v := range vars {
+		env = append(env, "SPARKFORM_VAR_"+v)
+	}
+	sb.sf = &cli{t: t, dir: work, env: env}
+	return sb
+}
+
+// records is the restore records on this machine (every node's) that
+// mention s.
+func records(s string) []string {
+	var out []string
+	recs, _ := filepath.Glob(filepath.Join(restoreRoot, "*", "*"))
+	for _, r := range recs {
+		if b, err := os.ReadFile(r); err == nil && strings.Contains(string(b), s) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// manifestFiles is output files: node key -> container path -> real file.
+func (sb *snapBed) manifestFiles() map[string]map[string]string {
+	sb.t.Helper()
+	out := sb.sf.must(0, "output", "-json", "files")
+	var raw map[string][]struct{ Source, Target string }
+	if err := json.Unmarshal([]byte(out.stdout), &raw); err != nil {
+		sb.t.Fatalf("output -json files: %v\n%s", err, out.stdout)
+	}
+	m := map[string]map[string]string{}
+	for k, fs := range raw {
+		m[k] = map[string]string{}
+		for _, f := range fs {
+			m[k][f.Target] = f.Source
+		}
+	}
+	return m
+}
+
+// checkManifest requires every node's manifest to bind exactly the files
+// of commit c, each from the blob of its etag in that node's hub_dir.
+func (sb *snapBed) checkManifest(when string, c *hubtest.Commit, repo *hubtest.Repo, hubDir func(i int) string) {
+	sb.t.Helper()
+	got := sb.manifestFiles()
+	for i := range sb.bed.Nodes {
+		key := fmt.Sprintf("n%d", i+1)
+		files := got[key]
+		if len(files) != len(c.Files) {
+			sb.t.Errorf("%s: %s: the manifest binds %d files, commit %.7s has %d", when, key, len(files), c.SHA, len(c.Files))
+		}
+		for _, f := range c.Files {
+			want := filepath.Join(hubDir(i), repo.CacheDirName(), "blobs", f.Etag)
+			if src := files["/model/"+f.Path]; src != want {
+				sb.t.Errorf("%s: %s: /model/%s is bound from %q, want the snapshot's blob %q", when, key, f.Path, src, want)
+			}
+		}
+	}
+}
+
+// TestSnapshotManifest runs examples/hub-snapshot on two sshd nodes: each
+// node fetches the snapshot from the test hub, and hubstage_manifest takes
+// its commit from the snapshot (a dependency, no shared folder): the plan
+// shows the snapshot's numbers and the manifest "known after apply"; the
+// apply binds every file from the node's own blob; a no-op plan follows;
+// a moved ref updates both, fetching only the changed file; destroy puts
+// both nodes back exactly as they were.
+func TestSnapshotManifest(t *testing.T) {
+	repo := hubtest.GenRepo(snapRepoID, 29,
+		hubtest.FileSpec{Path: "config.json", Size: 300},
+		hubtest.FileSpec{Path: "tokenizer.json", Size: 40_000},
+		hubtest.FileSpec{Path: "model-00001-of-00002.safetensors", Size: 3 << 20, LFS: true},
+		hubtest.FileSpec{Path: "model-00002-of-00002.safetensors", Size: 2 << 20, LFS: true},
+		hubtest.FileSpec{Path: "sub/dir/extra.bin", Size: 1 << 20, LFS: true},
+	)
+	sb := newSnapBed(t, 2, repo, nil)
+	hubDir := func(i int) string { return filepath.Join(sb.bed.Nodes[i].Root, "hub") }
+	before := map[int]map[string]string{}
+	for i, n := range sb.bed.Nodes {
+		before[i] = listing(t, n.Root)
+	}
+	c1 := repo.Main()
+
+	plan := sb.sf.must(0, "plan")
+	wantIn(t, "plan", plan.stdout,
+		`hubstage_snapshot.model["n1"] will be created`,
+		`hubstage_manifest.model["n2"] will be created`,
+		"commit "+c1.SHA[:7],
+		"Plan: 4 to add, 0 to change, 0 to destroy.")
+	if sb.hub.Requests(hubtest.EndpointCDN) != 0 {
+		t.Errorf("plan fetched from the CDN: %v", sb.hub.Log())
+	}
+
+	sb.sf.must(0, "apply", "-auto-approve")
+	for i := range sb.bed.Nodes {
+		hubtest.CheckLayout(t, hubDir(i), repo, "main")
+	}
+	sb.checkManifest("after apply", c1, repo, hubDir)
+	if got, want := sb.hub.TotalBytes(), 2*c1.TotalSize(); got != want {
+		t.Errorf("the hub served %d bytes for two nodes, want %d (each file once per node)", got, want)
+	}
+	sb.sf.must(0, "plan", "-detailed-exitcode")
+
+	// The ref moves: one shard changes. Both resources update; only the
+	// changed shard is fetched again.
+	specs := []hubtest.FileSpec{
+		{Path: "config.json", Size: 300},
+		{Path: "tokenizer.json", Size: 40_000},
+		{Path: "model-00001-of-00002.safetensors", Size: 3 << 20, LFS: true, Key: "v2"},
+		{Path: "model-00002-of-00002.safetensors", Size: 2 << 20, LFS: true},
+		{Path: "sub/dir/extra.bin", Size: 1 << 20, LFS: true},
+	}
+	c2 := repo.AddCommit("main", specs...)
+	sb.hub.ResetCounters()
+	plan = sb.sf.must(0, "plan")
+	wantIn(t, "plan after the ref moved", plan.stdout,
+		`hubstage_snapshot.model["n1"] will be updated in-place`,
+		`hubstage_manifest.model["n2"] will be updated in-place`,
+		"commit "+c2.SHA[:7])
+	sb.sf.must(0, "apply", "-auto-approve")
+	for i := range sb.bed.Nodes {
+		hubtest.CheckLayout(t, hubDir(i), repo, "main")
+	}
+	sb.checkManifest("after the ref moved", c2, repo, hubDir)
+	changed := c2.File("model-00001-of-00002.safetensors")
+	if got := sb.hub.Bytes(changed.Path); got != 2*changed.Size {
+		t.Errorf("the changed shard: %d bytes served, want %d (once per node)", got, 2*changed.Size)
+	}
+	for _, f := range c2.Files {
+		if f.Path != changed.Path && sb.hub.Bytes(f.Path) != 0 {
+			t.Errorf("%s did not change but %d bytes of it were fetched again", f.Path, sb.hub.Bytes(f.Path))
+		}
+	}
+	sb.sf.must(0, "plan", "-detailed-exitcode")
+
+	sb.sf.must(0, "destroy", "-auto-approve")
+	for i, n := range sb.bed.Nodes {
+		if d := diffListings(before[i], listing(t, n.Root)); len(d) > 0 {
+			t.Errorf("node %d is not as before after destroy:\n%s", i+1, strings.Join(d, "\n"))
+		}
+	}
+	if left := records(sb.bed.Nodes[0].Root); len(left) > 0 {
+		t.Errorf("restore records left after destroy: %v", left)
+	}
+}
+
+// TestSnapshotDiskTooSmall: a hub_dir on a tmpfs too small for the
+// snapshot (or that would leave less than keep_free) is refused at plan,
+// with the numbers, and apply refuses it the same way: nothing is written
+// on the node (the folder stays empty, no restore record) and nothing is
+// fetched beyond the listing. A keep_free it can leave applies.
+func TestSnapshotDiskTooSmall(t *testing.T) {
+	if _, err := exec.LookPath("mount"); err != nil {
+		realpart.Missing(t, "mount (util-linux): %v", err)
+	}
+	repo := hubtest.GenRepo(snapRepoID, 7,
+		hubtest.FileSpec{Path: "config.json", Size: 200},
+		hubtest.FileSpec{Path: "model.safetensors", Size: 6 << 20, LFS: true},
+	)
+	for _, tc := range []struct {
+		name     string
+		tmpfs    string // size= of the tmpfs
+		keepFree string
+		fits     bool
+	}{
+		{"smaller than the snapshot", "2m", "0", false},
+		{"fits but not keep_free", "8m", "4MiB", false},
+		{"fits with keep_free", "16m", "4MiB", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt := sharedDir(t, "sparkform-e2e-tmpfs-")
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+tc.tmpfs+",mode=0755", "tmpfs", mnt).CombinedOutput(); err != nil {
+				realpart.Missing(t, "a tmpfs mount (root in a machine that allows it): %v: %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+			hubDir := filepath.Join(mnt, "hub")
+			sb := newSnapBed(t, 1, repo, map[int]string{0: hubDir}, "keep_free="+tc.keepFree)
+
+			if tc.fits {
+				sb.sf.must(0, "apply", "-auto-approve")
+				hubtest.CheckLayout(t, hubDir, repo, "main")
+				sb.sf.must(0, "destroy", "-auto-approve")
+				if left := listing(t, mnt); len(left) != 1 {
+					t.Errorf("destroy left files on the tmpfs: %v", left)
+				}
+				return
+			}
+			for _, args := range [][]string{{"plan"}, {"apply", "-auto-approve"}} {
+				r := sb.sf.run(args...)
+				what := strings.Join(args, " ")
+				if r.code == 0 {
+					t.Fatalf("%s on a tmpfs of %s with keep_free %s succeeded:\n%s", what, tc.tmpfs, tc.keepFree, r)
+				}
+				wantIn(t, what, r.stderr, "does not fit", "to transfer", "free on", "keep_free")
+				// Nothing written: the mount point holds nothing (listing
+				// has only "." in it), no record names the hub folder.
+				if left := listing(t, mnt); len(left) != 1 {
+					t.Errorf("%s wrote on the tmpfs: %v", what, left)
+				}
+				if recs := records(hubDir); len(recs) > 0 {
+					t.Errorf("%s left restore records: %v", what, recs)
+				}
+				if n := sb.hub.Requests(hubtest.EndpointCDN); n != 0 {
+					t.Errorf("%s fetched from the CDN %d times", what, n)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,408 @@
+package hubstage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/internal/ctyval"
+	"github.com/sparkform/sparkform/providers/internal/restore"
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// store is the record store (Dir set by tests).
+func (r *snapshot) store() restore.Store { return restore.Store{Kind: snapRecordKind, Dir: r.recDir} }
+
+// lineWriter calls fn with every complete line written to it.
+type lineWriter struct {
+	buf []byte
+	fn  func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.fn(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+// recvResult is what the receiver reported.
+type recvResult struct {
+	ok     bool
+	failed []string // "ETAG: message"
+}
+
+// receive runs the receiver in mode with jobs; progress lines (P, D) feed
+// prog (bytes on the node now, counted from the blobs to fetch).
+func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string,
+	secret []byte, jobs []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
+	st := r.store()
+	key := snapKey(s.HubDir, s.repoDir(), commit)
+	rev := s.Revision
+	if hex40.MatchString(rev) {
+		rev = ""
+	}
+	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner}
+	argv = append(argv, fetch...)
+	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs))
+	res := &recvResult{}
+	var done, inflight int64
+	lw := &lineWriter{fn: func(l string) {
+		f := strings.SplitN(l, "\t", 3)
+		switch f[0] {
+		case "P":
+			if len(f) == 2 {
+				inflight, _ = strconv.ParseInt(f[1], 10, 64)
+			}
+		case "D":
+			if len(f) == 3 {
+				n, _ := strconv.ParseInt(f[2], 10, 64)
+				// Its bytes were in the last P sample as a partial blob.
+				done, inflight = done+n, max(0, inflight-n)
+			}
+		case "E":
+			if len(f) == 3 {
+				res.failed = append(res.failed, f[1][:min(12, len(f[1]))]+": "+f[2])
+			}
+		case "OK":
+			res.ok = true
+		}
+		if prog != nil {
+			prog(done + inflight)
+		}
+	}}
+	_, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: stdin, Stdout: lw})
+	if err != nil && len(res.failed) == 0 {
+		if msg := exitStderr(err); msg != "" {
+			return res, fmt.Errorf("%w on %s: %s", ErrTransfer, conn.Name(), msg)
+		}
+		return res, fmt.Errorf("%w on %s: %v", ErrTransfer, conn.Name(), err)
+	}
+	if len(res.failed) > 0 {
+		n := len(res.failed)
+		if n > maxListed {
+			res.failed = append(res.failed[:maxListed:maxListed], fmt.Sprintf("... and %d more", n-maxListed))
+		}
+		return res, fmt.Errorf("%w on %s: %d blobs failed (the partial ones are kept and resume on the next apply):\n%s",
+			ErrTransfer, conn.Name(), n, strings.Join(res.failed, "\n"))
+	}
+	if !res.ok {
+		return res, fmt.Errorf("%w on %s: the receiver stopped without finishing", ErrTransfer, conn.Name())
+	}
+	return res, nil
+}
+
+// jobLines renders the receiver's job list.
+func jobLines(w *snapWork) []byte {
+	var b bytes.Buffer
+	for _, e := range w.Corrupt {
+		b.WriteString("X\t" + e + "\t0\t-\n")
+	}
+	for _, f := range w.Fetch {
+		b.WriteString("B\t" + f.Etag + "\t" + strconv.FormatInt(f.Size, 10) + "\t" + escapePath(f.Path) + "\n")
+	}
+	for _, f := range w.Links {
+		b.WriteString("L\t" + linkTarget(f.Path, f.Etag) + "\t" + f.Path + "\n")
+	}
+	return b.Bytes()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// relay streams each blob through this process (relay, push): prep on
+// the node, one put per blob (parallel), then finish.
+func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
+	owner string, jobs []byte, prog func(int64)) error {
+	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, jobs, nil, nil); err != nil {
+		return err
+	}
+	var moved atomic.Int64
+	var base int64
+	for _, f := range w.Fetch {
+		if p, ok := o.Partial[f.Etag]; ok && p <= f.Size {
+			base += p
+		}
+	}
+	sem := make(chan struct{}, s.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []string
+	st := r.store()
+	key := snapKey(s.HubDir, s.repoDir(), w.Commit)
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				prog(base + moved.Load())
+			}
+		}
+	}()
+	for _, f := range w.Fetch {
+		off := int64(0)
+		if p, ok := o.Partial[f.Etag]; ok && p <= f.Size {
+			off = p
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(f snapFile, off int64) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rc, err := tr.Stream(ctx, f, off)
+			if err == nil {
+				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
+					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, f.Etag, strconv.FormatInt(f.Size, 10)}
+				var res node.Result
+				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
+				rc.Close()
+				if err == nil && !strings.HasPrefix(string(res.Stdout), "D ") {
+					err = fmt.Errorf("%s", strings.TrimSpace(string(res.Stdout)))
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, f.Path+": "+err.Error())
+				mu.Unlock()
+			}
+		}(f, off)
+	}
+	wg.Wait()
+	close(stop)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
+	}
+	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, jobs, nil, nil)
+	return err
+}
+
+// destroyCommit gives back what the record of one snapshot names.
+func (r *snapshot) destroyCommit(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit string) (string, error) {
+	st := r.store()
+	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapDestroyScript, "sh", st.Dir, st.Kind,
+		st.Name(snapKey(s.HubDir, s.repoDir(), commit)), s.HubDir, s.repoDir(), commit}
+	res, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: become})
+	if err != nil {
+		if msg := exitStderr(err); msg != "" {
+			return "", fmt.Errorf("removing snapshot %s on %s: %s", short(commit), conn.Name(), msg)
+		}
+		return "", fmt.Errorf("removing snapshot %s on %s: %w", short(commit), conn.Name(), err)
+	}
+	out := string(res.Stdout)
+	if !strings.HasSuffix(strings.TrimSpace(out), "OK") {
+		return "", fmt.Errorf("removing snapshot %s on %s: unexpected output %q", short(commit), conn.Name(), out)
+	}
+	return strings.TrimSuffix(strings.TrimSpace(out), "OK"), nil
+}
+
+// Apply implements sdk.Resource.
+func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress func(sdk.Progress)) sdk.ApplyResponse {
+	start := time.Now()
+	fail := func(summary string, err error) sdk.ApplyResponse {
+		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.FromError(summary, err)}}
+	}
+	priv := decodeSnapPriv(req.Private)
+	conn, err := r.conn(ctx, req.Node)
+	if err != nil {
+		return fail("Cannot reach node "+req.Node.Name, err)
+	}
+	become := req.Node.Become
+	if req.Planned.IsNull() {
+		return r.destroy(ctx, conn, become, req, priv, progress)
+	}
+	s, err := snapSpecOf(req.Planned)
+	if err != nil {
+		return fail("Invalid "+TypeSnapshot, err)
+	}
+	src, err := sourceOf(r.env(req.Node), s)
+	if err != nil {
+		return fail("Invalid "+TypeSnapshot, err)
+	}
+	progress(sdk.Progress{Message: "listing " + s.RepoID + "@" + s.Revision + " from " + src.Describe(), Elapsed: time.Since(start)})
+	l, err := src.List(ctx, conn, s)
+	if err != nil {
+		return fail("Cannot list "+s.RepoID+"@"+s.Revision+" from "+src.Describe(), err)
+	}
+	// A plan that named a commit is applied to that commit only.
+	if pc := priv.Planned; pc != "" && pc != l.Commit {
+		return fail("Cannot apply "+req.Address, fmt.Errorf("%w: %s@%s is now commit %s, not the planned %s; run plan again",
+			ErrChanged, s.RepoID, s.Revision, short(l.Commit), short(pc)))
+	}
+	obs, err := observe(ctx, conn, become, r.recDir, []obsReq{{s: s, commit: l.Commit}})
+	if err != nil {
+		return fail("Cannot look at "+s.HubDir+" on "+req.Node.Name, err)
+	}
+	w, err := computeWork(s, l, obs[0])
+	if err != nil {
+		return fail("Cannot apply "+req.Address, err)
+	}
+	if err := w.fits(s, req.Node.Name); err != nil {
+		return fail("Not enough space for "+s.RepoID+" on "+req.Node.Name, err)
+	}
+	// From here on the node may change: the state names the commit so
+	// that destroy finds its record, whatever happens next.
+	// This instance owns the commit's record when it writes now, or wrote
+	// before (its private data, or its address in the record after a lost
+	// reply); a snapshot found whole that it never wrote is not its own to
+	// give back.
+	newPriv := snapPriv{Commit: l.Commit}
+	if w.none() && priv.Commit != l.Commit && !obs[0].Record.Has("owner", req.Address) {
+		newPriv = snapPriv{Adopted: l.Commit}
+	}
+	earlier := append(priv.Others, priv.Commit)
+	if len(req.Private) == 0 {
+		earlier = append(earlier, ctyval.Str(ctyval.Attr(req.Prior, "commit")))
+	}
+	for _, c := range earlier {
+		if hex40.MatchString(c) && c != l.Commit && !contains(newPriv.Others, c) {
+			newPriv.Others = append(newPriv.Others, c)
+		}
+	}
+	summary := ctyval.Str(req.Planned.GetAttr(SummaryAttribute))
+	if summary == "" {
+		summary = w.summary(src.Describe())
+	}
+	planned := func(v cty.Value) cty.Value {
+		// Keep the planned numbers (they describe the plan).
+		set := map[string]cty.Value{}
+		for _, a := range []string{"present_bytes", "transfer_bytes", "free_bytes", "file_count", "total_bytes"} {
+			if pv := req.Planned.GetAttr(a); pv.IsKnown() && !pv.IsNull() {
+				set[a] = pv
+			}
+		}
+		return ctyval.With(v, set)
+	}
+	var total int64
+	for _, f := range w.Fetch {
+		total += f.Size
+	}
+	msg := fmt.Sprintf("%s: %d files from %s", s.RepoID, len(w.Fetch), src.Describe())
+	var last int64
+	prog := func(cur int64) {
+		cur = min(cur, total)
+		if cur < last {
+			cur = last
+		}
+		last = cur
+		progress(sdk.Progress{Message: msg, Current: cur, Total: total, Unit: sdk.UnitBytes, Elapsed: time.Since(start)})
+	}
+	var relayed int64
+	if !w.none() {
+		tr, err := src.Open(ctx, conn, s)
+		if err != nil {
+			return fail("Cannot open "+src.Describe(), err)
+		}
+		r0 := tr.Relayed()
+		jobs := jobLines(w)
+		if argv, secret, ok := tr.NodeFetch(); ok {
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, secret, jobs, argv, prog)
+		} else {
+			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobs, prog)
+		}
+		relayed = tr.Relayed() - r0
+		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			resp := fail("Cannot make "+s.RepoID+" present on "+req.Node.Name, err)
+			resp.NewState = planned(snapValue(req.Planned, s, w, true, cty.NumberIntVal(relayed), "incomplete: "+summary))
+			resp.Private = newPriv.encode()
+			return resp
+		}
+		prog(total)
+	}
+	var diags sdk.Diagnostics
+	// An earlier commit of this instance is given back now: its blobs the
+	// new snapshot links to are handed over to the new record.
+	var left []string
+	for _, c := range newPriv.Others {
+		if _, err := r.destroyCommit(ctx, conn, become, s, c); err != nil {
+			left = append(left, c)
+			diags = append(diags, sdk.Diagnostic{Severity: sdk.Warning, Summary: "Old snapshot " + short(c) + " not removed", Detail: err.Error()})
+		}
+	}
+	newPriv.Others = left
+	return sdk.ApplyResponse{NewState: planned(snapValue(req.Planned, s, w, true, cty.NumberIntVal(relayed), summary)), Private: newPriv.encode(), Diagnostics: diags}
+}
+
+// destroy removes every snapshot this instance has a record for.
+func (r *snapshot) destroy(ctx context.Context, conn node.Conn, become bool, req sdk.ApplyRequest, priv snapPriv, progress func(sdk.Progress)) sdk.ApplyResponse {
+	fail := func(err error) sdk.ApplyResponse {
+		return sdk.ApplyResponse{NewState: req.Prior, Private: req.Private, Diagnostics: sdk.Diagnostics{sdk.FromError("Cannot remove the snapshot", err)}}
+	}
+	if req.Prior.IsNull() {
+		return sdk.ApplyResponse{NewState: cty.NullVal(snapSchema.Block.ImpliedType())}
+	}
+	s, err := snapSpecOf(req.Prior)
+	if err != nil {
+		return fail(err)
+	}
+	commits := append([]string(nil), priv.Others...)
+	for _, c := range []string{priv.Commit, priv.Planned} {
+		if hex40.MatchString(c) && !contains(commits, c) {
+			commits = append(commits, c)
+		}
+	}
+	// No private data at all (an older state, a lost reply): the commit of
+	// the value, whose record says what was made.
+	if c := ctyval.Str(ctyval.Attr(req.Prior, "commit")); len(req.Private) == 0 && hex40.MatchString(c) && !contains(commits, c) {
+		commits = append(commits, c)
+	}
+	var kept []string
+	for _, c := range commits {
+		progress(sdk.Progress{Message: "removing " + s.RepoID + " snapshot " + short(c)})
+		out, err := r.destroyCommit(ctx, conn, become, s, c)
+		if err != nil {
+			return fail(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.HasPrefix(l, "KEPT ") {
+				kept = append(kept, l)
+			}
+		}
+	}
+	resp := sdk.ApplyResponse{NewState: cty.NullVal(snapSchema.Block.ImpliedType())}
+	if len(kept) > 0 {
+		resp.Diagnostics = sdk.Diagnostics{{Severity: sdk.Warning, Summary: fmt.Sprintf("%d blobs left for other snapshots", len(kept)),
+			Detail: "Blobs this resource fetched are linked from snapshots sparkform does not manage; they were left in place:\n" + strings.Join(kept, "\n")}}
+	}
+	return resp
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

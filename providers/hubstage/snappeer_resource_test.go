@@ -1,0 +1,180 @@
+package hubstage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/internal/hubtest"
+	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/providers/sdk/sdktest"
+)
+
+// peerResource serves hubstage_snapshot over gRPC reaching the bed's
+// nodes through its pool, with the destination's records in recs.
+func peerResource(t *testing.T, b *peerBed, recs string) (sdk.Provider, *snapshot) {
+	res := &snapshot{conn: b.pool.Get, getenv: func(string) string { return "" }, recDir: recs}
+	return sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeSnapshot: res}}), res
+}
+
+// TestSnapshotFromNode: hubstage_snapshot copies a snapshot from another
+// node, directly (D pulls from S's sshd: 0 bytes through sparkform) and
+// relayed (every byte counted), into a tree identical to S's (paths, link
+// targets, blob bytes) in the hub's layout. The plan names the path. The
+// one-time key is gone after the apply, after a failed apply, and a key a
+// killed transfer left is swept by the next apply. Destroy gives D's hub
+// back as it was.
+func TestSnapshotFromNode(t *testing.T) {
+	for _, tc := range []struct {
+		name, transfer string
+		become         bool // the destination works as root (sudo)
+	}{{"direct", "direct", false}, {"relay", "relay", false}, {"direct to a root destination", "direct", true}} {
+		transfer := tc.transfer
+		t.Run(tc.name, func(t *testing.T) {
+			b := startPeerBed(t, map[string]int{"x": 1})
+			b.D.Become = tc.become
+			repo, _, c2 := testRepo()
+			srv := hubtest.NewServer(t, repo)
+			srv.SetToken(testToken)
+			refDownload(t, srv, b.hub.dir, "main")
+			chownTree(t, b.hub.dir)
+			dRoot := b.bed.Nodes[1].Root
+			dHub, recs := filepath.Join(dRoot, "hub"), filepath.Join(dRoot, "records")
+			must(t, os.MkdirAll(dHub, 0o755))
+			must(t, os.MkdirAll(recs, 0o755))
+			chownTree(t, dRoot)
+			before := tree(t, dHub)
+
+			p, _ := peerResource(t, b, recs)
+			cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(dHub), "repo_id": cty.StringVal("acme/tiny-llm"),
+				"source_node": nodeValue(b.S), "source_hub_dir": cty.StringVal(b.hub.dir), "transfer": cty.StringVal(transfer)})
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			pl := sdktest.Plan(t, p, TypeSnapshot, b.D, null, nil, cfg)
+			sum := pl.Planned.GetAttr(SummaryAttribute).AsString()
+			wantPath := `from node.spark["s"] direct over ` + b.bed.Nodes[0].Addr()
+			if transfer == "relay" {
+				wantPath = `from node.spark["s"] relayed through sparkform`
+			}
+			if !strings.Contains(sum, wantPath) || !strings.Contains(sum, "commit "+c2.SHA[:7]) {
+				t.Errorf("change_summary %q: want the commit and %q", sum, wantPath)
+			}
+			if got := bigInt(pl.Planned.GetAttr("transfer_bytes")); got != c2.TotalSize() {
+				t.Errorf("transfer_bytes = %d, want %d", got, c2.TotalSize())
+			}
+
+			ctx := context.Background()
+			if transfer == "direct" && !tc.become {
+				// A transfer killed before its Close (no Close here) ...
+				s, err := snapSpecOf(cfg)
+				must(t, err)
+				src, err := newPeerSource(&snapEnv{conn: b.pool.Get, dst: b.D}, s)
+				must(t, err)
+				killed, err := src.Open(ctx, b.dc, s)
+				must(t, err)
+				if len(b.keyLines(t, killed.(*peerTransfer).id)) != 1 {
+					t.Fatal("the killed transfer's key is not installed")
+				}
+
+				// ... and a failed apply: a blob S cannot read (the listing
+				// sees it, the serve script cannot open it). It fails and
+				// takes its key back.
+				var gone string
+				for _, f := range c2.Files {
+					if f.LFS {
+						gone = filepath.Join(b.hub.dir, repo.CacheDirName(), "blobs", f.Etag)
+						break
+					}
+				}
+				must(t, os.Chmod(gone, 0))
+				resp := p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "hubstage_snapshot.test", Node: b.D,
+					Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+				if !resp.Diagnostics.HasErrors() {
+					t.Fatal("apply succeeded with a blob the source cannot read")
+				}
+				t.Logf("failed apply: %v", resp.Diagnostics.Err())
+				if len(b.keyLines(t, killed.(*peerTransfer).id)) != 0 {
+					t.Error("the killed transfer's key is still in authorized_keys after the next apply")
+				}
+				if recs := b.ownerRecords(t, src.owner(s)); len(recs) != 0 {
+					t.Errorf("a one-time key is left after a failed apply: records %v", recs)
+				}
+				b.checkAuthKeysRestored(t)
+				must(t, os.Chmod(gone, 0o644))
+			}
+
+			ap, events := sdktest.Apply(t, p, TypeSnapshot, b.D, null, pl.Planned, cfg, pl.PlannedPrivate)
+			state := ap.NewState
+			wantRelayed := int64(0)
+			if transfer == "relay" {
+				wantRelayed = c2.TotalSize()
+			}
+			if got := bigInt(state.GetAttr("relayed_bytes")); got != wantRelayed {
+				t.Errorf("relayed_bytes = %d, want %d", got, wantRelayed)
+			}
+			var last sdk.Progress
+			for _, e := range events {
+				if e.Unit == sdk.UnitBytes {
+					last = e
+				}
+			}
+			if last.Total == 0 || last.Current != last.Total {
+				t.Errorf("last byte progress %d/%d", last.Current, last.Total)
+			}
+			hubtest.CheckLayout(t, dHub, repo, "main")
+			hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
+			b.checkAuthKeysRestored(t)
+			if ents, _ := filepath.Glob("/tmp/sparkform-snappeer-*"); len(ents) != 0 {
+				t.Errorf("key folders left on D: %v", ents)
+			}
+
+			// Refresh and plan: a no-op that reads nothing more from S.
+			rd := sdktest.Read(t, p, TypeSnapshot, b.D, state, ap.Private)
+			if pl2 := sdktest.Plan(t, p, TypeSnapshot, b.D, rd.NewState, rd.Private, cfg); !pl2.Planned.RawEquals(state) {
+				t.Errorf("second plan is not a no-op: %s", pl2.Planned.GetAttr(SummaryAttribute).GoString())
+			}
+			b.checkAuthKeysRestored(t)
+
+			sdktest.Destroy(t, p, TypeSnapshot, b.D, state, ap.Private)
+			sameTree(t, "D's hub after destroy", before, tree(t, dHub))
+		})
+	}
+}
+
+// TestSnapshotFromLocal: source_local_dir pushes the operator's own hub
+// cache to a node: identical tree, relayed_bytes counts every byte, the
+// plan says the bytes go through this machine; destroy gives it back.
+func TestSnapshotFromLocal(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"x": 1})
+	repo, _, c2 := testRepo()
+	srv := hubtest.NewServer(t, repo)
+	srv.SetToken(testToken)
+	local := filepath.Join(t.TempDir(), "hub")
+	refDownload(t, srv, local, "main")
+	dRoot := b.bed.Nodes[1].Root
+	dHub, recs := filepath.Join(dRoot, "hub"), filepath.Join(dRoot, "records")
+	must(t, os.MkdirAll(dHub, 0o755))
+	must(t, os.MkdirAll(recs, 0o755))
+	chownTree(t, dRoot)
+	before := tree(t, dHub)
+
+	p, _ := peerResource(t, b, recs)
+	cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(dHub), "repo_id": cty.StringVal("acme/tiny-llm"),
+		"source_local_dir": cty.StringVal(local)})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, p, TypeSnapshot, b.D, null, nil, cfg)
+	if sum := pl.Planned.GetAttr(SummaryAttribute).AsString(); !strings.Contains(sum, "from the local hub cache "+local+" pushed through sparkform") {
+		t.Errorf("change_summary %q does not name the push", sum)
+	}
+	ap, _ := sdktest.Apply(t, p, TypeSnapshot, b.D, null, pl.Planned, cfg, pl.PlannedPrivate)
+	if got := bigInt(ap.NewState.GetAttr("relayed_bytes")); got != c2.TotalSize() {
+		t.Errorf("relayed_bytes = %d, want %d", got, c2.TotalSize())
+	}
+	hubtest.CheckLayout(t, dHub, repo, "main")
+	hubtest.CompareTrees(t, dHub, local, repo.CacheDirName())
+	sdktest.Destroy(t, p, TypeSnapshot, b.D, ap.NewState, ap.Private)
+	sameTree(t, "D's hub after destroy", before, tree(t, dHub))
+}
