@@ -9,12 +9,29 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-var _ sdk.StatusResource = (*manifest)(nil)
+var (
+	_ sdk.StatusResource = (*manifest)(nil)
+	_ sdk.StatusResource = (*snapshot)(nil)
+)
 
 // Status implements sdk.StatusResource from what the refresh just read (no
 // round trip of its own): the snapshot commit the manifest binds, and how
 // many files and bytes.
 func (m *manifest) Status(_ context.Context, _ sdk.Node, items []sdk.StatusItem) ([]sdk.StatusResult, int, sdk.Diagnostics) {
+	return commitStatus(items, nil), 0, nil
+}
+
+// Status implements sdk.StatusResource from what the refresh just read:
+// the commit the snapshot on the node is at, its files and bytes, and its
+// folder.
+func (s *snapshot) Status(_ context.Context, _ sdk.Node, items []sdk.StatusItem) ([]sdk.StatusResult, int, sdk.Diagnostics) {
+	return commitStatus(items, []string{"snapshot_dir"}), 0, nil
+}
+
+// commitStatus is the status of hub objects: the commit, file_count,
+// total_bytes, and the extra string attributes named, from each item's
+// observed value; missing when the refresh found none.
+func commitStatus(items []sdk.StatusItem, extra []string) []sdk.StatusResult {
 	out := make([]sdk.StatusResult, len(items))
 	for i, it := range items {
 		switch {
@@ -35,8 +52,13 @@ func (m *manifest) Status(_ context.Context, _ sdk.Node, items []sdk.StatusItem)
 				f, _ := b.AsBigFloat().Float64()
 				res.Facts = append(res.Facts, sdk.Fact{Name: "bytes", Value: gounits.BytesSize(f)})
 			}
+			for _, name := range extra {
+				if v := ctyval.Str(ctyval.Attr(it.Observed, name)); v != "" {
+					res.Facts = append(res.Facts, sdk.Fact{Name: name, Value: v})
+				}
+			}
 			out[i] = res
 		}
 	}
-	return out, 0, nil
+	return out
 }
