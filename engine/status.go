@@ -224,8 +224,12 @@ func (e *Engine) statusGroup(ctx context.Context, g *readGroup, objs map[string]
 		}
 		in.Available = true
 		in.Health, in.Summary, in.Facts = r.Health, r.Summary, r.Facts
-		for _, d := range r.Diagnostics {
-			in.Errors = append(in.Errors, d.Summary+": "+d.Detail)
+		if len(r.Diagnostics) > 0 {
+			// A provider's message may repeat a value: hide the sensitive ones.
+			o := objs[in.Addr]
+			for _, d := range redact(sdkDiags(r.Diagnostics, "", nil, nil), secretStrings(o.SensitiveAttrs, o.Value)) {
+				in.Errors = append(in.Errors, diagText(hcl.Diagnostics{d}))
+			}
 		}
 	}
 	return out, "", stats, 1

@@ -26,6 +26,8 @@ Typical use:
   sparkform plan           see what would change on the nodes
   sparkform apply          make the changes (asks first)
   sparkform destroy        put every node back as it was
+  sparkform status         what runs where now, and is it healthy (exit 0/2/3)
+  sparkform logs ADDRESS   a container's output, or every rank's (-f follows)
 
 Flags may be written Terraform-style with one dash (-auto-approve) or with two.
 State lives in .sparkform/state.db in the working directory, or in etcd
