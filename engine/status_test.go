@@ -1,6 +1,11 @@
 package engine
 
-import "testing"
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
 
 func TestAddressUnder(t *testing.T) {
 	for _, c := range []struct {
@@ -50,5 +55,74 @@ func TestShortNodeNames(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("label of %q = %q; want %q", k, got[k], v)
 		}
+	}
+}
+
+// TestStatusVerdicts: status after an apply with the test provider over
+// gRPC (a plugin with no live facts: "status not available", which is
+// not down) is healthy; an object changed on the node is drift (drifted);
+// one removed is gone (down). The state is not changed by any of it.
+func TestStatusVerdicts(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("chain_a_d")
+	r.converge()
+	ctx := context.Background()
+	status := func() (*StatusReport, map[string]*InstanceStatus) {
+		t.Helper()
+		rep, diags := r.e.Status(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diagString(diags))
+		}
+		by := map[string]*InstanceStatus{}
+		for _, n := range rep.Nodes {
+			for _, in := range n.Instances {
+				by[in.Addr] = in
+			}
+		}
+		return rep, by
+	}
+	rep, by := status()
+	if rep.Verdict != VerdictHealthy || len(by) != 2 {
+		t.Fatalf("verdict %s, %d instances; want healthy, 2", rep.Verdict, len(by))
+	}
+	if rep.Stats.Calls != 1 || rep.StatusCalls != 1 {
+		t.Errorf("%d reads and %d status calls for one provider on one node; want 1 and 1", rep.Stats.Calls, rep.StatusCalls)
+	}
+	if a := by["sftest_thing.a"]; a.Drift != DriftNone || a.Available || a.Health != "" {
+		t.Errorf("a: %+v", a)
+	}
+	if n := rep.Nodes[0]; n.Name != "node.local" || n.Label != "local" || n.Error != "" {
+		t.Errorf("node %+v", n)
+	}
+
+	writeObj(t, b.tp, b.attr("sftest_thing.a", "id"), "changed by hand")
+	rep, by = status()
+	if rep.Verdict != VerdictDrifted || by["sftest_thing.a"].Drift != DriftDrifted || by["sftest_thing.d"].Drift != DriftNone {
+		t.Errorf("after a change by hand: verdict %s, a %s, d %s", rep.Verdict, by["sftest_thing.a"].Drift, by["sftest_thing.d"].Drift)
+	}
+
+	if err := os.Remove(b.tp.objPath(b.attr("sftest_thing.d", "id"))); err != nil {
+		t.Fatal(err)
+	}
+	rep, by = status()
+	if rep.Verdict != VerdictDown || by["sftest_thing.d"].Drift != DriftGone {
+		t.Errorf("after a removal: verdict %s, d %s", rep.Verdict, by["sftest_thing.d"].Drift)
+	}
+	// Status changes nothing: state still has both as applied.
+	if got := b.attr("sftest_thing.a", "value"); got != "v1" {
+		t.Errorf("state's a.value = %q after status; want v1", got)
+	}
+	if b.record("sftest_thing.d") == nil {
+		t.Error("status removed d from state")
+	}
+
+	// Logs of what has no container is a clear error.
+	diags := r.e.Logs(ctx, "sftest_thing.a", LogsOptions{Tail: -1}, func(LogLine) { t.Error("a line from a thing") })
+	if !diags.HasErrors() || !strings.Contains(diagString(diags), `"sftest_thing.a" has no container, so it has no logs: it names 1 instance(s) of sftest_thing`) {
+		t.Errorf("logs of a thing: %s", diagString(diags))
+	}
+	diags = r.e.Logs(ctx, "module.none", LogsOptions{Tail: -1}, func(LogLine) {})
+	if !diags.HasErrors() || !strings.Contains(diagString(diags), `nothing in state matches "module.none"`) {
+		t.Errorf("logs of nothing: %s", diagString(diags))
 	}
 }
