@@ -68,6 +68,7 @@ duration back from now (10m, 1h30m) or a time (2026-12-06T08:00:00Z).`,
 			return nil
 		},
 	}
+	withAddressCompletion(cmd, m, 1) // the instances in state
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines until Ctrl-C")
 	cmd.Flags().IntVar(&tail, "tail", -1, "start with the last N lines of each container (-1: all)")
 	cmd.Flags().StringVar(&since, "since", "", "only lines since a duration ago (10m, 1h30m) or a time (RFC 3339)")
