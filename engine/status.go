@@ -78,10 +78,15 @@ type InstanceStatus struct {
 	Errors []string
 }
 
-// down says the instance counts as down for the verdict.
-func (in *InstanceStatus) down() bool {
+// Down says the instance makes the verdict VerdictDown: it is gone, could
+// not be read, or its provider says down or degraded.
+func (in *InstanceStatus) Down() bool {
 	return in.Drift == DriftGone || in.Drift == DriftUnknown || in.Health == sdk.HealthDown || in.Health == sdk.HealthDegraded
 }
+
+// Drifted says the instance, when not Down, makes the verdict
+// VerdictDrifted: it differs from state, or state marks it tainted.
+func (in *InstanceStatus) Drifted() bool { return in.Drift == DriftDrifted || in.Tainted }
 
 // Status reads what runs now: one refresh read and one ReadStatus call per
 // provider per node, the nodes in parallel, over the run's one connection
@@ -139,9 +144,9 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 		}
 		for _, in := range ns.Instances {
 			switch {
-			case in.down():
+			case in.Down():
 				rep.Verdict = VerdictDown
-			case (in.Drift == DriftDrifted || in.Tainted) && rep.Verdict == VerdictHealthy:
+			case in.Drifted() && rep.Verdict == VerdictHealthy:
 				rep.Verdict = VerdictDrifted
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sparkform/sparkform/engine"
-	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -214,9 +213,9 @@ func renderStatus(m *meta, rep *engine.StatusReport) {
 				health, summary = "-", "status not available for "+in.Type
 			}
 			switch {
-			case in.Drift == engine.DriftGone || in.Drift == engine.DriftUnknown || in.Health == sdk.HealthDown || in.Health == sdk.HealthDegraded:
+			case in.Down():
 				down++
-			case in.Drift == engine.DriftDrifted || in.Tainted:
+			case in.Drifted():
 				drifted++
 			}
 			drift := in.Drift
