@@ -471,3 +471,30 @@ func timestamped(stream, line string) sdk.LogLine {
 	}
 	return sdk.LogLine{Stream: stream, Text: line}
 }
+
+var _ sdk.StatusResource = (*imageResource)(nil)
+
+// Status implements sdk.StatusResource from what the refresh just read (no
+// round trip of its own): whether the image is on the node, its id and the
+// digest it was pulled at.
+func (r *imageResource) Status(_ context.Context, _ sdk.Node, items []sdk.StatusItem) ([]sdk.StatusResult, int, sdk.Diagnostics) {
+	out := make([]sdk.StatusResult, len(items))
+	for i, it := range items {
+		switch {
+		case !it.ObservedKnown:
+		case it.Observed.IsNull():
+			out[i] = sdk.StatusResult{Health: sdk.HealthDown, Summary: "missing"}
+		default:
+			id := ctyval.Str(ctyval.Attr(it.Observed, "image_id"))
+			res := sdk.StatusResult{Health: sdk.HealthOK, Summary: "present", Facts: []sdk.Fact{{Name: "image_id", Value: id}}}
+			if short := strings.TrimPrefix(id, "sha256:"); len(short) >= 12 {
+				res.Summary += " " + short[:12]
+			}
+			if d := ctyval.Str(ctyval.Attr(it.Observed, "repo_digest")); d != "" {
+				res.Facts = append(res.Facts, sdk.Fact{Name: "repo_digest", Value: d})
+			}
+			out[i] = res
+		}
+	}
+	return out, 0, nil
+}

@@ -178,3 +178,24 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestImageStatus: present (its id and digest), missing, not read.
+func TestImageStatus(t *testing.T) {
+	ty := (&imageResource{}).Schema().Block.ImpliedType()
+	img := cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("ghcr.io/o/i:1"), "pull": cty.NullVal(cty.String), "keep_locally": cty.NullVal(cty.Bool),
+		"image_id": cty.StringVal("sha256:4347b40aced192fe4e4fcdd389da980bf7c06f00fef02214d269d6a11c7443ab"), "repo_digest": cty.StringVal("ghcr.io/o/i@sha256:abc")})
+	got, _, _ := (&imageResource{}).Status(context.Background(), sdk.Node{}, []sdk.StatusItem{
+		{State: img, Observed: img, ObservedKnown: true},
+		{State: img, Observed: cty.NullVal(ty), ObservedKnown: true},
+		{State: img},
+	})
+	if got[0].Health != sdk.HealthOK || got[0].Summary != "present 4347b40aced1" || facts(got[0])["repo_digest"] != "ghcr.io/o/i@sha256:abc" {
+		t.Errorf("present: %+v", got[0])
+	}
+	if got[1].Health != sdk.HealthDown || got[1].Summary != "missing" {
+		t.Errorf("gone: %+v", got[1])
+	}
+	if got[2].Health != "" {
+		t.Errorf("not read: %+v", got[2])
+	}
+}
