@@ -77,15 +77,17 @@ func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnost
 	if cg.schemas, diags = e.resourceSchemas(ctx); diags.HasErrors() {
 		return nil, diags
 	}
+	// Reported with the graph's own errors, not instead of them.
+	ignoreDiags := checkIgnoreChanges(e.Module, cg.schemas)
 	cg.types = make(map[string]cty.Type, len(cg.schemas))
 	for name, s := range cg.schemas {
 		cg.types[name] = s.Block.ImpliedType()
 	}
 	parsed, diags := cg.addBlocks(e.Module)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, append(diags, ignoreDiags...)
 	}
-	if diags = cg.connectReferences(e.Module, parsed); diags.HasErrors() {
+	if diags = append(cg.connectReferences(e.Module, parsed), ignoreDiags...); diags.HasErrors() {
 		return nil, diags
 	}
 	cg.refs = walkRefs(parsed)

@@ -4,11 +4,15 @@
 package engine
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -157,4 +161,47 @@ func ignoredPaths(paths []hcl.Traversal) (map[string]bool, []cty.Path) {
 		}
 	}
 	return ignore, nested
+}
+
+// checkIgnoreChanges refuses an ignore_changes item that names no
+// argument or block of its resource's type (Terraform: "Unsupported
+// attribute"): ignoring a misspelt name would silently ignore nothing.
+// One error per item as written, however many module instances share it.
+func checkIgnoreChanges(m *config.Module, schemas map[string]*sdk.ResourceSchema) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[hcl.Range]bool{}
+	keys := slices.Sorted(maps.Keys(m.Resources))
+	for _, key := range keys {
+		r := m.Resources[key]
+		s := schemas[r.Addr.Type]
+		if s == nil || s.Block == nil {
+			continue
+		}
+		for _, tr := range r.Lifecycle.IgnoreChanges {
+			if len(tr) == 0 || seen[tr.SourceRange()] {
+				continue
+			}
+			var name string
+			switch step := tr[0].(type) {
+			case hcl.TraverseAttr:
+				name = step.Name
+			case hcl.TraverseRoot:
+				name = step.Name
+			default:
+				continue
+			}
+			if s.Block.Attributes[name] != nil || s.Block.BlockTypes[name] != nil {
+				continue
+			}
+			seen[tr.SourceRange()] = true
+			detail := fmt.Sprintf("A %s has no argument or block named %q, so ignore_changes would ignore nothing.", r.Addr.Type, name)
+			names := slices.Concat(slices.Collect(maps.Keys(s.Block.Attributes)), slices.Collect(maps.Keys(s.Block.BlockTypes)))
+			if near := addrs.Suggest(name, names); near != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", near)
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unsupported attribute in ignore_changes",
+				Detail: detail, Subject: tr.SourceRange().Ptr()})
+		}
+	}
+	return diags
 }

@@ -22,16 +22,19 @@ import (
 // `terraform validate` does).
 func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 	cg, diags := e.buildConfigGraph(ctx)
-	if diags.HasErrors() {
-		return diags
-	}
 	base := e.unknownScope().EvalContext()
+	// Node blocks need no schema: checked even when the graph failed.
+	nodeDiags := e.checkNodeBlocks(base)
+	if diags.HasErrors() {
+		return append(diags, nodeDiags...)
+	}
 	keys := make([]string, 0, len(e.Module.Resources))
 	for k := range e.Module.Resources {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	diags = append(diags, e.checkExpansions(keys, base)...)
+	diags = append(diags, nodeDiags...)
 	diags = append(diags, e.validateResources(ctx, cg, keys, base)...)
 	for _, l := range e.Module.Locals {
 		_, d := l.Expr.Value(base)
@@ -75,14 +78,27 @@ func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagn
 		r := e.Module.Resources[key]
 		diags = append(diags, config.CheckExpansion(r.ForEach, r.Count, base)...)
 	}
+	return diags
+}
+
+// checkNodeBlocks checks every node block as far as it is known without
+// values: for_each/count and the transport.
+func (e *Engine) checkNodeBlocks(base *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	nodeNames := make([]string, 0, len(e.Module.Nodes))
 	for name := range e.Module.Nodes {
 		nodeNames = append(nodeNames, name)
 	}
 	sort.Strings(nodeNames)
+	nctx := base.NewChild()
+	nctx.Variables = map[string]cty.Value{
+		"each":  cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal}),
+		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
+	}
 	for _, name := range nodeNames {
 		n := e.Module.Nodes[name]
 		diags = append(diags, config.CheckExpansion(n.ForEach, n.Count, base)...)
+		diags = append(diags, config.CheckNodeStatic(n, nctx)...)
 	}
 	return diags
 }

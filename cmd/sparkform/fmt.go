@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -72,4 +73,30 @@ formatted to stdout (for editors).`,
 	cmd.Flags().BoolVar(&list, "list", true, "list the files that change")
 	cmd.Flags().BoolVar(&showDiff, "diff", false, "print a unified diff of the changes")
 	return cmd
+}
+
+// fmtStdin is `fmt -`: format stdin to stdout. With -check nothing is
+// printed and the exit status is 3 when the input is not formatted; with
+// -diff the diff is printed instead of the formatted text.
+func (m *meta) fmtStdin(check, showDiff bool) error {
+	src, err := io.ReadAll(m.stdin)
+	if err != nil {
+		return err
+	}
+	if _, ds := hclwrite.ParseConfig(src, "<stdin>", hcl.InitialPos); ds.HasErrors() {
+		m.files = map[string]*hcl.File{"<stdin>": {Bytes: src}}
+		m.diags(ds)
+		return &exitError{1}
+	}
+	out := hclwrite.Format(src)
+	switch {
+	case showDiff:
+		m.stdout.Write(diff.Diff("old/<stdin>", src, "new/<stdin>", out))
+	case !check:
+		m.stdout.Write(out)
+	}
+	if check && !bytes.Equal(out, src) {
+		return &exitError{3}
+	}
+	return nil
 }

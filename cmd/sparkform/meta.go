@@ -137,7 +137,7 @@ func (m *meta) loadConfig() (*config.Module, bool) {
 	mod, ds := config.LoadDir(m.Dir())
 	if mod != nil {
 		m.files = mod.Files
-		if !ds.HasErrors() {
+		if config.OnlyRecoverable(ds) { // e.g. a data block: report the rest too
 			ds = append(ds, mod.CheckReferences()...)
 		}
 	}
@@ -277,7 +277,9 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 		}
 		fmt.Fprintln(m.stderr, msg)
 	}
-	node.Debug = logger.Named("ssh").Debug
+	if debugLog() {
+		node.SetDebug(logger.Named("ssh").Debug)
+	}
 	m.pool = node.NewPool()
 	var env []string
 	if r, err := node.NewRelay(m.pool); err != nil {

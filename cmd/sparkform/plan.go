@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -377,7 +376,7 @@ func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
 			added, a[plans.Update], a[plans.Delete])
 		return &exitError{1}
 	}
-	if errors.Is(ctx.Err(), ctx.Err()) && ctx.Err() != nil {
+	if ctx.Err() != nil { // interrupted: said above, not complete
 		return &exitError{1}
 	}
 	word := "Apply"

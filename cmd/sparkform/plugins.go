@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/sparkform/sparkform/providers/builtin"
 	"github.com/sparkform/sparkform/providers/command"
@@ -65,6 +68,11 @@ var pooled = map[string]func(*node.Pool) sdk.Provider{
 // process (sdk.ServeShared), as the plugin host starts them.
 func servePlugin(names []string) error {
 	ps := make(map[string]sdk.Provider, len(names))
+	if debugLog() {
+		// JSON lines on stderr: go-plugin hands them to the sparkform
+		// process's logger with their level.
+		node.SetDebug(hclog.New(&hclog.LoggerOptions{Name: "ssh", Level: hclog.Debug, JSONFormat: true, Output: os.Stderr}).Debug)
+	}
 	pool := node.NewPool() // closed when the process exits
 	for _, name := range names {
 		mk, ok := builtins[name]

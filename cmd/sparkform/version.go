@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -29,4 +30,21 @@ func newVersionCommand(m *meta) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as one JSON object (for scripts)")
 	return cmd
+}
+
+// versionJSON is `version -json`: one object, in the manner of
+// `terraform version -json`.
+func (m *meta) versionJSON() error {
+	enc := json.NewEncoder(m.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{
+		"sparkform_version": version,
+		"platform":          runtime.GOOS + "_" + runtime.GOARCH,
+		"go_version":        runtime.Version(),
+		"provider_protocol": 1,
+		"state_format":      state.FormatVersion,
+		"plan_format":       plans.FormatVersion,
+		"ui_format":         jsonUIVersion,
+		"builtin_providers": builtinProviders(),
+	})
 }

@@ -1,11 +1,9 @@
 package addrs
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // ModuleStep is one call in a module instance path: module.NAME[KEY].
@@ -89,26 +87,6 @@ func WithinModule(addr, module string) bool {
 		return !strings.HasSuffix(module, "]")
 	}
 	return false
-}
-
-// ParseModuleInstance parses module.NAME[KEY].module.NAME... (every step
-// may leave out its key). A trailing step without a key, when keyed is
-// false, stands for every instance of that call.
-func ParseModuleInstance(s string) (ModuleInstance, hcl.Diagnostics) {
-	trav, pd := hclsyntax.ParseTraversalAbs([]byte(s), "", hcl.InitialPos)
-	if pd.HasErrors() {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid module address",
-			Detail: fmt.Sprintf("%q is not a module address: write module.NAME or module.NAME[KEY], e.g. module.dsv41 or module.dsv41[\"a\"].", s)}}
-	}
-	m, rest, err := moduleSteps(trav)
-	if err != "" || len(rest) > 0 || len(m) == 0 {
-		if err == "" {
-			err = "only module.NAME[KEY] steps may appear"
-		}
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid module address",
-			Detail: fmt.Sprintf("%q is not a module address: %s. Write module.NAME or module.NAME[KEY], e.g. module.dsv41 or module.dsv41[\"a\"].", s, err)}}
-	}
-	return m, nil
 }
 
 // moduleSteps reads the leading module.NAME[KEY] steps of trav.

@@ -153,7 +153,26 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "sparkform"},
 		{Type: "module", LabelNames: []string{"name"}},
 		{Type: "moved"},
+		// Not sparkform's: decoded only to say what to write instead.
+		{Type: "data", LabelNames: []string{"type", "name"}},
 	},
+}
+
+// Recoverable marks (as hcl.Diagnostic.Extra) an error that leaves the
+// rest of the module decoded as if the block were absent, so later
+// checks can still run and report the file's other errors with it.
+type Recoverable struct{}
+
+// OnlyRecoverable reports whether every error in diags is Recoverable.
+func OnlyRecoverable(diags hcl.Diagnostics) bool {
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			if _, ok := d.Extra.(Recoverable); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // LoadDir parses every *.sf.hcl file in dir, in name order, and the
@@ -188,12 +207,6 @@ func loadDir(dir string, chain []string, done loaded) (*Module, hcl.Diagnostics)
 			Detail: fmt.Sprintf("The directory %s has no *%s files. Write one (see examples/), or pass -chdir=DIR to use another directory.", dir, FileSuffix)}}
 	}
 	return loadFiles(dir, names, chain, done)
-}
-
-// LoadFiles parses the named files (relative to dir) into one module, and
-// the modules it calls.
-func LoadFiles(dir string, names []string) (*Module, hcl.Diagnostics) {
-	return loadFiles(dir, names, nil, loaded{})
 }
 
 func loadFiles(dir string, names []string, chain []string, done loaded) (*Module, hcl.Diagnostics) {
@@ -323,6 +336,12 @@ func (m *Module) loadFile(f *hcl.File) hcl.Diagnostics {
 			if mv != nil {
 				m.Moved = append(m.Moved, mv)
 			}
+		case "data":
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Data sources are not supported",
+				Detail: fmt.Sprintf("sparkform has no data blocks (data %q %q). To read a fact from a node, use a node_command "+
+					"resource: its stdout is an attribute other resources can refer to. To name a computed value once, use locals "+
+					"or a sparkform_data resource.", b.Labels[0], b.Labels[1]),
+				Subject: b.DefRange.Ptr(), Extra: Recoverable{}})
 		case "resource":
 			r, d := decodeResourceBlock(b)
 			diags = append(diags, d...)

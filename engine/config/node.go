@@ -121,10 +121,8 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 	}
 
 	tAttr := str("transport", &nc.Transport)
-	if nc.Transport != "ssh" && nc.Transport != "local" {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node transport",
-			Detail:  fmt.Sprintf("transport %q is not supported: use \"ssh\" (the default) or \"local\" (this machine, no SSH).", nc.Transport),
-			Subject: rangeOf(tAttr, body)})
+	if d := checkTransport(nc.Transport, rangeOf(tAttr, body)); d != nil {
+		diags = append(diags, d)
 	}
 	hAttr := str("host", &nc.Host)
 	if v, a, ok := get("port", cty.Number); ok {
@@ -269,6 +267,38 @@ func expandHome(p string) string {
 		return p
 	}
 	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+}
+
+// checkTransport is the error for a transport sparkform does not have.
+func checkTransport(t string, subject *hcl.Range) *hcl.Diagnostic {
+	if t == "ssh" || t == "local" {
+		return nil
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node transport",
+		Detail:  fmt.Sprintf("transport %q is not supported: use \"ssh\" (the default) or \"local\" (this machine, no SSH).", t),
+		Subject: subject}
+}
+
+// CheckNodeStatic checks what a node block says without values (for
+// validate): a transport that is known there must be one sparkform has.
+// ctx is a context where every name is unknown.
+func CheckNodeStatic(n *Node, ctx *hcl.EvalContext) hcl.Diagnostics {
+	content, _, _ := n.Config.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "transport"}}})
+	a := content.Attributes["transport"]
+	if a == nil {
+		return nil
+	}
+	if n.Scope != nil {
+		ctx = n.Scope.BodyContext(n.Config, ctx)
+	}
+	v, diags := a.Expr.Value(ctx)
+	if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
+		return nil // the plan's decoding says what is wrong
+	}
+	if d := checkTransport(v.AsString(), a.Expr.Range().Ptr()); d != nil {
+		return hcl.Diagnostics{d}
+	}
+	return nil
 }
 
 // NodeValue is the object bound to node.NAME (or node.NAME[KEY]) in

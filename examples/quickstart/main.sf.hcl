@@ -23,6 +23,11 @@ variable "image" {
   default     = "sparkform-quickstart/serve:1"
 }
 
+variable "container_name" {
+  description = "The container's name (run.sh gives each run its own, so two demos on one host never clash)."
+  default     = "sparkform-quickstart"
+}
+
 # This machine, reached without SSH.
 node "local" {
   transport = "local"
@@ -51,7 +56,7 @@ resource "hubstage_manifest" "model" {
 resource "docker_container" "serve" {
   count        = var.docker ? 1 : 0
   node         = node.local
-  name         = "sparkform-quickstart"
+  name         = var.container_name
   image        = var.image
   entrypoint   = ["/bin/busybox", "sh", "/opt/kit/serving/serve.sh"]
   env          = { MODEL_DIR = "/model" }

@@ -22,9 +22,12 @@ if [ -z "$bin" ] || [ ! -x "$bin" ]; then
 fi
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
 
-image=sparkform-quickstart/serve:1
-container=sparkform-quickstart
 work=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-quickstart.XXXXXX")
+# Names of this run's own: two demos on one Docker Engine (two users, two
+# terminals) never take each other's container or image.
+run_id=$(basename "$work" | sed 's/^sparkform-quickstart\.//' | tr 'A-Z' 'a-z')
+image=sparkform-quickstart/serve:$run_id
+container=sparkform-quickstart-$run_id
 docker=false built=false
 
 cleanup() {
@@ -101,6 +104,7 @@ fi
 mkdir -p "$work/run"
 ln -s "$here/main.sf.hcl" "$work/run/main.sf.hcl"
 export SPARKFORM_VAR_workdir="$work" SPARKFORM_VAR_kit_commit="$commit" SPARKFORM_VAR_docker="$docker"
+export SPARKFORM_VAR_image="$image" SPARKFORM_VAR_container_name="$container"
 sf() { "$bin" -chdir "$work/run" "$@"; }
 
 step "sparkform plan"

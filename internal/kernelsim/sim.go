@@ -70,9 +70,6 @@ func Create(root, catalog, bin string) (*Sim, error) {
 
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// Catalog returns the simulator's catalogue.
-func (s *Sim) Catalog() *Catalog { return s.cat }
-
 // ModuleDir is Root/sys/module: what a provider uses as its sysfs module dir.
 func (s *Sim) ModuleDir() string { return filepath.Join(s.Root, "sys", "module") }
 

@@ -83,7 +83,11 @@
 //     restore record first, then every blob (parallel: at most parallel at
 //     once) streamed into its .incomplete, resumed from its size (Range)
 //     after a cut or an interrupted apply, hashed as it streams, renamed when
-//     verified (retried up to 5 times); then the links; then the ref, last.
+//     verified (retried up to 5 times); blobs up to 16 MiB, when the source
+//     can batch them (snapBatcher: the hub's curl -Z), go in one run into
+//     blobs/.sparkform-incoming.<commit>/ (resumed there), are verified in a
+//     few processes and renamed with one mv (a fork per file is what makes
+//     1,000 small files slow); then the links; then the ref, last.
 //     Progress lines become sdk.Progress in bytes (the pull display). A
 //     source that cannot run on the node (relay, push) streams each blob
 //     through the plugin into the same receiver ("put" mode); the bytes are

@@ -1,10 +1,12 @@
 package hubstage
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,8 +51,8 @@ type recvResult struct {
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
 // prog (bytes on the node now, counted from the blobs to fetch).
-func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string,
-	secret []byte, jobs []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
+func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string, batch bool,
+	secret, jobs, links []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
 	rev := s.Revision
@@ -58,9 +60,9 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		rev = ""
 	}
 	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner}
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, map[bool]string{true: "1", false: "0"}[batch]}
 	argv = append(argv, fetch...)
-	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs))
+	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs), bytes.NewReader(links))
 	res := &recvResult{}
 	var done, inflight int64
 	lw := &lineWriter{fn: func(l string) {
@@ -108,18 +110,56 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 	return res, nil
 }
 
+// smallBlob is the size up to which a blob goes in the batch (when the
+// transfer has one): hashed after the transfer, where larger ones are
+// hashed as they stream.
+// (A variable: tests lower it to send some blobs each way.)
+var smallBlob int64 = 16 << 20
+
 // jobLines renders the receiver's job list.
-func jobLines(w *snapWork) []byte {
+func jobLines(w *snapWork, batch bool) []byte {
 	var b bytes.Buffer
 	for _, e := range w.Corrupt {
 		b.WriteString("X\t" + e + "\t0\t-\n")
 	}
 	for _, f := range w.Fetch {
-		b.WriteString("B\t" + f.Etag + "\t" + strconv.FormatInt(f.Size, 10) + "\t" + escapePath(f.Path) + "\n")
+		t := "B"
+		if batch && f.Size <= smallBlob {
+			t = "S"
+		}
+		b.WriteString(t + "\t" + f.Etag + "\t" + strconv.FormatInt(f.Size, 10) + "\t" + escapePath(f.Path) + "\n")
+	}
+	dirs := map[string]bool{}
+	for _, f := range w.Links {
+		if d := path.Dir(f.Path); d != "." && !dirs[d] {
+			dirs[d] = true
+			b.WriteString("M\t" + d + "\n")
+		}
 	}
 	for _, f := range w.Links {
 		b.WriteString("L\t" + linkTarget(f.Path, f.Etag) + "\t" + f.Path + "\n")
 	}
+	b.WriteString("END\n")
+	return b.Bytes()
+}
+
+// linksTar is a tar of the links to write (nil when none): the receiver
+// extracts it in snapshots/<commit>.
+func linksTar(w *snapWork) []byte {
+	if len(w.Links) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	now := time.Now()
+	for _, f := range w.Links {
+		// Paths are checked (clean, relative, no tab or newline) and
+		// targets are built here: nothing can point the extraction out of
+		// the snapshot folder.
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: f.Path, Linkname: linkTarget(f.Path, f.Etag),
+			Mode: 0o777, ModTime: now, Format: tar.FormatPAX})
+	}
+	_ = tw.Close()
 	return b.Bytes()
 }
 
@@ -139,7 +179,7 @@ func (c countingReader) Read(p []byte) (int, error) {
 // the node, one put per blob (parallel), then finish.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
 	owner string, jobs []byte, prog func(int64)) error {
-	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, jobs, nil, nil); err != nil {
+	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, false, nil, jobs, nil, nil, nil); err != nil {
 		return err
 	}
 	var moved atomic.Int64
@@ -181,7 +221,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			rc, err := tr.Stream(ctx, f, off)
 			if err == nil {
 				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, f.Etag, strconv.FormatInt(f.Size, 10)}
+					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, "0", f.Etag, strconv.FormatInt(f.Size, 10)}
 				var res node.Result
 				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
 				rc.Close()
@@ -201,7 +241,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 	if len(errs) > 0 {
 		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
 	}
-	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, jobs, nil, nil)
+	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, false, nil, jobs, linksTar(w), nil, nil)
 	return err
 }
 
@@ -322,11 +362,12 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			return fail("Cannot open "+src.Describe(), err)
 		}
 		r0 := tr.Relayed()
-		jobs := jobLines(w)
+		b, batch := tr.(snapBatcher)
+		batch = batch && b.NodeBatch()
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, secret, jobs, argv, prog)
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, batch, secret, jobLines(w, batch), linksTar(w), argv, prog)
 		} else {
-			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobs, prog)
+			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobLines(w, false), prog)
 		}
 		relayed = tr.Relayed() - r0
 		if cerr := tr.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -150,7 +151,21 @@ func (h *hubSource) List(ctx context.Context, dst node.Conn, s *snapSpec) (*snap
 // URLPATH) streams one file from OFFSET to stdout; the curl config (the
 // token) comes on stdin. Redirects are followed (LFS files live on a
 // CDN); curl sends the Authorization header to the hub host only.
-const hubFetchScript = `ep=$1 rp=$2 c=$3 off=$5 p=$6
+//
+// With "- - -" (snapBatcher) it fetches every "ETAG<TAB>URLPATH" line of
+// stdin after the config line into ./ETAG, in parallel (curl -Z, at most
+// $4 at once), resuming files already there; the config with the token
+// is built by printf (a builtin) and reaches curl on stdin.
+const hubFetchScript = `ep=$1 rp=$2 c=$3 par=$4 e=$5 off=$6 p=$7
+if [ "$e" = - ]; then
+  IFS= read -r cfg || cfg=
+  tab=$(printf '\t')
+  { printf '%s\n' "$cfg"
+    while IFS="$tab" read -r e p; do
+      printf 'url = "%s/%s/resolve/%s/%s"\noutput = "%s"\n' "$ep" "$rp" "$c" "$p" "$e"
+    done; } | exec curl -sS -f -L --connect-timeout 30 --speed-limit 1 --speed-time 120 -Z --parallel-max "$par" -C - -K -
+  exit
+fi
 set -- curl -sS -f -L --connect-timeout 30 --speed-limit 1 --speed-time 120 -K -
 if [ "$off" -gt 0 ]; then set -- "$@" -C "$off"; fi
 exec "$@" "$ep/$rp/resolve/$c/$p"
@@ -168,7 +183,7 @@ func (h *hubSource) Open(_ context.Context, _ node.Conn, s *snapSpec) (snapTrans
 	if c == "" {
 		return nil, fmt.Errorf("%w: open before list", ErrHub)
 	}
-	return &hubTransfer{argv: []string{"sh", "-c", hubFetchScript, "sh", h.endpoint, repoPath(s), c}, cfg: []byte(h.cfg)}, nil
+	return &hubTransfer{argv: []string{"sh", "-c", hubFetchScript, "sh", h.endpoint, repoPath(s), c, strconv.Itoa(s.Parallel)}, cfg: []byte(h.cfg)}, nil
 }
 
 type hubTransfer struct {
@@ -177,6 +192,9 @@ type hubTransfer struct {
 }
 
 func (t *hubTransfer) NodeFetch() ([]string, []byte, bool) { return t.argv, t.cfg, true }
+
+// NodeBatch implements snapBatcher: small blobs go in one curl.
+func (t *hubTransfer) NodeBatch() bool { return true }
 
 func (t *hubTransfer) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
 	return nil, errors.New("the hub source is fetched by the node")

@@ -108,15 +108,22 @@ done
 //	follows; "prep": record and folders only; "finish": links and ref
 //	only; "put": ETAG SIZE follow, the bytes on stdin from the
 //	.incomplete's current size on), the owner (the instance address,
-//	recorded as "owner ADDR"), then the fetch argv (fetch mode).
+//	recorded as "owner ADDR"), batch (1: the fetch argv also takes the
+//	arguments "- - -" to fetch many blobs: see snapBatcher), then the
+//	fetch argv (fetch mode).
 //
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
 // printf builtin, so it is never in a command line); then jobs, one per
-// line, tab-separated:
+// line, tab-separated, up to a line "END"; then (fetch, finish) a tar
+// holding every link to write (one tar process writes them all):
 //
-//	B ETAG SIZE URLPATH   a blob to make present
-//	L TARGET PATH         a link to write at snapshots/<commit>/PATH
+//	B ETAG SIZE URLPATH   a blob to make present, streamed on its own
+//	S ETAG SIZE URLPATH   a small blob, fetched in one batch with the
+//	                      others when the transfer can (batch=1), in
+//	                      blobs/.sparkform-incoming.<commit>/ETAG
+//	M DIR                 a folder under snapshots/<commit> the links need
+//	L TARGET PATH         a link (in the tar) at snapshots/<commit>/PATH
 //	X ETAG                a blob whose content is not its address
 //	                      (verify=full): removed before the fetch
 //
@@ -132,14 +139,22 @@ done
 const snapReceiveScript = `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
-mode=$1 owner=$2; shift 2
+mode=$1 owner=$2 batch=$3; shift 3
 retries=5
 tab=$(printf '\t')
+nl='
+'
 rd=$hub/$repo
 sd=$rd/snapshots/$commit
+# Small blobs in flight (one folder per commit: two snapshots fetching at
+# once keep apart).
+inbox=$rd/blobs/.sparkform-incoming.$commit
+gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
 rec=$(sf_rcat "$base" "$kind" "$rn")
-has() { printf '%s\n' "$rec" | grep -qxF -- "$1"; }
-# mk DIR: record each missing folder of DIR (deepest last), then make it.
+# has LINE: whether the record holds LINE (no process: a node is often
+# busy, and a fork per file is what makes 1,000 small files slow).
+has() { case "$nl$rec$nl" in *"$nl$1$nl"*) return 0 ;; esac; return 1; }
+# mk DIR: record each missing folder of DIR, then make it.
 mk() {
   [ -d "$1" ] && return 0
   _m= _d=$1
@@ -180,7 +195,9 @@ stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1";
 trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
-cat > "$tmp/jobs" || exit 1
+# The jobs end at a line "END"; a tar of the links follows (read by tar
+# below, in one process however many links there are).
+while IFS= read -r l; do [ "$l" = END ] && break; printf '%s\n' "$l"; done > "$tmp/jobs" || exit 1
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
 if ! has "owner $owner"; then
@@ -193,11 +210,12 @@ if [ "$mode" != finish ]; then
   mk "$rd/blobs" || exit 1
   new=
   while IFS="$tab" read -r t e sz p; do
-    [ "$t" = B ] || continue
+    case $t in B|S) ;; *) continue ;; esac
     [ -f "$rd/blobs/$e" ] || has "blob $e" || new="${new}blob $e
 "
   done < "$tmp/jobs"
-  if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; fi
+  if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; rec="$rec
+$new"; fi
   # X ETAG: a blob whose content does not match its name (verify=full):
   # removed so that it is fetched again.
   while IFS="$tab" read -r t e sz p; do
@@ -205,12 +223,75 @@ if [ "$mode" != finish ]; then
     rm -f "$rd/blobs/$e" || exit 1
   done < "$tmp/jobs"
 fi
+# verify_small: the inbox files of $tmp/small ("ETAG SIZE URLPATH") that
+# are whole and hash to their name are renamed into blobs/ (one mv for
+# all) and reported; $tmp/small keeps the others.
+verify_small() {
+  (cd "$inbox" && if [ -n "$gnu" ]; then find . -maxdepth 1 -type f -printf '%f\t%s\n'
+    else set -- *; [ -e "$1" ] && stat -c "%n$tab%s" -- "$@"; fi) > "$tmp/have" 2>/dev/null
+  : > "$tmp/sized"; : > "$tmp/rest"; : > "$tmp/over"
+  awk -F '\t' -v sized="$tmp/sized" -v rest="$tmp/rest" -v over="$tmp/over" '
+    FILENAME == ARGV[1] { have[$1] = $2; next }
+    ($1 in have) && have[$1] == $2 { print $1 "\t" $2 > sized; next }
+    ($1 in have) && have[$1] > $2 { print $1 > over }
+    { print > rest }' "$tmp/have" "$tmp/small"
+  if [ -s "$tmp/over" ]; then (cd "$inbox" && xargs rm -f < "$tmp/over"); fi
+  : > "$tmp/sums"
+  grep -E '^[0-9a-f]{64}	' "$tmp/sized" | cut -f1 > "$tmp/s256"
+  if [ -s "$tmp/s256" ]; then (cd "$inbox" && xargs sha256sum < "$tmp/s256") | awk '{ print $2 "\t" $1 }' >> "$tmp/sums"; fi
+  grep -E '^[0-9a-f]{40}	' "$tmp/sized" > "$tmp/s1"
+  if [ -s "$tmp/s1" ]; then
+    if command -v git >/dev/null 2>&1; then
+      cut -f1 "$tmp/s1" > "$tmp/s1n"
+      (cd "$inbox" && git hash-object --no-filters --stdin-paths < "$tmp/s1n") > "$tmp/s1h" 2>/dev/null || : > "$tmp/s1h"
+      paste "$tmp/s1n" "$tmp/s1h" >> "$tmp/sums"
+    else
+      while IFS="$tab" read -r e sz; do
+        h=$( { printf 'blob %s\000' "$sz"; cat "$inbox/$e"; } | sha1sum)
+        printf '%s\t%s\n' "$e" "${h%% *}"
+      done < "$tmp/s1" >> "$tmp/sums"
+    fi
+  fi
+  : > "$tmp/good"; : > "$tmp/bad"
+  awk -F '\t' -v good="$tmp/good" -v bad="$tmp/bad" '$1 == $2 { print $1 > good; next } { print $1 > bad }' "$tmp/sums"
+  if [ -s "$tmp/bad" ]; then (cd "$inbox" && xargs rm -f < "$tmp/bad"); fi
+  if [ -s "$tmp/good" ]; then
+    (cd "$inbox" && xargs sh -c 'mv -f "$@" ..' sh < "$tmp/good") || return 1
+    awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } ($1 in g) { print "D\t" $1 "\t" $2 }' "$tmp/good" "$tmp/small"
+  fi
+  awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } !($1 in g) && !seen[$1]++' "$tmp/good" "$tmp/small" > "$tmp/small.next"
+  mv -f "$tmp/small.next" "$tmp/small"
+}
 if [ "$mode" = fetch ]; then
+  # Small blobs (S): one run of the fetch command for all of them (curl
+  # -Z: parallel, connections reused), written in blobs/.sparkform-incoming
+  # (resumed there), verified in a few processes, then renamed with one mv.
+  # What is left goes one by one below.
+  if [ "$batch" = 1 ]; then
+    awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
+  else
+    : > "$tmp/small"
+  fi
+  if [ -s "$tmp/small" ]; then
+    mk "$inbox" || exit 1
+    awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
+    n=0
+    while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
+      n=$((n+1))
+      cut -f1,3 "$tmp/small" > "$tmp/req"
+      (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | "$@" - - - ) > /dev/null 2>> "$tmp/err.batch"
+      verify_small || exit 1
+    done
+    awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" >> "$tmp/jobs"
+    [ -s "$tmp/small" ] || rmdir "$inbox" 2>/dev/null
+  fi
   lock=; if command -v flock >/dev/null 2>&1; then lock=1; fi
   # fetch1 ETAG SIZE URLPATH FETCH-ARGV...: resumes, verifies, renames.
   fetch1() {
     e=$1 sz=$2 p=$3; shift 3
     b=$rd/blobs/$e inc=$rd/blobs/$e.incomplete
+    # A small blob the batch left: resume from its bytes.
+    if [ -f "$inbox/$e" ] && [ ! -s "$inc" ]; then mv -f "$inbox/$e" "$inc"; fi
     n=0
     while :; do
       if [ "$(size "$b")" = "$sz" ]; then rm -f "$inc"; echo "D	$e	$sz"; return 0; fi
@@ -250,28 +331,30 @@ if [ "$mode" = fetch ]; then
       fetch1 "$@"
     fi
   }
-  ( while [ ! -e "$tmp/done" ]; do
-      set -- "$rd"/blobs/*.incomplete
-      if [ -e "$1" ]; then printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"; fi
-      sleep 1
-    done ) &
-  mkfifo "$tmp/sem" || exit 1
-  exec 3<>"$tmp/sem"
-  i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
-  while IFS="$tab" read -r t e sz p; do
-    [ "$t" = B ] || continue
-    read -r _ <&3
-    ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
-  done < "$tmp/jobs"
-  while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
-  : > "$tmp/done"
-  wait
+  if grep -q "^B$tab" "$tmp/jobs"; then
+    ( while [ ! -e "$tmp/done" ]; do
+        set -- "$rd"/blobs/*.incomplete
+        if [ -e "$1" ]; then printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"; fi
+        sleep 1
+      done ) &
+    mkfifo "$tmp/sem" || exit 1
+    exec 3<>"$tmp/sem"
+    i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
+    while IFS="$tab" read -r t e sz p; do
+      [ "$t" = B ] || continue
+      read -r _ <&3
+      ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
+    done < "$tmp/jobs"
+    while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
+    : > "$tmp/done"
+    wait
+  fi
   [ ! -e "$tmp/failed" ] || exit 2
 fi
 [ "$mode" = prep ] && { echo OK; exit 0; }
 if [ "$mode" = finish ]; then
   while IFS="$tab" read -r t e sz p; do
-    [ "$t" = B ] || continue
+    case $t in B|S) ;; *) continue ;; esac
     [ "$(size "$rd/blobs/$e")" = "$sz" ] || { echo "E	$e	not complete"; exit 2; }
   done < "$tmp/jobs"
 fi
@@ -283,13 +366,14 @@ while IFS="$tab" read -r t tg p; do
 "
 done < "$tmp/jobs"
 if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; fi
-while IFS="$tab" read -r t tg p; do
-  [ "$t" = L ] || continue
-  l=$sd/$p
-  mk "${l%/*}" || exit 1
-  if [ -L "$l" ]; then rm -f "$l" || exit 1; fi
-  ln -s "$tg" "$l" || exit 1
+while IFS="$tab" read -r t d; do
+  [ "$t" = M ] || continue
+  mk "$sd/$d" || exit 1
 done < "$tmp/jobs"
+if grep -q "^L$tab" "$tmp/jobs"; then
+  # tar replaces a wrong link and keeps no owner from the archive.
+  tar -x -o -C "$sd" -f - || exit 1
+fi
 if [ -n "$rev" ]; then
   rf=$rd/refs/$rev
   cur=-
@@ -329,9 +413,16 @@ rd=$hub/$repo
 sd=$rd/snapshots/$commit
 rec=$(sf_rcat "$base" "$kind" "$rn" | sed -n '2,$p')
 [ -n "$rec" ] || { echo OK; exit 0; }
-printf '%s\n' "$rec" | sed -n 's/^link //p' | while IFS= read -r p; do
-  [ -L "$sd/$p" ] && rm -f "$sd/$p"
-done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
+# The links this resource wrote that are links still (a file someone put
+# in one's place is left): a few processes, whatever their number.
+printf '%s\n' "$rec" | sed -n 's/^link //p' > "$tmp/ours"
+if [ -s "$tmp/ours" ] && [ -d "$sd" ]; then
+  (cd "$sd" && find . -type l) | sed 's|^\./||' > "$tmp/islink"
+  awk 'FILENAME == ARGV[1] { l[$0] = 1; next } ($0 in l)' "$tmp/islink" "$tmp/ours" | tr '\n' '\000' | (cd "$sd" && xargs -0 -r rm -f)
+fi
 printf '%s\n' "$rec" | sed -n 's/^ref //p' | while read -r r prior; do
   rf=$rd/refs/$r
   [ -f "$rf" ] || continue
@@ -339,10 +430,9 @@ printf '%s\n' "$rec" | sed -n 's/^ref //p' | while read -r r prior; do
   [ "$cur" = "$commit" ] || continue
   if [ "$prior" = - ]; then rm -f "$rf"; else printf '%s' "$prior" > "$rf.sparkform-tmp" && mv -f "$rf.sparkform-tmp" "$rf"; fi
 done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+# Every link left under snapshots/: COMMIT/PATH and its target.
 if [ -d "$rd/snapshots" ]; then
-  if find / -maxdepth 0 -printf '' 2>/dev/null; then
+  if [ -n "$gnu" ]; then
     (cd "$rd/snapshots" && find . -mindepth 2 -type l -printf '%P\t%l\n') > "$tmp/links"
   else
     (cd "$rd/snapshots" && find . -mindepth 2 -type l -exec sh -c 'for f do printf "%s\t%s\n" "${f#./}" "$(readlink "$f")"; done' sh {} +) > "$tmp/links"
@@ -350,20 +440,29 @@ if [ -d "$rd/snapshots" ]; then
 else
   : > "$tmp/links"
 fi
-printf '%s\n' "$rec" | sed -n 's/^blob //p' | sort -u | while IFS= read -r e; do
-  users=$(grep "/blobs/$e\$" "$tmp/links" | sed 's|/.*||' | sort -u)
-  if [ -z "$users" ]; then rm -f "$rd/blobs/$e" "$rd/blobs/$e.incomplete"; continue; fi
-  rm -f "$rd/blobs/$e.incomplete"
-  given=
-  for c in $users; do
-    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
-    orec=$(sf_rcat "$base" "$kind" "$n")
-    [ -n "$orec" ] || continue
-    if ! printf '%s\n' "$orec" | grep -qxF "blob $e"; then sf_rappend "$base" "$kind" "$n" "blob $e
+printf '%s\n' "$rec" | sed -n 's/^blob //p' | sort -u > "$tmp/blobs"
+: > "$tmp/used"; : > "$tmp/free"
+awk -F '\t' -v used="$tmp/used" -v free="$tmp/free" '
+  FILENAME == ARGV[1] { n = split($2, a, "/"); split($1, c, "/"); if (a[n - 1] == "blobs" && !(a[n] in u)) u[a[n]] = c[1]; next }
+  $0 == "" { next }
+  ($0 in u) { print $0 "\t" u[$0] > used; next }
+  { print $0 > free }' "$tmp/links" "$tmp/blobs"
+# Blobs no snapshot links to: gone, with what was in flight for them.
+awk -v c="$commit" '{ print $0; print $0 ".incomplete"; print ".sparkform-incoming." c "/" $0 }' "$tmp/free" | (cd "$rd/blobs" 2>/dev/null && xargs -r rm -f)
+# Blobs another snapshot links to: handed over to its record, or left to it.
+awk -F '\t' -v c="$commit" '{ print $1 ".incomplete"; print ".sparkform-incoming." c "/" $1 }' "$tmp/used" | (cd "$rd/blobs" 2>/dev/null && xargs -r rm -f)
+for c in $(cut -f2 "$tmp/used" | sort -u); do
+  n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+  orec=$(sf_rcat "$base" "$kind" "$n")
+  awk -F '\t' -v c="$c" '$2 == c { print $1 }' "$tmp/used" > "$tmp/of"
+  if [ -z "$orec" ] || [ "$c" = "$commit" ]; then
+    sed "s/^/KEPT /; s/\$/ $c/" "$tmp/of"
+    continue
+  fi
+  add=$(printf '%s\n' "$orec" | awk 'FILENAME == ARGV[1] { if ($1 == "blob") h[$2] = 1; next } !($0 in h) { print "blob " $0 }' - "$tmp/of")
+  if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
 " || exit 1; fi
-    given=$c; break
-  done
-  if [ -n "$given" ]; then printf 'GIVEN %s %s\n' "$e" "$given"; else printf 'KEPT %s %s\n' "$e" "$(printf '%s' "$users" | head -n 1)"; fi
+  sed "s/^/GIVEN /; s/\$/ $c/" "$tmp/of"
 done
 printf '%s\n' "$rec" | sed -n 's/^made //p' | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2- | while IFS= read -r d; do
   rmdir "$d" 2>/dev/null

@@ -377,6 +377,7 @@ func (c *snapCase) apply(t *testing.T, prior cty.Value, priv []byte, cfg cty.Val
 // TestSnapshotResumesCutTransfer: a connection cut mid-file is resumed
 // from the .incomplete's size: the server serves each byte once.
 func TestSnapshotResumesCutTransfer(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -564,6 +565,7 @@ func TestSnapshotMovedRef(t *testing.T) {
 // leaves only .incomplete files (no blob name on a partial blob); the
 // next apply fetches exactly the bytes not yet on the node.
 func TestSnapshotResumesCancelledApply(t *testing.T) {
+	lowerSmallBlob(t)
 	for _, n := range snapNodes(t) {
 		t.Run(n.name, func(t *testing.T) {
 			c := newSnapCase(t, n)
@@ -587,9 +589,20 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond) // anything left would write on now
 			blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
-			var partial int64
+			inbox := filepath.Join(blobs, ".sparkform-incoming."+c.c2.SHA)
+			var partial, smallPartial int64
+			if ents, err := os.ReadDir(inbox); err == nil {
+				for _, e := range ents {
+					fi, err := os.Stat(filepath.Join(inbox, e.Name()))
+					must(t, err)
+					smallPartial += fi.Size()
+				}
+			}
 			ents, _ := os.ReadDir(blobs)
 			for _, e := range ents {
+				if e.IsDir() {
+					continue
+				}
 				fi, err := os.Stat(filepath.Join(blobs, e.Name()))
 				must(t, err)
 				if strings.HasSuffix(e.Name(), ".incomplete") {
@@ -601,8 +614,9 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 				}
 			}
 			if partial == 0 {
-				t.Fatal("no partial blob after the cancel; the test did not interrupt a transfer")
+				t.Fatal("no partial .incomplete blob after the cancel; the test did not interrupt a large transfer")
 			}
+			partial += smallPartial
 			sizeNow := func() int64 {
 				var n int64
 				ents, _ := os.ReadDir(blobs)
@@ -623,7 +637,7 @@ func TestSnapshotResumesCancelledApply(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, c.repo, "main")
 			var have int64
 			for _, e := range ents {
-				if !strings.HasSuffix(e.Name(), ".incomplete") {
+				if !strings.HasSuffix(e.Name(), ".incomplete") && !e.IsDir() {
 					fi, _ := os.Stat(filepath.Join(blobs, e.Name()))
 					if fi != nil {
 						have += fi.Size()
@@ -891,4 +905,12 @@ func TestSnapshotFoundWholeIsNotOurs(t *testing.T) {
 	}
 	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
 	sameTree(t, "a snapshot this resource did not write, after destroy", before, tree(t, n.hub))
+}
+
+// lowerSmallBlob sends blobs above 512 KiB through the streaming path and
+// the others through the batch, for this test.
+func lowerSmallBlob(t *testing.T) {
+	saved := smallBlob
+	smallBlob = 512 << 10
+	t.Cleanup(func() { smallBlob = saved })
 }

@@ -69,6 +69,18 @@ type snapTransfer interface {
 	Close(ctx context.Context) error
 }
 
+// snapBatcher is implemented by a transfer whose NodeFetch argv also
+// fetches many small blobs in one run (the hub: one curl -Z for all, its
+// connections reused; a fork per file is what makes 1,000 small files
+// slow). Run with the three arguments "- - -" in the folder the blobs go
+// to, with stdin = the secret line, then one "ETAG<TAB>URLPATH" line per
+// blob; it writes each blob as ./ETAG, resuming a file already there. Its
+// exit status is not looked at: the receiver checks each file's size and
+// content address and fetches what is missing one by one.
+type snapBatcher interface {
+	NodeBatch() bool
+}
+
 // snapEnv is what a source may use to reach nodes other than the
 // destination (the source node, for H3).
 type snapEnv struct {

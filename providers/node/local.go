@@ -44,10 +44,11 @@ func (l *Local) Close() error { return nil }
 func (l *Local) RoundTrips() int64 { return l.trips.Load() }
 
 // Run implements Conn.
-func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
+func (l *Local) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(l.name, c); err != nil {
 		return Result{}, err
 	}
+	defer func(start time.Time) { logCommand(l.name, c, start, err) }(time.Now())
 	l.trips.Add(1)
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -88,8 +89,8 @@ func (l *Local) Run(ctx context.Context, c Cmd) (Result, error) {
 		cmd.Stdout = &stdout
 	}
 	cmd.Stderr = &stderr
-	err := cmd.Run()
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	err = cmd.Run()
+	res = Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ctx.Err() == nil {
 		xe := &ExitError{Argv: c.Argv, ExitCode: ee.ExitCode(), Stderr: stderr.String()}

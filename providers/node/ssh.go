@@ -62,8 +62,9 @@ var _ Conn = (*SSH)(nil)
 var Notify = sdk.Notice
 
 // Debug receives debug log lines (hclog style: a message, then key/value
-// pairs): one per SSH handshake with a node. The sparkform process points
-// it at its logger (SPARKFORM_LOG=debug); it discards them by default.
+// pairs): one per SSH handshake with a node and, once SetDebug set it, one
+// per command. The sparkform process and its plugins point it at their
+// loggers (SPARKFORM_LOG=debug); it discards them by default.
 var Debug = func(msg string, args ...any) {}
 
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
@@ -611,10 +612,11 @@ func CommandLine(c Cmd, sudo bool) string {
 }
 
 // Run implements Conn: one session per command.
-func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
+func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(s.node.Name, c); err != nil {
 		return Result{}, err
 	}
+	defer func(start time.Time) { logCommand(s.node.Name, c, start, err) }(time.Now())
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -658,7 +660,7 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (Result, error) {
 		sess.Close()
 		return Result{}, ctx.Err()
 	}
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res = Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *ssh.ExitError
 	var em *ssh.ExitMissingError
 	switch {
