@@ -376,11 +376,11 @@ PY
 # debug log (the core dials, the plugins share its connection) and as
 # sshd saw them (logins accepted during this plan).
 logins() { grep -c 'Accepted publickey for ' "$S/bed/node$1/sshd.log" 2>/dev/null || echo 0; }
-l0=$(logins 0) l1=$(logins 1)
-SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
 s0=$(logins 0) s1=$(logins 1)
 "$BIN" status -no-color >"$S/status.log" 2>&1 || true
 echo "  sshd logins in one status: n0=$(($(logins 0) - s0)) n1=$(($(logins 1) - s1))"
+l0=$(logins 0) l1=$(logins 1)
+SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
 echo "  ssh handshakes in one no-op plan: debug log n0=$(grep -c 'ssh handshake: node=.*n0' "$S/plan-debug.log") n1=$(grep -c 'ssh handshake: node=.*n1' "$S/plan-debug.log"); sshd logins n0=$(($(logins 0) - l0)) n1=$(($(logins 1) - l1))"
 # Plugin connections to the core's relay, one per plugin process and node
 # when its providers share a node pool.
