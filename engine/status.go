@@ -134,7 +134,14 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 	if err := ctx.Err(); err != nil {
 		return nil, hcl.Diagnostics{errDiag("Status interrupted", err.Error())}
 	}
-	sort.Slice(rep.Nodes, func(i, j int) bool { return rep.Nodes[i].Name < rep.Nodes[j].Name })
+	// By name; what lives on no node (sparkform_data) last.
+	sort.Slice(rep.Nodes, func(i, j int) bool {
+		a, b := rep.Nodes[i].Name, rep.Nodes[j].Name
+		if (a == "") != (b == "") {
+			return b == ""
+		}
+		return a < b
+	})
 	labels := nodeLabels(rep.Nodes)
 	for _, ns := range rep.Nodes {
 		ns.Label = labels[ns.Name]
