@@ -89,6 +89,29 @@ func TestContainerStatusAndLogs(t *testing.T) {
 				t.Errorf("probe %q; want %q", f["probe"], want)
 			}
 
+			// An HTTP wait block is asked once, from the node: a page that
+			// is there answers 200, one that is not makes it degraded.
+			withWait := func(url string) cty.Value {
+				m := st.AsValueMap()
+				m["wait"] = cty.ObjectVal(map[string]cty.Value{"http": cty.StringVal(url), "tcp": cty.NullVal(cty.String),
+					"log_line": cty.NullVal(cty.String), "timeout": cty.StringVal("30s")})
+				return cty.ObjectVal(m)
+			}
+			for _, c := range []struct {
+				path, answer string
+				health       sdk.Health
+			}{{"/etc/hostname", "200 OK", sdk.HealthOK}, {"/nope", "404 Not Found", sdk.HealthDegraded}} {
+				url := "http://127.0.0.1:" + port + c.path
+				resp := sr.ReadStatus(ctx, sdk.StatusRequest{Node: n, Items: []sdk.StatusItem{{TypeName: ctype, Address: "docker_container.s", State: withWait(url), Private: priv}}})
+				if len(resp.Results) != 1 {
+					t.Fatalf("http probe: %v", resp.Diagnostics.Err())
+				}
+				r := resp.Results[0]
+				if got := facts(r)["probe"]; got != url+": "+c.answer || r.Health != c.health {
+					t.Errorf("probe of %s: %q, health %q; want %q, %q", c.path, got, r.Health, url+": "+c.answer, c.health)
+				}
+			}
+
 			logs := func(req sdk.LogsRequest) []sdk.LogLine {
 				t.Helper()
 				req.TypeName, req.Address, req.Node, req.State, req.Private = ctype, "docker_container.s", n, st, priv
