@@ -332,7 +332,7 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	}
 	summary := ctyval.Str(req.Planned.GetAttr(SummaryAttribute))
 	if summary == "" {
-		summary = w.summary(src.Describe())
+		summary = w.summary(src.Describe(), !req.Prior.IsNull())
 	}
 	planned := func(v cty.Value) cty.Value {
 		// Keep the planned numbers (they describe the plan).

@@ -269,9 +269,15 @@ if [ "$mode" = fetch ]; then
   # Progress: the bytes in flight, every second, until "done" (or the
   # temp folder is gone: an exit on an error must not leave it running,
   # holding stdout open). Its sleep keeps no stdout.
-  ( while [ -d "$tmp" ] && [ ! -e "$tmp/done" ]; do
+  # It is also the heartbeat: when the connection is gone (sparkform
+  # killed, the link cut: sshd sends no signal to a command without a
+  # tty), its line cannot be written, and it takes the whole receiver
+  # down (workers and curls: kill 0), so that no writer is left on an
+  # .incomplete for the next apply to meet.
+  ( trap '' PIPE
+    while [ -d "$tmp" ] && [ ! -e "$tmp/done" ]; do
       set -- "$rd"/blobs/*.incomplete "$inbox"/*
-      printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"
+      printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')" || { kill -TERM 0; exit 1; }
       sleep 1 > /dev/null 2>&1
     done ) &
   mon=$!
@@ -483,16 +489,30 @@ done
 # Folders still in use (another snapshot of the repo is in them) go to
 # that snapshot's record, so that the last destroy removes them.
 left=$(printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do [ -d "$d" ] && printf 'made %s\n' "$d"; done)
-if [ -n "$left" ] && [ -d "$rd/snapshots" ]; then
-  for c in $(ls "$rd/snapshots"); do
-    [ "$c" != "$commit" ] || continue
-    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+# Snapshots of this repo first, then of any repo in the hub (hub_dir
+# itself may be shared by two repos' snapshots).
+if [ -n "$left" ]; then
+  for sdir in "$rd"/snapshots/* "$hub"/*--*/snapshots/*; do
+    [ -d "$sdir" ] || continue
+    c=${sdir##*/} r=${sdir%/snapshots/*}; r=${r##*/}
+    [ "$r/$c" != "$repo/$commit" ] || continue
+    n=$(printf '%s\000%s' "$kind" "$hub/$r@$c" | sha256sum | cut -c1-32)
     orec=$(sf_rcat "$base" "$kind" "$n")
     [ -n "$orec" ] || continue
-    add=$(printf '%s\n' "$left" | while IFS= read -r l; do printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"; done)
+    # The same repo's snapshot takes every folder; another repo's only
+    # those that hold it (hub_dir and above).
+    same=; [ "$r" != "$repo" ] || same=1
+    add=$(printf '%s\n' "$left" | while IFS= read -r l; do
+      if [ -z "$same" ]; then case $sdir/ in "${l#made }"/*) ;; *) continue ;; esac; fi
+      printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"
+    done)
     if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
 " || exit 1; fi
-    break
+    left=$(printf '%s\n' "$left" | while IFS= read -r l; do
+      [ -z "$same" ] || continue
+      case $sdir/ in "${l#made }"/*) ;; *) printf '%s\n' "$l" ;; esac
+    done)
+    [ -n "$left" ] || break
   done
 fi
 sf_rrm "$base" "$kind" "$rn" || exit 1

@@ -58,17 +58,19 @@ var snapSchema = &sdk.ResourceSchema{
 		"transfer":         {Type: cty.String, Optional: true, Description: "With source_node: \"direct\" (the default: node to node, no byte through sparkform) or \"relay\" (streamed through sparkform, named in the plan)."},
 		"source_local_dir": {Type: cty.String, Optional: true, Description: "Push from the operator's own hub cache (e.g. \"~/.cache/huggingface/hub\"), streamed through sparkform."},
 
-		"commit":         {Type: cty.String, Computed: true, Description: "The 40-hex commit the revision resolved to."},
-		"file_count":     {Type: cty.Number, Computed: true, Description: "How many files the snapshot holds (after include/exclude)."},
-		"total_bytes":    {Type: cty.Number, Computed: true, Description: "The sum of the files' sizes (each blob counted once)."},
-		"present_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes of the snapshot's blobs already on the node (shared blobs and resumable partial blobs included), when planned."},
-		"transfer_bytes": {Type: cty.Number, Computed: true, Description: "Bytes still to transfer, when planned."},
+		"commit":      {Type: cty.String, Computed: true, Description: "The 40-hex commit the revision resolved to."},
+		"file_count":  {Type: cty.Number, Computed: true, Description: "How many files the snapshot holds (after include/exclude)."},
+		"total_bytes": {Type: cty.Number, Computed: true, Description: "The sum of the files' sizes (each blob counted once)."},
+		"present_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Bytes of the snapshot's blobs already on the node (shared blobs and resumable partial blobs included), when planned " +
+			"(an apply does not hold to it: another snapshot applied first may bring shared blobs)."},
+		"transfer_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Bytes still to transfer, when planned (an apply does not hold to it, as present_bytes; the fit is checked again)."},
 		"free_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Free bytes on hub_dir's filesystem, when planned " +
 			"(an apply does not hold to it: other writers move it; the refusal is checked again then)."},
-		"relayed_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes that passed through the machine running sparkform in the last apply (0 for the hub and a direct copy)."},
-		"snapshot_dir":   {Type: cty.String, Computed: true, Description: "hub_dir/models--ORG--NAME/snapshots/<commit>: the folder to give a runtime (or hubstage_manifest)."},
-		"files":          {Type: cty.List(snapFileType), Computed: true, Description: "One {path, etag, size} per file, sorted by path. Plans show change_summary instead of this list."},
-		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: commit, file count, bytes present, bytes to fetch and from where, and any drift (free space is free_bytes)."},
+		"relayed_bytes": {Type: cty.Number, Computed: true, Description: "Bytes that passed through the machine running sparkform in the last apply (0 for the hub and a direct copy)."},
+		"snapshot_dir":  {Type: cty.String, Computed: true, Description: "hub_dir/models--ORG--NAME/snapshots/<commit>: the folder to give a runtime (or hubstage_manifest)."},
+		"files":         {Type: cty.List(snapFileType), Computed: true, Description: "One {path, etag, size} per file, sorted by path. Plans show change_summary instead of this list."},
+		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: the commit, the file count and size, the source, and any drift found in a snapshot that was there " +
+			"(the bytes present and to transfer and the free space are present_bytes, transfer_bytes and free_bytes)."},
 	}},
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/sparkform/sparkform/internal/hubtest"
 	"github.com/sparkform/sparkform/internal/hubtest/hfref"
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -1022,4 +1023,122 @@ func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
 	if ents, _ := os.ReadDir(n.recs); len(ents) != 0 {
 		t.Errorf("records written by a refused apply: %v", ents)
 	}
+}
+
+// TestSnapshotSharedInOneApply: two snapshots sharing blobs planned
+// together; the first's apply brings the shared blobs, and the second's
+// apply is not refused for it ("Plan changed"): what moved is only what
+// was present, not what the plan decided.
+func TestSnapshotSharedInOneApply(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	cfgA, cfgB := c.config(t, map[string]cty.Value{"revision": cty.StringVal("refs/pr/1")}), c.config(t, nil)
+	plA := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfgA)
+	plB := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfgB)
+	var res []sdk.PlanApplyResponse
+	for _, x := range []struct{ cfg, reviewed cty.Value }{{cfgA, plA.Planned}, {cfgB, plB.Planned}} {
+		r := sdk.PlanAndApply(context.Background(), c.p, sdk.PlanApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+			Prior: null, Config: x.cfg, Reviewed: x.reviewed}, nil, nil)
+		if !r.Applied || r.Diagnostics.HasErrors() {
+			t.Fatalf("applied %v, plan changed at %q, %v", r.Applied, sdk.DescribePath(r.Changed), r.Diagnostics.Err())
+		}
+		res = append(res, r)
+	}
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	hubtest.CheckLayout(t, n.hub, c.repo, "refs/pr/1")
+	for _, r := range res {
+		sdktest.Destroy(t, c.p, TypeSnapshot, n.node, r.NewState, r.Private)
+	}
+	if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+		t.Errorf("hub not empty after both destroys: %v", tree(t, n.hub))
+	}
+}
+
+// TestSnapshotTwoReposOneHub: snapshots of two repositories in one
+// hub_dir that the first one made: destroyed first, it hands hub_dir to
+// the other, whose destroy then removes it.
+func TestSnapshotTwoReposOneHub(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	other := hubtest.GenRepo("acme/drafter", 3, hubtest.FileSpec{Path: "config.json", Size: 50}, hubtest.FileSpec{Path: "w.safetensors", Size: 1 << 20, LFS: true})
+	c.srv.AddRepo(other)
+	sA, pA := c.apply(t, cty.NilVal, nil, c.config(t, nil))
+	sB, pB := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"repo_id": cty.StringVal("acme/drafter")}))
+	hubtest.CheckLayout(t, n.hub, other, "main")
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, sA, pA)
+	hubtest.CheckLayout(t, n.hub, other, "main")
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, sB, pB)
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("hub_dir left after both destroys: %v", tree(t, n.hub))
+	}
+}
+
+// TestSnapshotReceiverDiesWithItsConnection: the link to the node is cut
+// mid-transfer (sshd's connection processes killed: no signal reaches the
+// command); the receiver, its workers and curls stop within seconds, and
+// the next apply fetches exactly the bytes that are not on the node.
+func TestSnapshotReceiverDiesWithItsConnection(t *testing.T) {
+	lowerSmallBlob(t)
+	bed := testbed.StartT(t, 1)
+	pool := node.NewPool()
+	t.Cleanup(func() { pool.Close() })
+	bn := bed.Nodes[0]
+	conn, err := pool.Get(context.Background(), bn.SDK())
+	must(t, err)
+	n := snapNode{testNode: testNode{name: "sshd", node: bn.SDK(), conn: conn, dir: bn.Root}, hub: filepath.Join(bn.Root, "hub"), recs: filepath.Join(bn.Root, "records")}
+	must(t, os.MkdirAll(n.recs, 0o777))
+	must(t, os.Chmod(n.recs, 0o777))
+	c := newSnapCase(t, n)
+	c.srv.Throttle(64 << 10)
+	cfg := c.config(t, nil)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	done := make(chan sdk.ApplyResponse)
+	go func() {
+		done <- c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+			Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	}()
+	for c.srv.TotalBytes() < 512<<10 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	bn.DropConnections()
+	resp := <-done
+	if !resp.Diagnostics.HasErrors() {
+		t.Fatal("an apply whose link was cut reported success")
+	}
+	blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
+	size := func() int64 {
+		var s int64
+		_ = filepath.WalkDir(blobs, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil {
+					s += fi.Size()
+				}
+			}
+			return nil
+		})
+		return s
+	}
+	// Within a few seconds nothing writes any more (at the throttled
+	// rate, the rest would take far longer).
+	time.Sleep(3 * time.Second)
+	last := size()
+	time.Sleep(3 * time.Second)
+	if now := size(); now != last || last >= c.c2.TotalSize() {
+		t.Fatalf("blobs grow from %d to %d bytes (of %d) seconds after the link was cut: the receiver outlived its connection", last, now, c.c2.TotalSize())
+	}
+	served := c.srv.TotalBytes()
+	c.srv.ResetCounters()
+	c.srv.Throttle(0)
+	conn2, err := node.NewPool().Get(context.Background(), bn.SDK())
+	must(t, err)
+	n.conn = conn2
+	c.p = snapProvider(t, n, map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	state, priv := c.apply(t, resp.NewState, resp.Private, cfg)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	if got := c.srv.TotalBytes(); got != c.c2.TotalSize()-last {
+		t.Errorf("the second apply fetched %d bytes; %d were on the node of %d (the first run was served %d)", got, last, c.c2.TotalSize(), served)
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
 }
