@@ -273,3 +273,170 @@ func TestSnapshotDiskTooSmall(t *testing.T) {
 		})
 	}
 }
+
+// sharedConfig is two snapshots of one repository on one node, at the
+// ref main (a) and at a pinned commit (b), sharing most blobs, in one
+// configuration with no ordering between them: what a user with two
+// revisions writes.
+const sharedConfig = `
+variable "node" {
+  type = object({ host = string, port = number })
+}
+variable "user" {}
+variable "identity_file" {}
+variable "known_hosts" {}
+variable "hub_dir" {}
+variable "repo_id" {}
+variable "commit_b" {}
+
+node "n" {
+  host          = var.node.host
+  port          = var.node.port
+  user          = var.user
+  identity_file = var.identity_file
+  known_hosts   = var.known_hosts
+  become        = true
+}
+
+resource "hubstage_snapshot" "a" {
+  node    = node.n
+  hub_dir = var.hub_dir
+  repo_id = var.repo_id
+}
+
+resource "hubstage_snapshot" "b" {
+  node     = node.n
+  hub_dir  = var.hub_dir
+  repo_id  = var.repo_id
+  revision = var.commit_b
+}
+`
+
+// TestSnapshotsSharingBlobs: two snapshots of one repository that share
+// blobs apply in ONE apply through the CLI (each blob fetched once), and
+// are destroyed one at a time, in both orders: the first destroy leaves the
+// other whole (shared blobs kept, its own blobs removed), the second leaves
+// the node exactly as before.
+func TestSnapshotsSharingBlobs(t *testing.T) {
+	requireSnapParts(t)
+	specs := []hubtest.FileSpec{
+		{Path: "config.json", Size: 400},
+		{Path: "model-1.safetensors", Size: 1 << 20, LFS: true},
+		{Path: "model-2.safetensors", Size: 1<<20 + 17, LFS: true},
+		{Path: "tok/vocab.json", Size: 9000},
+	}
+	repo := hubtest.GenRepo("e2e-org/shared", 33, specs...)
+	a := repo.Main()
+	bSpecs := append(append([]hubtest.FileSpec{}, specs...), hubtest.FileSpec{Path: "extra.safetensors", Size: 700 << 10, LFS: true})
+	bSpecs[1].Key = "b"
+	b := repo.AddCommit("", bSpecs...)
+	var unique int64
+	seen := map[string]bool{}
+	for _, c := range []*hubtest.Commit{a, b} {
+		for _, f := range c.Files {
+			if !seen[f.Etag] {
+				seen[f.Etag] = true
+				unique += f.Size
+			}
+		}
+	}
+	bed := testbed.StartT(t, 1)
+	nd := bed.Nodes[0]
+	hub := hubtest.NewServer(t, repo)
+	hubDir := filepath.Join(nd.Root, "hub")
+	work := t.TempDir()
+	writeFiles(t, work, map[string]string{"main.sf.hcl": sharedConfig})
+	sf := &cli{t: t, dir: work, env: append(os.Environ(),
+		"NO_COLOR=1",
+		"HOME="+t.TempDir(),
+		"HF_ENDPOINT="+hub.URL,
+		fmt.Sprintf("SPARKFORM_VAR_node={ host = %q, port = %d }", nd.Host, nd.Port),
+		"SPARKFORM_VAR_user="+bed.User,
+		"SPARKFORM_VAR_identity_file="+bed.IdentityFile,
+		"SPARKFORM_VAR_known_hosts="+bed.KnownHosts,
+		"SPARKFORM_VAR_hub_dir="+hubDir,
+		"SPARKFORM_VAR_repo_id="+repo.ID,
+		"SPARKFORM_VAR_commit_b="+b.SHA,
+	)}
+	before := listing(t, nd.Root)
+	blob := func(etag string) bool {
+		_, err := os.Lstat(filepath.Join(hubDir, repo.CacheDirName(), "blobs", etag))
+		return err == nil
+	}
+	for _, order := range [][2]string{{"b", "a"}, {"a", "b"}} {
+		hub.ResetCounters()
+		sf.must(0, "apply", "-auto-approve")
+		hubtest.CheckLayout(t, hubDir, repo, "main")
+		hubtest.CheckLayout(t, hubDir, repo, b.SHA)
+		if got := hub.TotalBytes(); got != unique {
+			t.Errorf("the hub served %d bytes for both snapshots, want %d: each blob once", got, unique)
+		}
+		sf.must(0, "plan", "-detailed-exitcode")
+
+		first, second := order[0], order[1]
+		sf.must(0, "destroy", "-auto-approve", "-target", "hubstage_snapshot."+first)
+		keep, gone := a, b
+		keepRev := "main"
+		if first == "a" {
+			keep, gone, keepRev = b, a, b.SHA
+		}
+		hubtest.CheckLayout(t, hubDir, repo, keepRev)
+		for _, f := range gone.Files {
+			if keep.File(f.Path) == nil || keep.File(f.Path).Etag != f.Etag {
+				if blob(f.Etag) {
+					t.Errorf("destroy %s first: its own blob %s (%s) is left", first, f.Etag, f.Path)
+				}
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(hubDir, repo.CacheDirName(), "snapshots", gone.SHA)); err == nil {
+			t.Errorf("destroy %s first: its snapshot folder is left", first)
+		}
+		sf.must(0, "destroy", "-auto-approve", "-target", "hubstage_snapshot."+second)
+		if d := diffListings(before, listing(t, nd.Root)); len(d) > 0 {
+			t.Errorf("destroyed %s then %s: the node is not as before:\n%s", first, second, strings.Join(d, "\n"))
+		}
+		if recs := records(hubDir); len(recs) > 0 {
+			t.Errorf("destroyed %s then %s: restore records left: %v", first, second, recs)
+		}
+	}
+}
+
+// TestSnapshotsTwoReposOneHub: snapshots of two repositories (a model and
+// its drafter) in one hub folder that does not exist yet, created at once
+// (no order between them), then destroyed together: the node is exactly
+// as before, hub folder included.
+func TestSnapshotsTwoReposOneHub(t *testing.T) {
+	requireSnapParts(t)
+	model := hubtest.GenRepo("e2e-org/two-model", 51, hubtest.FileSpec{Path: "config.json", Size: 100}, hubtest.FileSpec{Path: "w.safetensors", Size: 300 << 10, LFS: true})
+	draft := hubtest.GenRepo("e2e-org/two-draft", 52, hubtest.FileSpec{Path: "config.json", Size: 90}, hubtest.FileSpec{Path: "d.safetensors", Size: 200 << 10, LFS: true})
+	bed := testbed.StartT(t, 1)
+	nd := bed.Nodes[0]
+	hub := hubtest.NewServer(t, model, draft)
+	hubDir := filepath.Join(nd.Root, "hub")
+	cfg := strings.Replace(strings.Replace(sharedConfig, `variable "commit_b" {}`, `variable "draft_id" {}`, 1),
+		"  repo_id  = var.repo_id\n  revision = var.commit_b\n", "  repo_id  = var.draft_id\n", 1)
+	work := t.TempDir()
+	writeFiles(t, work, map[string]string{"main.sf.hcl": cfg})
+	sf := &cli{t: t, dir: work, env: append(os.Environ(),
+		"NO_COLOR=1",
+		"HOME="+t.TempDir(),
+		"HF_ENDPOINT="+hub.URL,
+		fmt.Sprintf("SPARKFORM_VAR_node={ host = %q, port = %d }", nd.Host, nd.Port),
+		"SPARKFORM_VAR_user="+bed.User,
+		"SPARKFORM_VAR_identity_file="+bed.IdentityFile,
+		"SPARKFORM_VAR_known_hosts="+bed.KnownHosts,
+		"SPARKFORM_VAR_hub_dir="+hubDir,
+		"SPARKFORM_VAR_repo_id="+model.ID,
+		"SPARKFORM_VAR_draft_id="+draft.ID,
+	)}
+	before := listing(t, nd.Root)
+	for round := 1; round <= 3; round++ {
+		sf.must(0, "apply", "-auto-approve")
+		hubtest.CheckLayout(t, hubDir, model, "main")
+		hubtest.CheckLayout(t, hubDir, draft, "main")
+		sf.must(0, "destroy", "-auto-approve")
+		if d := diffListings(before, listing(t, nd.Root)); len(d) > 0 {
+			t.Errorf("round %d: the node is not as before after destroy:\n%s", round, strings.Join(d, "\n"))
+		}
+	}
+}

@@ -54,8 +54,37 @@
 //     address are verified: no half blob ever has a blob's name.
 //   - Sources (snapSource): the hub (endpoint, else the plugin's
 //     HF_ENDPOINT, else https://huggingface.co), fetched by the node itself
-//     with curl; another node (source_node) and the operator's cache
-//     (source_local_dir) are registered by snappeer*.go and snaplocal*.go.
+//     with curl; another node (source_node, snappeer*.go) and the
+//     operator's cache (source_local_dir, snaplocal*.go). A source's listing
+//     (ref -> commit, every snapshot link -> blob etag and size) is ONE
+//     command on the source node, or read in process for a local cache;
+//     a snapshot entry that is not a relative link to ../../blobs/<etag>
+//     with a regular blob is refused, naming the file.
+//   - source_node, transfer = "direct" (the default): the destination D
+//     pulls every blob from the source S's sshd at source_address itself;
+//     no byte passes through sparkform (relayed_bytes 0). Plan runs
+//     ssh-keyscan on D and uses S's host keys only when they verify against
+//     the operator's known_hosts entry for S (the one sparkform checks when
+//     it logs in to S): another machine at that address, or no entry, is
+//     refused (node.ErrHostKeyChanged / ErrHostKeyUnknown); no answer is
+//     ErrSourceUnreachable, suggesting transfer = "relay". Apply generates a
+//     one-time ed25519 key: a restore record on S (kind
+//     hubsnapshot_peerkey) first, then a line in the authorized_keys of S's
+//     login user: restrict, a forced command (a serve script under
+//     ~/.local/state/sparkform/snapserve that only streams blobs of this
+//     repository: "blob ETAG OFFSET", "tar" of etags on stdin), an
+//     expiry-time (2 h plus the bytes at 25 MB/s) and from= D's address when
+//     D's route names it; the private key goes on stdin into a 0700 folder
+//     on D. D's ssh runs with StrictHostKeyChecking=yes against only the
+//     verified keys; small blobs share one master connection. The
+//     transfer's end takes back the line (the file byte for byte, its mode;
+//     a file or ~/.ssh it made), the script, D's folder and the record; a
+//     transfer killed before that is swept by the next apply of the same
+//     snapshot to the same node, and an expired one by any copy from S.
+//   - source_node, transfer = "relay", and source_local_dir: each blob is
+//     read on S over sparkform's own connection (or from the local cache)
+//     and streamed through sparkform into the receiver; every byte is
+//     counted in relayed_bytes and the plan names the path.
 //   - Token: the value of the operator's variable named by token_env (default
 //     HF_TOKEN) is read by the plugin and reaches the node only on stdin,
 //     as a curl config (curl -K -), fed to each curl through the shell's

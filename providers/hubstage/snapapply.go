@@ -51,7 +51,7 @@ type recvResult struct {
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
 // prog (bytes on the node now, counted from the blobs to fetch).
-func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string, batch bool,
+func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string, batch []string, batchKind string,
 	secret, jobs, links []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
@@ -60,7 +60,10 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		rev = ""
 	}
 	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, map[bool]string{true: "1", false: "0"}[batch]}
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, batchKind, ""}
+	if batchKind != "" {
+		argv[len(argv)-1] = node.QuoteArgv(batch)
+	}
 	argv = append(argv, fetch...)
 	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs), bytes.NewReader(links))
 	res := &recvResult{}
@@ -179,7 +182,7 @@ func (c countingReader) Read(p []byte) (int, error) {
 // the node, one put per blob (parallel), then finish.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
 	owner string, jobs []byte, prog func(int64)) error {
-	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, false, nil, jobs, nil, nil, nil); err != nil {
+	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil); err != nil {
 		return err
 	}
 	var moved atomic.Int64
@@ -221,7 +224,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			rc, err := tr.Stream(ctx, f, off)
 			if err == nil {
 				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, "0", f.Etag, strconv.FormatInt(f.Size, 10)}
+					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, "", "", f.Etag, strconv.FormatInt(f.Size, 10)}
 				var res node.Result
 				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
 				rc.Close()
@@ -241,7 +244,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 	if len(errs) > 0 {
 		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
 	}
-	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, false, nil, jobs, linksTar(w), nil, nil)
+	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil)
 	return err
 }
 
@@ -329,7 +332,7 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	}
 	summary := ctyval.Str(req.Planned.GetAttr(SummaryAttribute))
 	if summary == "" {
-		summary = w.summary(src.Describe())
+		summary = w.summary(src.Describe(), !req.Prior.IsNull())
 	}
 	planned := func(v cty.Value) cty.Value {
 		// Keep the planned numbers (they describe the plan).
@@ -362,10 +365,9 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 			return fail("Cannot open "+src.Describe(), err)
 		}
 		r0 := tr.Relayed()
-		b, batch := tr.(snapBatcher)
-		batch = batch && b.NodeBatch()
+		bargv, bkind := batchOf(tr)
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, batch, secret, jobLines(w, batch), linksTar(w), argv, prog)
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, bargv, bkind, secret, jobLines(w, bkind != ""), linksTar(w), argv, prog)
 		} else {
 			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobLines(w, false), prog)
 		}

@@ -152,7 +152,7 @@ func (h *hubSource) List(ctx context.Context, dst node.Conn, s *snapSpec) (*snap
 // token) comes on stdin. Redirects are followed (LFS files live on a
 // CDN); curl sends the Authorization header to the hub host only.
 //
-// With "- - -" (snapBatcher) it fetches every "ETAG<TAB>URLPATH" line of
+// With "- - -" (snapBatcher, kind "files") it fetches every "ETAG<TAB>URLPATH" line of
 // stdin after the config line into ./ETAG, in parallel (curl -Z, at most
 // $4 at once), resuming files already there; the config with the token
 // is built by printf (a builtin) and reaches curl on stdin.
@@ -194,7 +194,9 @@ type hubTransfer struct {
 func (t *hubTransfer) NodeFetch() ([]string, []byte, bool) { return t.argv, t.cfg, true }
 
 // NodeBatch implements snapBatcher: small blobs go in one curl.
-func (t *hubTransfer) NodeBatch() bool { return true }
+func (t *hubTransfer) NodeBatch() ([]string, string, bool) {
+	return append(append([]string(nil), t.argv...), "-", "-", "-"), "files", true
+}
 
 func (t *hubTransfer) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
 	return nil, errors.New("the hub source is fetched by the node")

@@ -51,9 +51,6 @@ func (l *localSource) Describe() string {
 	return "the local hub cache " + l.dir + " pushed through sparkform (every byte passes through this machine)"
 }
 
-// Relayed reports whether the bytes pass through this process: always.
-func (l *localSource) Relayed() bool { return true }
-
 // List implements snapSource: read here, nothing runs on a node.
 func (l *localSource) List(_ context.Context, _ node.Conn, s *snapSpec) (*snapListing, error) {
 	return listLocalHub(l.repo, s.Revision, "this machine")

@@ -192,9 +192,6 @@ func (p *peerSource) Describe() string {
 	return p.src.Name + " direct over " + net.JoinHostPort(p.addr, strconv.Itoa(p.port))
 }
 
-// Relayed reports whether the bytes pass through this process.
-func (p *peerSource) Relayed() bool { return p.relay }
-
 // List implements snapSource: one command on S; for a direct copy, one on
 // D that proves D reaches S's sshd at source_address with the host key
 // the operator's known_hosts has for S (nothing is changed on either).

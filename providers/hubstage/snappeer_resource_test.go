@@ -127,6 +127,13 @@ func TestSnapshotFromNode(t *testing.T) {
 			hubtest.CheckLayout(t, dHub, repo, "main")
 			hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
 			b.checkAuthKeysRestored(t)
+			if tc.become {
+				// Every file is small: one login (ping) and one batch (tar)
+				// over it, not a session per file.
+				if n := strings.Count(b.bed.Nodes[0].Log(), "forced-command"); n != 2 {
+					t.Errorf("S's sshd served %d sessions of the one-time key, want 2 (ping, tar)", n)
+				}
+			}
 			if ents, _ := filepath.Glob("/tmp/sparkform-snappeer-*"); len(ents) != 0 {
 				t.Errorf("key folders left on D: %v", ents)
 			}

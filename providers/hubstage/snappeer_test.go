@@ -667,3 +667,51 @@ func procsWith(s string) []string {
 	}
 	return out
 }
+
+// TestPeerSourceConfig: what source_node, source_address and transfer
+// accept, and the clear errors for the rest (no node is reached).
+func TestPeerSourceConfig(t *testing.T) {
+	src := sdk.Node{Name: `node.spark["a"]`, Transport: "ssh", Host: "10.0.0.1", Port: 2222, User: "u"}
+	dst := sdk.Node{Name: `node.spark["b"]`, Transport: "ssh", Host: "10.0.0.2", Port: 22, User: "u"}
+	local := sdk.Node{Name: "node.local", Transport: "local"}
+	for _, tc := range []struct {
+		name      string
+		src       cty.Value
+		addr, xfr string
+		srcHub    string
+		wantDesc  string
+		wantErr   string
+	}{
+		{name: "defaults", src: nodeValue(src), wantDesc: `node.spark["a"] direct over 10.0.0.1:2222`},
+		{name: "an address", src: nodeValue(src), addr: "192.168.100.1", wantDesc: `node.spark["a"] direct over 192.168.100.1:2222`},
+		{name: "an address and port", src: nodeValue(src), addr: "192.168.100.1:22", wantDesc: `node.spark["a"] direct over 192.168.100.1:22`},
+		{name: "IPv6", src: nodeValue(src), addr: "[fd00::1]:22", wantDesc: `node.spark["a"] direct over [fd00::1]:22`},
+		{name: "bare IPv6", src: nodeValue(src), addr: "fd00::1", wantDesc: `node.spark["a"] direct over [fd00::1]:2222`},
+		{name: "relay", src: nodeValue(src), xfr: "relay", wantDesc: `node.spark["a"] relayed through sparkform (every byte passes through this machine)`},
+		{name: "relay from this machine", src: nodeValue(local), xfr: "relay", wantDesc: "node.local relayed through sparkform (every byte passes through this machine)"},
+		{name: "direct from this machine", src: nodeValue(local), wantErr: "use source_local_dir, or transfer = \"relay\""},
+		{name: "not a node", src: cty.StringVal("spark-01"), wantErr: "source_node: the value is not a node"},
+		{name: "bad transfer", src: nodeValue(src), xfr: "rsync", wantErr: `transfer "rsync"`},
+		{name: "an option for an address", src: nodeValue(src), addr: "-oProxyCommand=x", wantErr: "is not a host name or address"},
+		{name: "a bad port", src: nodeValue(src), addr: "h:99999", wantErr: "port \"99999\" is not 1-65535"},
+		{name: "itself", src: nodeValue(dst), wantErr: "is the destination node and source_hub_dir is hub_dir"},
+		{name: "itself, another hub", src: nodeValue(dst), srcHub: "/other/hub", wantDesc: `node.spark["b"] direct over 10.0.0.2:22`},
+		{name: "a relative source_hub_dir", src: nodeValue(src), srcHub: "hub", wantErr: "source_hub_dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &snapSpec{HubDir: "/srv/hub", RepoID: "org/model", RepoType: "model", Revision: "main",
+				SourceNode: tc.src, SourceAddress: tc.addr, Transfer: tc.xfr, SourceHubDir: tc.srcHub}
+			p, err := newPeerSource(&snapEnv{dst: dst}, s)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want ErrBadConfig with %q", err, tc.wantErr)
+				}
+				return
+			}
+			must(t, err)
+			if d := p.Describe(); d != tc.wantDesc {
+				t.Errorf("Describe() = %q, want %q", d, tc.wantDesc)
+			}
+		})
+	}
+}

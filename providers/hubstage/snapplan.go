@@ -229,18 +229,18 @@ func (w *snapWork) fits(s *snapSpec, nodeName string) error {
 	return nil
 }
 
-// summary is the one-line change_summary.
-func (w *snapWork) summary(src string) string {
-	parts := []string{fmt.Sprintf("commit %s, %d files, %s present", short(w.Commit), len(w.Files), units.Human(w.Present))}
-	if w.Xfer > 0 || len(w.Fetch) > 0 {
-		parts = append(parts, fmt.Sprintf("%s to fetch from %s", units.Human(w.Xfer), src))
-	}
-	if d := w.drift(); d != "" {
+// summary is the one-line change_summary: what the plan decides (the
+// commit, the files, the source) and, for a snapshot that was there
+// (existing), its drift. Not the bytes present or to fetch nor the free
+// space: other writers move them between plan and apply (another
+// snapshot's shared blobs, a partial blob, logs), and an apply's new plan
+// must repeat the summary; present_bytes, transfer_bytes and free_bytes
+// show them.
+func (w *snapWork) summary(src string, existing bool) string {
+	parts := []string{fmt.Sprintf("commit %s, %d files, %s from %s", short(w.Commit), len(w.Files), units.Human(w.Total), src)}
+	if d := w.drift(); d != "" && existing {
 		parts = append(parts, d)
 	}
-	// Not the free space: it moves between plan and apply, and a summary
-	// the apply's new plan must repeat holds only what the plan decides
-	// (free_bytes shows it).
 	return strings.Join(parts, ", ")
 }
 
@@ -428,7 +428,7 @@ func (r *snapshot) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 			d += fmt.Sprintf(" refs/%s holds %s", s.Revision, o.Ref)
 		}
 		if d == "" {
-			d = "drift: " + w.summary("the source")
+			d = "drift: " + w.summary("the source", true)
 		}
 		results[i].NewState = ctyval.With(prior, map[string]cty.Value{
 			"present_bytes": cty.NumberIntVal(w.Present), "transfer_bytes": cty.NumberIntVal(w.Xfer), "free_bytes": cty.NumberIntVal(w.Free),
@@ -503,7 +503,7 @@ func (r *snapshot) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	if known {
 		relayed = cty.NumberIntVal(0)
 	}
-	return sdk.PlanResponse{Planned: snapValue(req.Proposed, s, w, known, relayed, w.summary(src.Describe())), PlannedPrivate: priv}
+	return sdk.PlanResponse{Planned: snapValue(req.Proposed, s, w, known, relayed, w.summary(src.Describe(), !req.Prior.IsNull())), PlannedPrivate: priv}
 }
 
 // exitStderr is the stderr of a command that exited non-zero ("" else).

@@ -3,7 +3,8 @@ package hubstage
 // The node-side scripts of hubstage_snapshot. Each is a fixed POSIX sh
 // script (GNU coreutils/findutils or busybox; curl for the hub) whose only
 // inputs are its arguments and stdin: no user value is ever spliced into
-// shell text.
+// shell text (a transfer's batch argv reaches the receiver quoted by
+// node.QuoteArgv, which it evals).
 
 // snapRecords are the snapshots' restore records on the nodes (package
 // providers/internal/restore), keyed by snapKey. Lines:
@@ -108,9 +109,9 @@ done
 //	follows; "prep": record and folders only; "finish": links and ref
 //	only; "put": ETAG SIZE follow, the bytes on stdin from the
 //	.incomplete's current size on), the owner (the instance address,
-//	recorded as "owner ADDR"), batch (1: the fetch argv also takes the
-//	arguments "- - -" to fetch many blobs: see snapBatcher), then the
-//	fetch argv (fetch mode).
+//	recorded as "owner ADDR"), the batch kind ("" none, "files" or "tar":
+//	see snapBatcher, snapTarBatcher) and the batch argv quoted as one
+//	string, then the fetch argv (fetch mode).
 //
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
@@ -120,7 +121,7 @@ done
 //
 //	B ETAG SIZE URLPATH   a blob to make present, streamed on its own
 //	S ETAG SIZE URLPATH   a small blob, fetched in one batch with the
-//	                      others when the transfer can (batch=1), in
+//	                      others when the transfer can, in
 //	                      blobs/.sparkform-incoming.<commit>/ETAG
 //	M DIR                 a folder under snapshots/<commit> the links need
 //	L TARGET PATH         a link (in the tar) at snapshots/<commit>/PATH
@@ -139,7 +140,7 @@ done
 const snapReceiveScript = `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
-mode=$1 owner=$2 batch=$3; shift 3
+mode=$1 owner=$2 bkind=$3 bcmd=$4; shift 4
 retries=5
 tab=$(printf '\t')
 nl='
@@ -257,17 +258,34 @@ verify_small() {
   if [ -s "$tmp/bad" ]; then (cd "$inbox" && xargs rm -f < "$tmp/bad"); fi
   if [ -s "$tmp/good" ]; then
     (cd "$inbox" && xargs sh -c 'mv -f "$@" ..' sh < "$tmp/good") || return 1
+    # What an earlier one-by-one attempt left for these is stale now.
+    sed 's/$/.incomplete/' "$tmp/good" | (cd "$rd/blobs" && xargs rm -f)
     awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } ($1 in g) { print "D\t" $1 "\t" $2 }' "$tmp/good" "$tmp/small"
   fi
   awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } !($1 in g) && !seen[$1]++' "$tmp/good" "$tmp/small" > "$tmp/small.next"
   mv -f "$tmp/small.next" "$tmp/small"
 }
 if [ "$mode" = fetch ]; then
-  # Small blobs (S): one run of the fetch command for all of them (curl
-  # -Z: parallel, connections reused), written in blobs/.sparkform-incoming
+  # Progress: the bytes in flight, every second, until "done" (or the
+  # temp folder is gone: an exit on an error must not leave it running,
+  # holding stdout open). Its sleep keeps no stdout.
+  # It is also the heartbeat: when the connection is gone (sparkform
+  # killed, the link cut: sshd sends no signal to a command without a
+  # tty), its line cannot be written, and it takes the whole receiver
+  # down (workers and curls: kill 0), so that no writer is left on an
+  # .incomplete for the next apply to meet.
+  ( trap '' PIPE
+    while [ -d "$tmp" ] && [ ! -e "$tmp/done" ]; do
+      set -- "$rd"/blobs/*.incomplete "$inbox"/*
+      printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')" || { kill -TERM 0; exit 1; }
+      sleep 1 > /dev/null 2>&1
+    done ) &
+  mon=$!
+  # Small blobs (S): one run of the batch command for all of them (curl
+  # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
   # (resumed there), verified in a few processes, then renamed with one mv.
   # What is left goes one by one below.
-  if [ "$batch" = 1 ]; then
+  if [ -n "$bkind" ]; then
     awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
   else
     : > "$tmp/small"
@@ -279,7 +297,12 @@ if [ "$mode" = fetch ]; then
     while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
       n=$((n+1))
       cut -f1,3 "$tmp/small" > "$tmp/req"
-      (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | "$@" - - - ) > /dev/null 2>> "$tmp/err.batch"
+      # bcmd is an argv quoted by the provider (node.QuoteArgv).
+      if [ "$bkind" = tar ]; then
+        (cd "$inbox" && cut -f1 "$tmp/req" | eval "$bcmd" | tar -x -o -f -) > /dev/null 2>> "$tmp/err.batch"
+      else
+        (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | eval "$bcmd") > /dev/null 2>> "$tmp/err.batch"
+      fi
       verify_small || exit 1
     done
     awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" >> "$tmp/jobs"
@@ -332,11 +355,6 @@ if [ "$mode" = fetch ]; then
     fi
   }
   if grep -q "^B$tab" "$tmp/jobs"; then
-    ( while [ ! -e "$tmp/done" ]; do
-        set -- "$rd"/blobs/*.incomplete
-        if [ -e "$1" ]; then printf 'P\t%s\n' "$(stat -L -c %s "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"; fi
-        sleep 1
-      done ) &
     mkfifo "$tmp/sem" || exit 1
     exec 3<>"$tmp/sem"
     i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
@@ -346,9 +364,10 @@ if [ "$mode" = fetch ]; then
       ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
     done < "$tmp/jobs"
     while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
-    : > "$tmp/done"
-    wait
   fi
+  : > "$tmp/done"
+  kill "$mon" 2>/dev/null
+  wait
   [ ! -e "$tmp/failed" ] || exit 2
 fi
 [ "$mode" = prep ] && { echo OK; exit 0; }
@@ -470,16 +489,30 @@ done
 # Folders still in use (another snapshot of the repo is in them) go to
 # that snapshot's record, so that the last destroy removes them.
 left=$(printf '%s\n' "$rec" | sed -n 's/^made //p' | while IFS= read -r d; do [ -d "$d" ] && printf 'made %s\n' "$d"; done)
-if [ -n "$left" ] && [ -d "$rd/snapshots" ]; then
-  for c in $(ls "$rd/snapshots"); do
-    [ "$c" != "$commit" ] || continue
-    n=$(printf '%s\000%s' "$kind" "$hub/$repo@$c" | sha256sum | cut -c1-32)
+# Snapshots of this repo first, then of any repo in the hub (hub_dir
+# itself may be shared by two repos' snapshots).
+if [ -n "$left" ]; then
+  for sdir in "$rd"/snapshots/* "$hub"/*--*/snapshots/*; do
+    [ -d "$sdir" ] || continue
+    c=${sdir##*/} r=${sdir%/snapshots/*}; r=${r##*/}
+    [ "$r/$c" != "$repo/$commit" ] || continue
+    n=$(printf '%s\000%s' "$kind" "$hub/$r@$c" | sha256sum | cut -c1-32)
     orec=$(sf_rcat "$base" "$kind" "$n")
     [ -n "$orec" ] || continue
-    add=$(printf '%s\n' "$left" | while IFS= read -r l; do printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"; done)
+    # The same repo's snapshot takes every folder; another repo's only
+    # those that hold it (hub_dir and above).
+    same=; [ "$r" != "$repo" ] || same=1
+    add=$(printf '%s\n' "$left" | while IFS= read -r l; do
+      if [ -z "$same" ]; then case $sdir/ in "${l#made }"/*) ;; *) continue ;; esac; fi
+      printf '%s\n' "$orec" | grep -qxF -- "$l" || printf '%s\n' "$l"
+    done)
     if [ -n "$add" ]; then sf_rappend "$base" "$kind" "$n" "$add
 " || exit 1; fi
-    break
+    left=$(printf '%s\n' "$left" | while IFS= read -r l; do
+      [ -z "$same" ] || continue
+      case $sdir/ in "${l#made }"/*) ;; *) printf '%s\n' "$l" ;; esac
+    done)
+    [ -n "$left" ] || break
   done
 fi
 sf_rrm "$base" "$kind" "$rn" || exit 1

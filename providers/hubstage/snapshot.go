@@ -51,23 +51,26 @@ var snapSchema = &sdk.ResourceSchema{
 			"\"https://huggingface.co\"). The node fetches from it itself. Used when no other source is set."},
 		"token_env": {Type: cty.String, Optional: true, Description: "The NAME of the environment variable of sparkform that holds the hub token (default \"HF_TOKEN\"). " +
 			"The value is sent to the node on stdin only: never in a command line, the state, the plan or a log."},
-		"source_node":      {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes."},
+		"source_node": {Type: cty.DynamicPseudoType, Optional: true, Description: "Copy from another node that has the snapshot (a node value, e.g. node.spark[\"a\"]), over the link between the two nodes. " +
+			"A direct copy needs no key between the nodes set up by hand: sparkform adds a one-time, restricted key (forced to serve this repository's blobs, expiring) to the authorized_keys of the source's login user for the transfer and removes it afterwards; the source's host key is checked against your known_hosts."},
 		"source_hub_dir":   {Type: cty.String, Optional: true, Description: "The hub cache folder on source_node (default hub_dir)."},
-		"source_address":   {Type: cty.String, Optional: true, Description: "The address this node uses to reach source_node's sshd over the cluster link (default: source_node's host)."},
+		"source_address":   {Type: cty.String, Optional: true, Description: "The address (HOST or HOST:PORT) this node uses to reach source_node's sshd over the cluster link (default: source_node's host and port). Plan checks that this node reaches it and that it presents source_node's host key."},
 		"transfer":         {Type: cty.String, Optional: true, Description: "With source_node: \"direct\" (the default: node to node, no byte through sparkform) or \"relay\" (streamed through sparkform, named in the plan)."},
 		"source_local_dir": {Type: cty.String, Optional: true, Description: "Push from the operator's own hub cache (e.g. \"~/.cache/huggingface/hub\"), streamed through sparkform."},
 
-		"commit":         {Type: cty.String, Computed: true, Description: "The 40-hex commit the revision resolved to."},
-		"file_count":     {Type: cty.Number, Computed: true, Description: "How many files the snapshot holds (after include/exclude)."},
-		"total_bytes":    {Type: cty.Number, Computed: true, Description: "The sum of the files' sizes (each blob counted once)."},
-		"present_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes of the snapshot's blobs already on the node (shared blobs and resumable partial blobs included), when planned."},
-		"transfer_bytes": {Type: cty.Number, Computed: true, Description: "Bytes still to transfer, when planned."},
+		"commit":      {Type: cty.String, Computed: true, Description: "The 40-hex commit the revision resolved to."},
+		"file_count":  {Type: cty.Number, Computed: true, Description: "How many files the snapshot holds (after include/exclude)."},
+		"total_bytes": {Type: cty.Number, Computed: true, Description: "The sum of the files' sizes (each blob counted once)."},
+		"present_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Bytes of the snapshot's blobs already on the node (shared blobs and resumable partial blobs included), when planned " +
+			"(an apply does not hold to it: another snapshot applied first may bring shared blobs)."},
+		"transfer_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Bytes still to transfer, when planned (an apply does not hold to it, as present_bytes; the fit is checked again)."},
 		"free_bytes": {Type: cty.Number, Computed: true, Volatile: true, Description: "Free bytes on hub_dir's filesystem, when planned " +
 			"(an apply does not hold to it: other writers move it; the refusal is checked again then)."},
-		"relayed_bytes":  {Type: cty.Number, Computed: true, Description: "Bytes that passed through the machine running sparkform in the last apply (0 for the hub and a direct copy)."},
-		"snapshot_dir":   {Type: cty.String, Computed: true, Description: "hub_dir/models--ORG--NAME/snapshots/<commit>: the folder to give a runtime (or hubstage_manifest)."},
-		"files":          {Type: cty.List(snapFileType), Computed: true, Description: "One {path, etag, size} per file, sorted by path. Plans show change_summary instead of this list."},
-		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: commit, file count, bytes present, bytes to fetch and from where, and any drift (free space is free_bytes)."},
+		"relayed_bytes": {Type: cty.Number, Computed: true, Description: "Bytes that passed through the machine running sparkform in the last apply (0 for the hub and a direct copy)."},
+		"snapshot_dir":  {Type: cty.String, Computed: true, Description: "hub_dir/models--ORG--NAME/snapshots/<commit>: the folder to give a runtime (or hubstage_manifest)."},
+		"files":         {Type: cty.List(snapFileType), Computed: true, Description: "One {path, etag, size} per file, sorted by path. Plans show change_summary instead of this list."},
+		SummaryAttribute: {Type: cty.String, Computed: true, Description: "One line: the commit, the file count and size, the source, and any drift found in a snapshot that was there " +
+			"(the bytes present and to transfer and the free space are present_bytes, transfer_bytes and free_bytes)."},
 	}},
 }
 

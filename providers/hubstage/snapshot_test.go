@@ -24,6 +24,7 @@ import (
 	"github.com/sparkform/sparkform/internal/hubtest"
 	"github.com/sparkform/sparkform/internal/hubtest/hfref"
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
@@ -307,6 +308,19 @@ func TestSnapshotFromHub(t *testing.T) {
 			hubtest.CheckLayout(t, n.hub, repo, "main")
 			hubtest.CheckLayout(t, n.hub, repo, "refs/pr/1")
 			hubtest.CompareTrees(t, n.hub, ref, repo.CacheDirName())
+			// Nor in any file on the node: the records, the hub; and the
+			// receiver's temp folder is gone.
+			for _, dir := range []string{n.recs, n.hub} {
+				_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || !d.Type().IsRegular() {
+						return nil
+					}
+					if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(testToken)) {
+						t.Errorf("the token is in %s", p)
+					}
+					return nil
+				})
+			}
 
 			// Refresh and plan: nothing to do, no byte from the hub.
 			srv.ResetCounters()
@@ -913,4 +927,218 @@ func lowerSmallBlob(t *testing.T) {
 	saved := smallBlob
 	smallBlob = 512 << 10
 	t.Cleanup(func() { smallBlob = saved })
+}
+
+// dirSource serves a commit's blobs from a folder of this machine (the
+// nodes run here) the way the peer source does from another node: one
+// blob per run of NodeFetch, and many in one tar (snapTarBatcher).
+type dirSource struct {
+	c      *hubtest.Commit
+	dir    string
+	batchN atomic.Int64
+}
+
+func newDirSource(t *testing.T, c *hubtest.Commit, dir string) *dirSource {
+	d := &dirSource{c: c, dir: dir}
+	must(t, os.MkdirAll(d.dir, 0o755))
+	for _, f := range c.Files {
+		must(t, os.WriteFile(filepath.Join(d.dir, f.Etag), f.Bytes(), 0o644))
+	}
+	return d
+}
+
+func (d *dirSource) Describe() string { return "the test folder " + d.dir }
+func (d *dirSource) List(context.Context, node.Conn, *snapSpec) (*snapListing, error) {
+	return (&streamSource{c: d.c}).List(context.Background(), nil, nil)
+}
+func (d *dirSource) Open(context.Context, node.Conn, *snapSpec) (snapTransfer, error) { return d, nil }
+func (d *dirSource) NodeFetch() ([]string, []byte, bool) {
+	return []string{"sh", "-c", `exec tail -c +$(($2 + 1)) "$0/$1"`, d.dir}, nil, true
+}
+func (d *dirSource) NodeFetchBatch() ([]string, bool) {
+	d.batchN.Add(1)
+	return []string{"sh", "-c", `cd "$0" && xargs tar -c -h -f - --`, d.dir}, true
+}
+func (d *dirSource) Stream(context.Context, snapFile, int64) (io.ReadCloser, error) {
+	return nil, errors.New("not streamed")
+}
+func (d *dirSource) Relayed() int64              { return 0 }
+func (d *dirSource) Close(context.Context) error { return nil }
+
+// TestSnapshotTarBatch: a source that sends small blobs as one tar (the
+// peer source's batch form) and large ones one by one makes the same
+// layout, with one batch run.
+func TestSnapshotTarBatch(t *testing.T) {
+	lowerSmallBlob(t)
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			src := newDirSource(t, c.c2, filepath.Join(n.dir, "src")) // the node's user reads it
+			saved := newLocalSource
+			newLocalSource = func(*snapEnv, *snapSpec) (snapSource, error) { return src, nil }
+			t.Cleanup(func() { newLocalSource = saved })
+			state, priv := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"source_local_dir": cty.StringVal("/test")}))
+			hubtest.CheckLayout(t, n.hub, c.repo, "main")
+			if got := src.batchN.Load(); got != 1 {
+				t.Errorf("%d batch runs, want 1", got)
+			}
+			if c.srv.TotalBytes() != 0 {
+				t.Errorf("the hub served %d bytes", c.srv.TotalBytes())
+			}
+			sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+			if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+				t.Errorf("hub not empty after destroy: %v", tree(t, n.hub))
+			}
+		})
+	}
+}
+
+// TestSnapshotRefusedBeforeAnyChange: a transfer larger than the free
+// space minus keep_free is refused at plan with the numbers, and a hub
+// that moved since the plan is refused at apply; nothing is written
+// either way.
+func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	huge := c.config(t, map[string]cty.Value{"keep_free": cty.StringVal("1000000TiB")})
+	resp := c.p.PlanResourceChange(context.Background(), sdk.PlanRequest{TypeName: TypeSnapshot, Node: n.node, Prior: null,
+		Config: huge, Proposed: sdk.ProposedNew(snapSchema.Block, null, huge)})
+	err := resp.Diagnostics.Err()
+	if err == nil || !strings.Contains(err.Error(), "to transfer") || !strings.Contains(err.Error(), "free on "+n.hub) || !strings.Contains(err.Error(), "keep_free") {
+		t.Fatalf("plan with keep_free beyond the disk: %v; want the refusal with the numbers", err)
+	}
+	cfg := c.config(t, nil)
+	c.repo.SetRef("main", c.c1.SHA)
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	c.repo.SetRef("main", c.c2.SHA)
+	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
+		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
+	}
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the hub folder was made by a refused plan or apply")
+	}
+	if ents, _ := os.ReadDir(n.recs); len(ents) != 0 {
+		t.Errorf("records written by a refused apply: %v", ents)
+	}
+}
+
+// TestSnapshotSharedInOneApply: two snapshots sharing blobs planned
+// together; the first's apply brings the shared blobs, and the second's
+// apply is not refused for it ("Plan changed"): what moved is only what
+// was present, not what the plan decided.
+func TestSnapshotSharedInOneApply(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	cfgA, cfgB := c.config(t, map[string]cty.Value{"revision": cty.StringVal("refs/pr/1")}), c.config(t, nil)
+	plA := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfgA)
+	plB := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfgB)
+	var res []sdk.PlanApplyResponse
+	for _, x := range []struct{ cfg, reviewed cty.Value }{{cfgA, plA.Planned}, {cfgB, plB.Planned}} {
+		r := sdk.PlanAndApply(context.Background(), c.p, sdk.PlanApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+			Prior: null, Config: x.cfg, Reviewed: x.reviewed}, nil, nil)
+		if !r.Applied || r.Diagnostics.HasErrors() {
+			t.Fatalf("applied %v, plan changed at %q, %v", r.Applied, sdk.DescribePath(r.Changed), r.Diagnostics.Err())
+		}
+		res = append(res, r)
+	}
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	hubtest.CheckLayout(t, n.hub, c.repo, "refs/pr/1")
+	for _, r := range res {
+		sdktest.Destroy(t, c.p, TypeSnapshot, n.node, r.NewState, r.Private)
+	}
+	if ents, _ := os.ReadDir(n.hub); len(ents) != 0 {
+		t.Errorf("hub not empty after both destroys: %v", tree(t, n.hub))
+	}
+}
+
+// TestSnapshotTwoReposOneHub: snapshots of two repositories in one
+// hub_dir that the first one made: destroyed first, it hands hub_dir to
+// the other, whose destroy then removes it.
+func TestSnapshotTwoReposOneHub(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	other := hubtest.GenRepo("acme/drafter", 3, hubtest.FileSpec{Path: "config.json", Size: 50}, hubtest.FileSpec{Path: "w.safetensors", Size: 1 << 20, LFS: true})
+	c.srv.AddRepo(other)
+	sA, pA := c.apply(t, cty.NilVal, nil, c.config(t, nil))
+	sB, pB := c.apply(t, cty.NilVal, nil, c.config(t, map[string]cty.Value{"repo_id": cty.StringVal("acme/drafter")}))
+	hubtest.CheckLayout(t, n.hub, other, "main")
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, sA, pA)
+	hubtest.CheckLayout(t, n.hub, other, "main")
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, sB, pB)
+	if _, err := os.Lstat(n.hub); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("hub_dir left after both destroys: %v", tree(t, n.hub))
+	}
+}
+
+// TestSnapshotReceiverDiesWithItsConnection: the link to the node is cut
+// mid-transfer (sshd's connection processes killed: no signal reaches the
+// command); the receiver, its workers and curls stop within seconds, and
+// the next apply fetches exactly the bytes that are not on the node.
+func TestSnapshotReceiverDiesWithItsConnection(t *testing.T) {
+	lowerSmallBlob(t)
+	bed := testbed.StartT(t, 1)
+	pool := node.NewPool()
+	t.Cleanup(func() { pool.Close() })
+	bn := bed.Nodes[0]
+	conn, err := pool.Get(context.Background(), bn.SDK())
+	must(t, err)
+	n := snapNode{testNode: testNode{name: "sshd", node: bn.SDK(), conn: conn, dir: bn.Root}, hub: filepath.Join(bn.Root, "hub"), recs: filepath.Join(bn.Root, "records")}
+	must(t, os.MkdirAll(n.recs, 0o777))
+	must(t, os.Chmod(n.recs, 0o777))
+	c := newSnapCase(t, n)
+	c.srv.Throttle(64 << 10)
+	cfg := c.config(t, nil)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
+	done := make(chan sdk.ApplyResponse)
+	go func() {
+		done <- c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+			Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+	}()
+	for c.srv.TotalBytes() < 512<<10 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	bn.DropConnections()
+	resp := <-done
+	if !resp.Diagnostics.HasErrors() {
+		t.Fatal("an apply whose link was cut reported success")
+	}
+	blobs := filepath.Join(n.hub, c.repo.CacheDirName(), "blobs")
+	size := func() int64 {
+		var s int64
+		_ = filepath.WalkDir(blobs, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil {
+					s += fi.Size()
+				}
+			}
+			return nil
+		})
+		return s
+	}
+	// Within a few seconds nothing writes any more (at the throttled
+	// rate, the rest would take far longer).
+	time.Sleep(3 * time.Second)
+	last := size()
+	time.Sleep(3 * time.Second)
+	if now := size(); now != last || last >= c.c2.TotalSize() {
+		t.Fatalf("blobs grow from %d to %d bytes (of %d) seconds after the link was cut: the receiver outlived its connection", last, now, c.c2.TotalSize())
+	}
+	served := c.srv.TotalBytes()
+	c.srv.ResetCounters()
+	c.srv.Throttle(0)
+	conn2, err := node.NewPool().Get(context.Background(), bn.SDK())
+	must(t, err)
+	n.conn = conn2
+	c.p = snapProvider(t, n, map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	state, priv := c.apply(t, resp.NewState, resp.Private, cfg)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	if got := c.srv.TotalBytes(); got != c.c2.TotalSize()-last {
+		t.Errorf("the second apply fetched %d bytes; %d were on the node of %d (the first run was served %d)", got, last, c.c2.TotalSize(), served)
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
 }

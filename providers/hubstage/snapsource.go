@@ -69,16 +69,38 @@ type snapTransfer interface {
 	Close(ctx context.Context) error
 }
 
-// snapBatcher is implemented by a transfer whose NodeFetch argv also
-// fetches many small blobs in one run (the hub: one curl -Z for all, its
+// snapBatcher is implemented by a transfer that fetches many small
+// blobs in one run on the destination (the hub: one curl -Z, its
 // connections reused; a fork per file is what makes 1,000 small files
-// slow). Run with the three arguments "- - -" in the folder the blobs go
-// to, with stdin = the secret line, then one "ETAG<TAB>URLPATH" line per
-// blob; it writes each blob as ./ETAG, resuming a file already there. Its
-// exit status is not looked at: the receiver checks each file's size and
-// content address and fetches what is missing one by one.
+// slow). The receiver runs argv in the folder the blobs go to, with stdin
+// = the NodeFetch stdin line, then one "ETAG<TAB>URLPATH" line per blob;
+// it writes each blob as ./ETAG, resuming a file already there. kind is
+// "files". Its exit status is not looked at: the receiver checks each
+// file's size and content address and fetches what is missing one by one.
 type snapBatcher interface {
-	NodeBatch() bool
+	NodeBatch() (argv []string, kind string, ok bool)
+}
+
+// snapTarBatcher is the other batch form (the peer source): argv reads
+// the etags on stdin, one a line, and writes a tar of those blobs, each
+// entry named by its etag, which the receiver extracts (kind "tar").
+type snapTarBatcher interface {
+	NodeFetchBatch() (argv []string, ok bool)
+}
+
+// batchOf is the batch form tr offers: kind "" when none.
+func batchOf(tr snapTransfer) (argv []string, kind string) {
+	if b, ok := tr.(snapBatcher); ok {
+		if argv, kind, ok := b.NodeBatch(); ok {
+			return argv, kind
+		}
+	}
+	if b, ok := tr.(snapTarBatcher); ok {
+		if argv, ok := b.NodeFetchBatch(); ok {
+			return argv, "tar"
+		}
+	}
+	return nil, ""
 }
 
 // snapEnv is what a source may use to reach nodes other than the

@@ -97,11 +97,14 @@ func TestComputeWork(t *testing.T) {
 	if !w.RefWrite {
 		t.Error("a missing ref must be written")
 	}
-	sum := w.summary("hub https://h")
-	for _, want := range []string{"commit " + short(l.Commit), "4 files", "1.172 KiB present", "310 B to fetch from hub https://h", "1 blobs of the wrong size", "1 wrong links"} {
+	sum := w.summary("hub https://h", true)
+	for _, want := range []string{"commit " + short(l.Commit), "4 files", "1.475 KiB from hub https://h", "1 blobs of the wrong size", "1 wrong links"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary %q lacks %q", sum, want)
 		}
+	}
+	if sum := w.summary("hub https://h", false); strings.Contains(sum, "drift") || strings.Contains(sum, "present") {
+		t.Errorf("a create's summary %q holds what other writers move", sum)
 	}
 	// include narrows the work; a path held by a file is refused.
 	w, err = computeWork(unitSpec(t, map[string]cty.Value{"include": cty.ListVal([]cty.Value{cty.StringVal("*.safetensors")})}), l, o)
