@@ -400,3 +400,43 @@ func TestSnapshotsSharingBlobs(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotsTwoReposOneHub: snapshots of two repositories (a model and
+// its drafter) in one hub folder that does not exist yet, created at once
+// (no order between them), then destroyed together: the node is exactly
+// as before, hub folder included.
+func TestSnapshotsTwoReposOneHub(t *testing.T) {
+	requireSnapParts(t)
+	model := hubtest.GenRepo("e2e-org/two-model", 51, hubtest.FileSpec{Path: "config.json", Size: 100}, hubtest.FileSpec{Path: "w.safetensors", Size: 300 << 10, LFS: true})
+	draft := hubtest.GenRepo("e2e-org/two-draft", 52, hubtest.FileSpec{Path: "config.json", Size: 90}, hubtest.FileSpec{Path: "d.safetensors", Size: 200 << 10, LFS: true})
+	bed := testbed.StartT(t, 1)
+	nd := bed.Nodes[0]
+	hub := hubtest.NewServer(t, model, draft)
+	hubDir := filepath.Join(nd.Root, "hub")
+	cfg := strings.Replace(strings.Replace(sharedConfig, `variable "commit_b" {}`, `variable "draft_id" {}`, 1),
+		"  repo_id  = var.repo_id\n  revision = var.commit_b\n", "  repo_id  = var.draft_id\n", 1)
+	work := t.TempDir()
+	writeFiles(t, work, map[string]string{"main.sf.hcl": cfg})
+	sf := &cli{t: t, dir: work, env: append(os.Environ(),
+		"NO_COLOR=1",
+		"HOME="+t.TempDir(),
+		"HF_ENDPOINT="+hub.URL,
+		fmt.Sprintf("SPARKFORM_VAR_node={ host = %q, port = %d }", nd.Host, nd.Port),
+		"SPARKFORM_VAR_user="+bed.User,
+		"SPARKFORM_VAR_identity_file="+bed.IdentityFile,
+		"SPARKFORM_VAR_known_hosts="+bed.KnownHosts,
+		"SPARKFORM_VAR_hub_dir="+hubDir,
+		"SPARKFORM_VAR_repo_id="+model.ID,
+		"SPARKFORM_VAR_draft_id="+draft.ID,
+	)}
+	before := listing(t, nd.Root)
+	for round := 1; round <= 3; round++ {
+		sf.must(0, "apply", "-auto-approve")
+		hubtest.CheckLayout(t, hubDir, model, "main")
+		hubtest.CheckLayout(t, hubDir, draft, "main")
+		sf.must(0, "destroy", "-auto-approve")
+		if d := diffListings(before, listing(t, nd.Root)); len(d) > 0 {
+			t.Errorf("round %d: the node is not as before after destroy:\n%s", round, strings.Join(d, "\n"))
+		}
+	}
+}

@@ -135,9 +135,13 @@ module "dsv41" {
   # resolved through the hub's relative symlinks to the real blob, bound as
   # a regular file (the runtime opens shards with O_NOFOLLOW); the DSpark
   # K=3 drafter overlay at /draft-exl3.
-  hub_dir = var.hub_dir
-  model   = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", revision = "main", target = "/model" }
-  drafter = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw", revision = "main", target = "/draft-exl3" }
+  # No NAS: -var 'model_source={}' fetches both on rank 0 from the hub and
+  # copies them to rank 1 over the cluster link (hub_dir is then each
+  # node's own folder; docs/recipes.md, "The model on every node").
+  hub_dir      = var.hub_dir
+  model        = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", revision = "main", target = "/model" }
+  drafter      = { repo_id = "coolbho3k/DeepSeek-V4.1-Flash-DSpark-EXL3-3bpw", revision = "main", target = "/draft-exl3" }
+  model_source = var.model_source
 
   name       = "ds41-flash-exl3"
   image      = var.image

@@ -57,6 +57,23 @@ variable "hub_dir" {
   default     = "/mnt/nas/ai/huggingface/hub"
 }
 
+variable "model_source" {
+  description = "null (the default): hub_dir is the shared NAS that holds the snapshots. {} (or a source, see modules/spark-recipe): rank 0 fetches them from the hub into hub_dir, rank 1 copies rank 0's over the cluster link."
+  type = object({
+    endpoint     = optional(string)
+    token_env    = optional(string)
+    local_dir    = optional(string)
+    node         = optional(any)
+    node_hub_dir = optional(string)
+    node_address = optional(string)
+    transfer     = optional(string)
+    peers        = optional(string, "direct")
+    keep_free    = optional(string)
+    parallel     = optional(number)
+  })
+  default = null
+}
+
 variable "kit_repo" {
   description = "Repository of the runtime kit (serve.py, conservative.yaml, overlay .so, AOT gemm)."
   default     = "https://github.com/coolbho3k/DeepSeek-v4.1-Flash-2x-DGX-Spark.git"

@@ -35,6 +35,8 @@ func containerSchema() *sdk.ResourceSchema {
 		return &sdk.Attribute{Type: t, Computed: true, Description: desc}
 	}
 	return &sdk.ResourceSchema{
+		// Its output is `sparkform logs` (Logs in status.go).
+		Logs: true,
 		// What an instance manages on its node: two instances with the same
 		// value on one node are refused at plan.
 		Identity: []string{"name"},

@@ -26,4 +26,6 @@ var (
 	// ErrUlimitNotPermitted: the runtime may not raise a ulimit the
 	// container asks for (above the engine's own hard limit).
 	ErrUlimitNotPermitted = errors.New("ulimit not permitted by the Docker Engine")
+	// ErrNoContainer: logs of an instance whose container is not on the node.
+	ErrNoContainer = errors.New("container not found")
 )
