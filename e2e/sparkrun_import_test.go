@@ -78,6 +78,13 @@ func TestSparkrunRecipeWithMod(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
 
+	// No GPU device driver here, nor an engine that may raise memlock:
+	// the container without a GPU request (see noGPUContainer).
+	const modHead = "module \"recipe\" {\n"
+	main = []byte(strings.Replace(string(main), modHead, modHead+"  gpus    = \"\"\n  ulimits = "+noGPUContainer(t)+"\n", 1))
+	if err := os.WriteFile(filepath.Join(work, "main.sf.hcl"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	port := freePort(t)
 	env = append(env,
 		fmt.Sprintf(`SPARKFORM_VAR_nodes={"spark-01" = { host = %q, port = %d, rank = 0, home = %q, serve_port = %d }}`, n.Host, n.Port, n.Root, port),
