@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -33,7 +36,8 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, out)
 	}
-	if r := <-other; r.err != nil {
+	r := <-other
+	if r.err != nil {
 		t.Fatalf("the second run.sh at the same time: %v\n%s", r.err, r.out)
 	}
 	wantIn(t, "run.sh", string(out),
@@ -45,12 +49,35 @@ func TestQuickstart(t *testing.T) {
 	// The demo builds its image without a builder: no legacy-builder
 	// deprecation notice, no BuildKit/buildx hint.
 	wantNotIn(t, "run.sh", string(out), "DEPRECATED", "legacy builder", "buildx", "BuildKit")
-	if left, _ := exec.Command("docker", "ps", "-a", "-q", "--filter", "name=^sparkform-quickstart").Output(); len(left) > 0 {
-		t.Errorf("containers of the demo left behind: %s", left)
+	// Each run's own names (from the folder it prints): other demos may
+	// run on this engine meanwhile.
+	for _, o := range [][]byte{out, r.out} {
+		m := regexp.MustCompile(`== preparing .*/sparkform-quickstart\.(\S+)`).FindSubmatch(o)
+		if m == nil {
+			t.Fatalf("run.sh did not name its folder:\n%s", o)
+		}
+		id := strings.ToLower(string(m[1]))
+		if cid, err := dockerInspect("sparkform-quickstart-" + id); err == nil {
+			t.Errorf("container sparkform-quickstart-%s left behind: %s", id, cid)
+		}
+		if _, err := exec.Command("docker", "image", "inspect", "sparkform-quickstart/serve:"+id).CombinedOutput(); err == nil {
+			t.Errorf("image sparkform-quickstart/serve:%s left behind", id)
+		}
 	}
-	if left, _ := exec.Command("docker", "images", "-q", "sparkform-quickstart/serve").Output(); len(left) > 0 {
-		t.Errorf("images of the demo left behind: %s", left)
+	if bytes.Equal(out, r.out) {
+		t.Error("the two runs printed the same: not two runs")
 	}
+
+	// A reader that goes away (run.sh | head) still gets everything
+	// removed: the demo's image, folder and state (it left them before).
+	piped := exec.Command("sh", "-c", `"$0" "$1" | head -3`, "../examples/quickstart/run.sh", sparkformBin)
+	piped.Env = append(piped.Environ(), "TMPDIR="+tmp, "NO_COLOR=1")
+	if o, err := piped.CombinedOutput(); err != nil {
+		t.Fatalf("run.sh | head: %v\n%s", err, o)
+	}
+	// (Its folder is gone: checked with the others' below. The cleanup
+	// that removes it removes the image first.)
+
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
 		t.Errorf("run.sh left files in TMPDIR: %v %v", left, err)
 	}

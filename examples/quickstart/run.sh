@@ -32,10 +32,11 @@ docker=false built=false
 
 cleanup() {
 	rc=$?
-	trap - EXIT INT TERM
+	trap - EXIT INT TERM HUP
+	trap '' PIPE # a reader that went away (| head) must not stop the cleanup
 	# A run that stopped half-way still undoes what it applied.
 	if [ -f "$work/run/.sparkform/state.db" ] && [ -n "$("$bin" -chdir "$work/run" state list 2>/dev/null)" ]; then
-		echo "== cleaning up: sparkform destroy"
+		echo "== cleaning up: sparkform destroy" 2>/dev/null || true
 		"$bin" -chdir "$work/run" destroy -auto-approve -no-color >/dev/null 2>&1 || true
 	fi
 	if [ "$built" = true ]; then
@@ -47,6 +48,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 step() { printf '\n== %s\n' "$*"; }
 
