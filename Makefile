@@ -27,7 +27,8 @@ RACE_PKGS := ./engine/... ./state/... ./providers/sdk/...
 # module proxy on first use).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # deadcode stays at zero too: every function is reached from a main
-# package or a test (-test), with the kmodsim build's own (-tags kmodsim).
+# package or a test (-test), with the kmodsim and fault-injection builds' own
+# (-tags kmodsim,sparkform_faultinject).
 # internal/hubtest/hfref is a copy of another project's client, kept as it
 # was written (see its doc.go), so its unused functions are not ours to cut.
 DEADCODE ?= $(GO) run golang.org/x/tools/cmd/deadcode@v0.52.0
@@ -114,7 +115,7 @@ lint: vet
 	$(MAKE) deadcode
 
 deadcode:
-	@out=$$($(DEADCODE) -test -tags kmodsim $(PKGS) 2>&1 | grep -v -e '^internal/hubtest/hfref/' -e '^go: downloading '); \
+	@out=$$($(DEADCODE) -test -tags kmodsim,sparkform_faultinject $(PKGS) 2>&1 | grep -v -e '^internal/hubtest/hfref/' -e '^go: downloading '); \
 	if [ -n "$$out" ]; then echo "$$out"; echo "deadcode: the functions above are reached from no main package and no test: delete them, or use them" >&2; exit 1; fi
 
 clean:

@@ -139,6 +139,10 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
 		return nil, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
 	}
+	// The plan's moves first: its changes name the objects where they go.
+	if d := e.applyMoves(p); d.HasErrors() {
+		return nil, d
+	}
 	objs, diags := e.loadState()
 	if diags.HasErrors() {
 		return nil, diags

@@ -103,6 +103,9 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
 	}
+	if d := e.planMoves(objs, p); d.HasErrors() {
+		return nil, append(diags, d...)
+	}
 	cg, ev, d := e.planConfig(ctx, opts)
 	if opts.Mode == plans.NormalMode {
 		if diags = append(diags, d...); d.HasErrors() {

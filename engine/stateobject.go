@@ -32,6 +32,8 @@ type Store interface {
 	Resources() ([]*state.Resource, error)
 	PutResource(r *state.Resource) error
 	DeleteResource(addr string) error
+	// MoveResource renames a record (a moved block's apply).
+	MoveResource(from, to string) error
 	PutIntent(in *state.Intent) error
 	DeleteIntent(addr string) error
 	Intents() ([]*state.Intent, error)

@@ -5,9 +5,9 @@ package state
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"time"
+
+	"github.com/sparkform/sparkform/internal/faultpause"
 )
 
 // Fault injection, compiled only into test binaries (go build -tags
@@ -29,20 +29,6 @@ func init() {
 		if !slices.Contains(addrs, addr) {
 			return
 		}
-		claim, err := os.OpenFile(filepath.Join(dir, "claimed"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			return // paused once already
-		}
-		claim.Close()
-		tmp := filepath.Join(dir, ".paused")
-		if os.WriteFile(tmp, fmt.Appendf(nil, "%d store %s\n", os.Getpid(), addr), 0o600) != nil ||
-			os.Rename(tmp, filepath.Join(dir, "paused")) != nil {
-			return
-		}
-		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(dir, "resume")); err == nil {
-				return
-			}
-		}
+		faultpause.Pause(dir, fmt.Sprintf("%d store %s\n", os.Getpid(), addr), nil)
 	}
 }

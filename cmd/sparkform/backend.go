@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +91,7 @@ func (m *meta) buildBackend(be *config.Backend) (state.Backend, hcl.Diagnostics)
 		ty, ok := schema[name]
 		if !ok {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unsupported backend argument",
-				Detail:  fmt.Sprintf("The %s backend takes %s; not %q.", be.Type, strings.Join(sortedKeys(schema), ", "), name),
+				Detail:  fmt.Sprintf("The %s backend takes %s; not %q.", be.Type, strings.Join(slices.Sorted(maps.Keys(schema)), ", "), name),
 				Subject: a.Range.Ptr()})
 			continue
 		}
@@ -107,7 +109,7 @@ func (m *meta) buildBackend(be *config.Backend) (state.Backend, hcl.Diagnostics)
 		ty, known := schema[name]
 		if !ok || !known {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -backend-config",
-				Detail: fmt.Sprintf("-backend-config takes KEY=VALUE with KEY one of the %s backend's arguments (%s); got %q. Credentials come from the environment.", be.Type, strings.Join(sortedKeys(schema), ", "), kv)})
+				Detail: fmt.Sprintf("-backend-config takes KEY=VALUE with KEY one of the %s backend's arguments (%s); got %q. Credentials come from the environment.", be.Type, strings.Join(slices.Sorted(maps.Keys(schema)), ", "), kv)})
 			continue
 		}
 		if ty.IsListType() {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -215,7 +217,7 @@ func (v *jsonView) plan(p *plans.Plan) {
 	v.changeSummary("plan", msg, add, change, destroy)
 	if len(p.Outputs) > 0 {
 		outs := map[string]any{}
-		for _, n := range sortedKeys(p.Outputs) {
+		for _, n := range slices.Sorted(maps.Keys(p.Outputs)) {
 			o := p.Outputs[n]
 			a := "update"
 			switch {

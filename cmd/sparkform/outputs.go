@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -94,7 +96,7 @@ func newOutputCommand(m *meta) *cobra.Command {
 			if len(args) == 1 {
 				v, ok := vals[args[0]]
 				if !ok {
-					return fmt.Errorf("output %q not found; the state has: %v", args[0], sortedKeys(vals))
+					return fmt.Errorf("output %q not found; the state has: %v", args[0], slices.Sorted(maps.Keys(vals)))
 				}
 				switch {
 				case raw:
@@ -131,7 +133,7 @@ func newOutputCommand(m *meta) *cobra.Command {
 				return nil
 			}
 			r := &renderer{w: m.stdout}
-			for _, n := range sortedKeys(vals) {
+			for _, n := range slices.Sorted(maps.Keys(vals)) {
 				val := r.value(vals[n], "")
 				if outs[n].Sensitive {
 					val = "<sensitive>"
@@ -144,13 +146,4 @@ func newOutputCommand(m *meta) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&raw, "raw", false, "print one string, number or bool output as is, for scripts")
 	return cmd
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -164,10 +164,6 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		return nil, nil, 1
 	}
 	m.onClose(func() { st.Close() })
-	if err := m.applyMoved(st, mod.Moved, m.jsonOut != nil); err != nil {
-		m.fail(err)
-		return nil, nil, 1
-	}
 	hooks := m.newUIHooks(debugLog())
 	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
 	if err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -509,7 +511,7 @@ func (d *jsonDisplay) progress(addr string, p sdk.Progress) {
 func (d *jsonDisplay) tick(now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, a := range sortedKeys(d.ops) {
+	for _, a := range slices.Sorted(maps.Keys(d.ops)) {
 		if o := d.ops[a]; now.Sub(o.shown) >= d.every {
 			d.sendProgress(o, now)
 		}

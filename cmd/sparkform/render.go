@@ -162,10 +162,19 @@ func (r *renderer) plan(p *plans.Plan) {
 			changes = append(changes, c)
 		}
 	}
-	if len(changes) == 0 && !outputsChange(p) {
+	if len(changes) == 0 && !outputsChange(p) && len(p.Moves) == 0 {
 		fmt.Fprintln(r.w, r.c(boldGreen, "No changes.")+" Your nodes match the configuration.")
 		fmt.Fprintln(r.w, "\nsparkform has compared your nodes with your configuration and found no differences, so no changes are needed.")
 		return
+	}
+	movedFrom := map[string]string{}
+	if len(p.Moves) > 0 {
+		fmt.Fprintln(r.w, "sparkform will move these objects in state (moved blocks); nothing on the nodes changes for a move:")
+		for _, mv := range p.Moves {
+			fmt.Fprintf(r.w, "  # %s has moved to %s\n", termSafe(mv.From), r.c(bold, termSafe(mv.To)))
+			movedFrom[mv.To] = mv.From
+		}
+		fmt.Fprintln(r.w)
 	}
 	if len(changes) > 0 {
 		fmt.Fprintln(r.w, "sparkform will perform the following actions:")
@@ -185,6 +194,9 @@ func (r *renderer) plan(p *plans.Plan) {
 		tw.WriteByte('\n')
 		if c.Reason != "" {
 			fmt.Fprintf(tw, "  # (because %s)\n", termSafe(c.Reason))
+		}
+		if from, ok := movedFrom[c.Addr]; ok {
+			fmt.Fprintf(tw, "  # (moved from %s)\n", termSafe(from))
 		}
 		for _, n := range c.Notes {
 			fmt.Fprintf(tw, "  %s %s\n", r.c(boldYellow, "# Note:"), termSafe(n))
@@ -280,7 +292,7 @@ func outputsChange(p *plans.Plan) bool {
 func nameOf(addr string) string {
 	if strings.HasPrefix(addr, "module.") {
 		// A deposed suffix, not the first '#': a key may hold one.
-		a := strings.TrimSuffix(addr, deposedSuffix)
+		a := strings.TrimSuffix(addr, plans.DeposedSuffix)
 		if _, name, ok := addrs.ScanModuleResourceInstance(a); ok {
 			return name
 		}

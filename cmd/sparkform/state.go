@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -144,7 +146,7 @@ func newShowCommand(m *meta) *cobra.Command {
 			}
 			if len(outs) > 0 {
 				fmt.Fprint(m.stdout, "\nOutputs:\n\n")
-				for _, n := range sortedKeys(outs) {
+				for _, n := range slices.Sorted(maps.Keys(outs)) {
 					v, _ := engine.DecodeValue(outs[n].Value)
 					val := (&renderer{}).value(v, "")
 					if outs[n].Sensitive {

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -88,7 +90,7 @@ func Flatten(root *Module, vars map[string]cty.Value) (*Module, hcl.Diagnostics)
 	// before any node is contacted; the rest are checked as the walk
 	// evaluates them.
 	if !f.validate && !diags.HasErrors() {
-		for _, name := range sortedKeys(flat.Locals) {
+		for _, name := range slices.Sorted(maps.Keys(flat.Locals)) {
 			ve, ok := flat.Locals[name].Expr.(*moduleVarExpr)
 			if !ok || ve.inner == nil {
 				continue
@@ -217,11 +219,11 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 		deps = append(deps, rw.traversal(tr))
 	}
 	// Unknown arguments, and required ones left out, before anything else.
-	for _, an := range sortedKeys(mc.Args) {
+	for _, an := range slices.Sorted(maps.Keys(mc.Args)) {
 		if _, ok := child.Variables[an]; !ok {
 			a := mc.Args[an]
 			detail := fmt.Sprintf("Module %q (%s) has no variable named %q.", mc.Name, mc.Source, an)
-			if s := addrs.Suggest(an, sortedKeys(child.Variables)); s != "" {
+			if s := addrs.Suggest(an, slices.Sorted(maps.Keys(child.Variables))); s != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", s)
 			} else {
 				detail += " Declare it in the module with a variable block, or remove the argument."
@@ -229,7 +231,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unsupported argument", Detail: detail, Subject: a.NameRange.Ptr()})
 		}
 	}
-	for _, vn := range sortedKeys(child.Variables) {
+	for _, vn := range slices.Sorted(maps.Keys(child.Variables)) {
 		if _, ok := mc.Args[vn]; !ok && child.Variables[vn].Default == cty.NilVal {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
 				Detail:  fmt.Sprintf("Module %q (%s) needs the argument %q: its variable has no default. Add %s = ... to the module block.", mc.Name, mc.Source, vn, vn),
@@ -269,7 +271,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 				countIndex = cty.UnknownVal(cty.Number)
 			}
 		}
-		for _, vn := range sortedKeys(inst.Variables) {
+		for _, vn := range slices.Sorted(maps.Keys(inst.Variables)) {
 			v := inst.Variables[vn]
 			ve := &moduleVarExpr{v: v, each: each, countIndex: countIndex, instance: p, rng: mc.DeclRange}
 			if a, ok := mc.Args[vn]; ok {
@@ -303,7 +305,7 @@ func (f *flattener) call(parent *Module, path addrs.ModuleInstance, rw *rewriter
 			f.flat.Nodes[c.Name] = &c
 		}
 		rs := make([]*Resource, 0, len(inst.Resources))
-		for _, key := range sortedKeys(inst.Resources) {
+		for _, key := range slices.Sorted(maps.Keys(inst.Resources)) {
 			r := inst.Resources[key]
 			c := *r
 			c.Addr.Module, c.Scope = p, scope
@@ -400,14 +402,14 @@ func (f *flattener) queueModuleDeps(r *Resource, rw *rewriter) {
 // resources and module resources alike.
 func (f *flattener) moduleDependsOn() hcl.Diagnostics {
 	rw := &rewriter{mod: &Module{}}
-	for _, k := range sortedKeys(f.flat.Resources) {
+	for _, k := range slices.Sorted(maps.Keys(f.flat.Resources)) {
 		r := f.flat.Resources[k]
 		if r.Addr.Module == "" {
 			f.queueModuleDeps(r, rw)
 		}
 	}
 	var diags hcl.Diagnostics
-	keys := sortedKeys(f.flat.Resources)
+	keys := slices.Sorted(maps.Keys(f.flat.Resources))
 	for _, p := range f.pending {
 		found := false
 		for _, k := range keys {
@@ -639,26 +641,26 @@ func moduleTraversals(m *Module) []hcl.Traversal {
 			}
 		}
 	}
-	for _, n := range sortedKeys(m.Locals) {
+	for _, n := range slices.Sorted(maps.Keys(m.Locals)) {
 		add(ExprReferences(m.Locals[n].Expr))
 	}
-	for _, n := range sortedKeys(m.Nodes) {
+	for _, n := range slices.Sorted(maps.Keys(m.Nodes)) {
 		nd := m.Nodes[n]
 		add(ExprReferences(nd.ForEach, nd.Count))
 		add(syntaxTraversals(nd.Config, nil))
 	}
-	for _, k := range sortedKeys(m.Resources) {
+	for _, k := range slices.Sorted(maps.Keys(m.Resources)) {
 		r := m.Resources[k]
 		add(ExprReferences(r.ForEach, r.Count, r.NodeExpr))
 		add(syntaxTraversals(r.Body(), nil)) // depends_on: rewritten per instance
 	}
-	for _, n := range sortedKeys(m.Outputs) {
+	for _, n := range slices.Sorted(maps.Keys(m.Outputs)) {
 		add(ExprReferences(m.Outputs[n].Expr))
 	}
-	for _, n := range sortedKeys(m.ModuleCalls) {
+	for _, n := range slices.Sorted(maps.Keys(m.ModuleCalls)) {
 		mc := m.ModuleCalls[n]
 		add(ExprReferences(mc.ForEach, mc.Count))
-		for _, an := range sortedKeys(mc.Args) {
+		for _, an := range slices.Sorted(maps.Keys(mc.Args)) {
 			add(mc.Args[an].Expr.Variables())
 		}
 	}

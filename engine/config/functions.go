@@ -24,6 +24,8 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/sparkform/sparkform/internal/sshconfig"
 )
 
 // Functions returns the function table of the language. File functions
@@ -77,7 +79,7 @@ func Functions(baseDir string) map[string]function.Function {
 		"fileexists": fileExistsFunc(baseDir),
 		"basename":   stringFunc(func(s string) (string, error) { return filepath.Base(s), nil }),
 		"dirname":    stringFunc(func(s string) (string, error) { return filepath.Dir(s), nil }),
-		"pathexpand": stringFunc(func(s string) (string, error) { return expandHome(s), nil }),
+		"pathexpand": stringFunc(func(s string) (string, error) { return sshconfig.ExpandHome(s), nil }),
 		// abspath takes ~ literally, as OpenTofu does; pathexpand expands it.
 		"abspath": stringFunc(func(s string) (string, error) {
 			if !filepath.IsAbs(s) && baseDir != "" {
@@ -122,7 +124,7 @@ func Functions(baseDir string) map[string]function.Function {
 
 // resolvePath makes p relative to baseDir, after ~ expansion.
 func resolvePath(baseDir, p string) string {
-	p = expandHome(p)
+	p = sshconfig.ExpandHome(p)
 	if filepath.IsAbs(p) || baseDir == "" {
 		return p
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -172,8 +170,8 @@ func DecodeNode(body hcl.Body, ctx *hcl.EvalContext) (NodeConfig, hcl.Diagnostic
 	if nc.KnownHosts == "" && nc.Transport == "ssh" {
 		nc.KnownHosts = "~/.ssh/known_hosts"
 	}
-	nc.KnownHosts = expandHome(nc.KnownHosts)
-	nc.IdentityFile = expandHome(nc.IdentityFile)
+	nc.KnownHosts = sshconfig.ExpandHome(nc.KnownHosts)
+	nc.IdentityFile = sshconfig.ExpandHome(nc.IdentityFile)
 	return nc, diags
 }
 
@@ -255,18 +253,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
-}
-
-// expandHome replaces a leading ~ with the home directory.
-func expandHome(p string) string {
-	if p != "~" && !strings.HasPrefix(p, "~/") {
-		return p
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return p
-	}
-	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
 
 // checkTransport is the error for a transport sparkform does not have.

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -56,22 +57,22 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		}
 	}
 	calls := functionCallCheck{files: m.Files, seen: map[hcl.Range]bool{}, diags: &diags}
-	for _, name := range sortedKeys(m.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(m.Variables)) {
 		for _, val := range m.Variables[name].Validations {
 			calls.check(val.Condition, val.ErrorMessage)
 		}
 	}
-	for _, name := range sortedKeys(m.Locals) {
+	for _, name := range slices.Sorted(maps.Keys(m.Locals)) {
 		block()
 		check(blockKind{what: "local." + name}, ExprReferences(m.Locals[name].Expr))
 		calls.check(m.Locals[name].Expr)
 	}
-	for _, name := range sortedKeys(m.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(m.Outputs)) {
 		block()
 		check(blockKind{what: "output " + name}, ExprReferences(m.Outputs[name].Expr))
 		calls.check(m.Outputs[name].Expr)
 	}
-	for _, name := range sortedKeys(m.Nodes) {
+	for _, name := range slices.Sorted(maps.Keys(m.Nodes)) {
 		block()
 		n := m.Nodes[name]
 		k := blockKind{what: "node." + name, forEach: n.ForEach != nil, counted: n.Count != nil}
@@ -80,7 +81,7 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		check(k, syntaxTraversals(n.Config, nil))
 		calls.check(n.ForEach, n.Count, n.Config)
 	}
-	for _, key := range sortedKeys(m.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(m.Resources)) {
 		block()
 		r := m.Resources[key]
 		k := blockKind{what: "resource " + key, forEach: r.ForEach != nil, counted: r.Count != nil}
@@ -90,26 +91,26 @@ func (m *Module) CheckReferences() hcl.Diagnostics {
 		check(k, r.DependsOn)
 		calls.check(r.ForEach, r.Count, r.NodeExpr, r.Body())
 	}
-	for _, name := range sortedKeys(m.ModuleCalls) {
+	for _, name := range slices.Sorted(maps.Keys(m.ModuleCalls)) {
 		block()
 		mc := m.ModuleCalls[name]
 		check(blockKind{what: "the for_each or count of module." + name}, ExprReferences(mc.ForEach, mc.Count))
 		k := blockKind{what: "module." + name, forEach: mc.ForEach != nil, counted: mc.Count != nil}
 		calls.check(mc.ForEach, mc.Count)
-		for _, an := range sortedKeys(mc.Args) {
+		for _, an := range slices.Sorted(maps.Keys(mc.Args)) {
 			check(k, mc.Args[an].Expr.Variables())
 			calls.check(mc.Args[an].Expr)
 		}
 		check(k, mc.DependsOn)
 	}
-	for _, name := range sortedKeys(m.Children) {
+	for _, name := range slices.Sorted(maps.Keys(m.Children)) {
 		diags = append(diags, m.Children[name].CheckReferences()...)
 	}
 	return diags
 }
 
 // languageFunctions are the names of the language's functions, sorted.
-var languageFunctions = sync.OnceValue(func() []string { return sortedKeys(Functions(".")) })
+var languageFunctions = sync.OnceValue(func() []string { return slices.Sorted(maps.Keys(Functions("."))) })
 
 // functionCallCheck reports calls to functions the language does not
 // have. Evaluation would report them too, but hcl suggests the first close
@@ -173,15 +174,6 @@ func unknownFunction(call *hclsyntax.FunctionCallExpr) *hcl.Diagnostic {
 	return d
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 	rng := ref.SourceRange
 	undeclared := func(what, name string, names []string, hint string) *hcl.Diagnostic {
@@ -196,16 +188,16 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 	switch s := ref.Subject.(type) {
 	case addrs.InputVariable:
 		if _, ok := m.Variables[s.Name]; !ok {
-			return undeclared("input variable", s.Name, sortedKeys(m.Variables), fmt.Sprintf("Declare it with a variable %q {} block.", s.Name))
+			return undeclared("input variable", s.Name, slices.Sorted(maps.Keys(m.Variables)), fmt.Sprintf("Declare it with a variable %q {} block.", s.Name))
 		}
 	case addrs.LocalValue:
 		if _, ok := m.Locals[s.Name]; !ok {
-			return undeclared("local value", s.Name, sortedKeys(m.Locals), "Define it in a locals {} block.")
+			return undeclared("local value", s.Name, slices.Sorted(maps.Keys(m.Locals)), "Define it in a locals {} block.")
 		}
 	case addrs.NodeBlock:
 		n, ok := m.Nodes[s.Name]
 		if !ok {
-			return undeclared("node", s.Name, sortedKeys(m.Nodes), fmt.Sprintf("Declare it with a node %q {} block.", s.Name))
+			return undeclared("node", s.Name, slices.Sorted(maps.Keys(m.Nodes)), fmt.Sprintf("Declare it with a node %q {} block.", s.Name))
 		}
 		return keyCheck(s.String(), n.ForEach != nil, n.Count != nil, ref)
 	case addrs.Resource:
@@ -225,7 +217,7 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 				d.Detail = fmt.Sprintf("There is no object named %q. Did you mean %q?", s.Type, kw+"."+s.Name)
 			} else if sug := addrs.Suggest(s.Name, names); sug != "" {
 				d.Detail = fmt.Sprintf("There is no resource named %q in this configuration. Did you mean %q?", s.String(), s.Type+"."+sug)
-			} else if sug := addrs.Suggest(s.String(), sortedKeys(m.Resources)); sug != "" {
+			} else if sug := addrs.Suggest(s.String(), slices.Sorted(maps.Keys(m.Resources))); sug != "" {
 				d.Detail = fmt.Sprintf("There is no resource named %q in this configuration. Did you mean %q?", s.String(), sug)
 			}
 			return d
@@ -234,7 +226,7 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 	case addrs.ModuleCall:
 		mc, ok := m.ModuleCalls[s.Name]
 		if !ok {
-			return undeclared("module", s.Name, sortedKeys(m.ModuleCalls), fmt.Sprintf("Declare it with a module %q { source = \"./...\" } block.", s.Name))
+			return undeclared("module", s.Name, slices.Sorted(maps.Keys(m.ModuleCalls)), fmt.Sprintf("Declare it with a module %q { source = \"./...\" } block.", s.Name))
 		}
 		if d := keyCheck(s.String(), mc.ForEach != nil, mc.Count != nil, ref); d != nil {
 			return d
@@ -245,7 +237,7 @@ func (m *Module) checkRef(k blockKind, ref *addrs.Reference) *hcl.Diagnostic {
 		}
 		if a, ok := ref.Remaining[0].(hcl.TraverseAttr); ok {
 			if _, ok := child.Outputs[a.Name]; !ok {
-				d := undeclared("output", a.Name, sortedKeys(child.Outputs), fmt.Sprintf("Module %q (%s) has no such output; declare it there with an output %q {} block.", s.Name, mc.Source, a.Name))
+				d := undeclared("output", a.Name, slices.Sorted(maps.Keys(child.Outputs)), fmt.Sprintf("Module %q (%s) has no such output; declare it there with an output %q {} block.", s.Name, mc.Source, a.Name))
 				d.Summary = "Reference to undeclared module output"
 				return d
 			}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -9,8 +10,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 const releaseRoot = `
@@ -143,7 +145,7 @@ func attrValues(t *testing.T, body hcl.Body, ctx *hcl.EvalContext) string {
 	sb := body.(*hclsyntax.Body)
 	var parts []string
 	add := func(prefix string, attrs hclsyntax.Attributes) {
-		for _, a := range sortedKeys(attrs) {
+		for _, a := range slices.Sorted(maps.Keys(attrs)) {
 			v, d := attrs[a].Expr.Value(ctx)
 			if d.HasErrors() {
 				parts = append(parts, prefix+a+"=<"+d.Error()+">")

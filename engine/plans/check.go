@@ -270,6 +270,18 @@ func (p *Plan) checkValues() error {
 			return fmt.Errorf("%s: action %s needs %s", c.Addr, c.Action, want)
 		}
 	}
+	froms, tos := map[string]bool{}, map[string]bool{}
+	for _, mv := range p.Moves {
+		for _, a := range []string{mv.From, mv.To} {
+			if _, d := addrs.ParseResourceInstance(a); d.HasErrors() || strings.HasSuffix(a, DeposedSuffix) {
+				return fmt.Errorf("move %s -> %s: %q is not a resource instance address", mv.From, mv.To, a)
+			}
+		}
+		if mv.From == mv.To || froms[mv.From] || tos[mv.To] {
+			return fmt.Errorf("move %s -> %s: an address moved onto itself or twice", mv.From, mv.To)
+		}
+		froms[mv.From], tos[mv.To] = true, true
+	}
 	for _, d := range p.Drift {
 		if isNull(d.Before) {
 			return fmt.Errorf("drift of %s has no prior object", d.Addr)

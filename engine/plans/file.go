@@ -91,6 +91,7 @@ type filePlan struct {
 	Replace       []string
 	Changes       []fileChange
 	Drift         []fileDrift
+	Moves         []Move `json:",omitempty"`
 	Outputs       map[string]fileOutput
 	Notes         []string
 }
@@ -153,7 +154,7 @@ func Write(w io.Writer, p *Plan) error {
 	fp := filePlan{
 		FormatVersion: FormatVersion, Lineage: p.Lineage, Serial: p.Serial, Mode: p.Mode,
 		Created: p.Created, ConfigDigest: p.ConfigDigest, Targets: p.Targets, Replace: p.Replace,
-		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes,
+		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes, Moves: p.Moves,
 	}
 	var err error
 	enc := func(v cty.Value) fileValue {
@@ -243,7 +244,7 @@ func Read(r io.Reader) (*Plan, error) {
 	p := &Plan{
 		FormatVersion: fp.FormatVersion, Lineage: fp.Lineage, Serial: fp.Serial, Mode: fp.Mode,
 		Created: fp.Created, ConfigDigest: fp.ConfigDigest, Targets: fp.Targets, Replace: fp.Replace,
-		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes,
+		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes, Moves: fp.Moves,
 	}
 	dec := func(b fileValue) cty.Value {
 		v, e := decodeValue(b)

@@ -282,6 +282,18 @@ func TestCraftedPlanFiles(t *testing.T) {
 		{"drift of nothing", file(func(fp *filePlan) {
 			fp.Drift = []fileDrift{{Addr: "sparkform_data.x", Type: "sparkform_data", After: val("y")}}
 		}), "has no prior object"},
+		{"move from a module address", file(func(fp *filePlan) {
+			fp.Moves = []Move{{From: "module.m", To: "sparkform_data.y"}}
+		}), "is not a resource instance address"},
+		{"move of a deposed object", file(func(fp *filePlan) {
+			fp.Moves = []Move{{From: "sparkform_data.x#deposed", To: "sparkform_data.y"}}
+		}), "is not a resource instance address"},
+		{"move onto itself", file(func(fp *filePlan) {
+			fp.Moves = []Move{{From: "sparkform_data.x", To: "sparkform_data.x"}}
+		}), "moved onto itself or twice"},
+		{"two moves to one address", file(func(fp *filePlan) {
+			fp.Moves = []Move{{From: "sparkform_data.x", To: "sparkform_data.z"}, {From: "sparkform_data.y", To: "sparkform_data.z"}}
+		}), "moved onto itself or twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Read(bytes.NewReader(crafted(t, tc.fp)))

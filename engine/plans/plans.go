@@ -140,7 +140,11 @@ type Plan struct {
 	Replace      []string
 	Changes      []*ResourceChange
 	Drift        []*Drift
-	Outputs      map[string]*OutputChange
+	// Moves are the moved blocks this plan carries out, per object: state
+	// holds each at From until the plan's apply moves it, first of all.
+	// Changes and Drift already name the objects at To.
+	Moves   []Move
+	Outputs map[string]*OutputChange
 	// Notes are messages for the user made during planning (interrupted
 	// operations found in the journal, and what refresh found for them).
 	Notes []string
@@ -152,6 +156,9 @@ type Plan struct {
 	nodesMu sync.Mutex
 	nodes   []*sdk.Node // Node's
 }
+
+// Move is one object a moved block moves: from address to address.
+type Move struct{ From, To string }
 
 // NodeValue is *n, or the zero Node (no node, as a plan file writes it)
 // for nil: a change's Node or PriorNode where a Node value is wanted.
@@ -212,6 +219,9 @@ func (p *Plan) Counts() (add, change, destroy int) {
 
 // HasChanges reports whether applying p would change any node or state.
 func (p *Plan) HasChanges() bool {
+	if len(p.Moves) > 0 {
+		return true // apply stores them
+	}
 	for _, c := range p.Changes {
 		if c.Action != NoOp {
 			return true

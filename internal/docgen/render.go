@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -73,9 +74,9 @@ func Render(schemaJSON []byte) (map[string][]byte, error) {
 	var index bytes.Buffer
 	index.WriteString(Header)
 	index.WriteString("# Resource reference\n\nOne page per resource type, generated from the provider schemas.\n\n| resource type | provider | summary |\n|---|---|---|\n")
-	for _, prov := range sortedKeys(doc.ProviderSchemas) {
+	for _, prov := range slices.Sorted(maps.Keys(doc.ProviderSchemas)) {
 		ps := doc.ProviderSchemas[prov]
-		for _, typ := range sortedKeys(ps.ResourceSchemas) {
+		for _, typ := range slices.Sorted(maps.Keys(ps.ResourceSchemas)) {
 			rs := ps.ResourceSchemas[typ]
 			page, err := renderResource(prov, typ, rs)
 			if err != nil {
@@ -115,7 +116,7 @@ func renderResource(prov, typ string, rs resourceSchema) ([]byte, error) {
 // blocks under headings of the given level.
 func renderBlock(b *bytes.Buffer, where string, blk block, h string) error {
 	var args, attrs []string
-	for _, name := range sortedKeys(blk.Attributes) {
+	for _, name := range slices.Sorted(maps.Keys(blk.Attributes)) {
 		a := blk.Attributes[name]
 		ty, err := typeString(a.Type)
 		if err != nil {
@@ -150,7 +151,7 @@ func renderBlock(b *bytes.Buffer, where string, blk block, h string) error {
 		fmt.Fprintf(b, "%s Read-only attributes\n\nSet by the provider; refer to them as `%s.NAME.ATTR`.\n\n| name | type | description |\n|---|---|---|\n%s\n\n",
 			h, where, strings.Join(attrs, "\n"))
 	}
-	for _, name := range sortedKeys(blk.BlockTypes) {
+	for _, name := range slices.Sorted(maps.Keys(blk.BlockTypes)) {
 		nb := blk.BlockTypes[name]
 		fmt.Fprintf(b, "%s Block `%s`\n\n%s\n\n", h, name, blockShape(nb))
 		if nb.Description != "" {
@@ -229,7 +230,7 @@ func typeString(raw json.RawMessage) (string, error) {
 			return "", fmt.Errorf("object type %s: %v", raw, err)
 		}
 		var fs []string
-		for _, n := range sortedKeys(fields) {
+		for _, n := range slices.Sorted(maps.Keys(fields)) {
 			t, err := typeString(fields[n])
 			if err != nil {
 				return "", err
@@ -266,13 +267,4 @@ func firstSentence(s string) string {
 		return s[:i+1]
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -99,9 +99,12 @@
 //     partial .incomplete sizes, link targets, the ref, the record) and df of
 //     hub_dir. present_bytes counts present blobs (shared with other
 //     snapshots included) and resumable partial bytes; transfer_bytes the
-//     rest; free_bytes is df's available space (Volatile: an apply's new
-//     plan is not held to it, and change_summary leaves it out, since other
-//     writers move it; the refusal is checked again). A transfer larger than
+//     rest; free_bytes is df's available space. The three are Volatile (an
+//     apply's new plan is not held to them: another snapshot applied first
+//     brings shared blobs, other writers move the free space), and
+//     change_summary holds only what the plan decides (commit, files, size,
+//     source, and the drift of a snapshot that was there); the fit is
+//     checked again at apply. A transfer larger than
 //     free_bytes - keep_free is refused (ErrNoFit, with the numbers) before
 //     any change. A plan that writes leaves commit, snapshot_dir and files
 //     unknown (dependents plan after the transfer; change_summary names the
@@ -117,7 +120,10 @@
 //     blobs/.sparkform-incoming.<commit>/ (resumed there), are verified in a
 //     few processes and renamed with one mv (a fork per file is what makes
 //     1,000 small files slow); then the links; then the ref, last.
-//     Progress lines become sdk.Progress in bytes (the pull display). A
+//     Progress lines become sdk.Progress in bytes (the pull display); the
+//     progress line is also a heartbeat: when it cannot be written (the
+//     connection is gone; sshd sends no signal to a command without a tty)
+//     the receiver kills its process group, so no writer outlives it. A
 //     source that cannot run on the node (relay, push) streams each blob
 //     through the plugin into the same receiver ("put" mode); the bytes are
 //     counted in relayed_bytes. Memory does not depend on file sizes. When
@@ -143,5 +149,9 @@
 //     file this resource did not create is never touched; a snapshot path
 //     held by something other than a link is refused (ErrOccupied).
 //   - Node tools: POSIX sh, GNU coreutils/findutils or busybox, curl (hub),
-//     flock when present (two snapshots fetching one shared blob at once).
+//     tar, flock when present (two snapshots fetching one shared blob at
+//     once), openssl and git when present (faster hashing).
+//   - Limits: a source streamed through sparkform (relay, push) costs one
+//     node command per blob (no batch); narrowing include/exclude leaves the
+//     links already written (destroy removes them).
 package hubstage

@@ -46,6 +46,7 @@ func snapKey(hubDir, repoDir, commit string) string {
 const snapObserveScript = `set -u
 base=$1 kind=$2; shift 2
 gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
+ossl=; case " $* " in *" full "*) if command -v openssl >/dev/null 2>&1 && openssl dgst -sha256 -r < /dev/null > /dev/null 2>&1; then ossl=1; fi ;; esac
 i=0
 while [ $# -ge 5 ]; do
   hub=$1 repo=$2 c=$3 rev=$4 verify=$5; shift 5
@@ -84,7 +85,7 @@ while [ $# -ge 5 ]; do
         b=$rd/blobs/$e
         [ -f "$b" ] || continue
         case ${#e} in
-        64) h=$(sha256sum < "$b") ;;
+        64) if [ -n "$ossl" ]; then h=$(openssl dgst -sha256 -r < "$b"); else h=$(sha256sum < "$b"); fi ;;
         40) h=$( { printf 'blob %s\000' "$(wc -c < "$b" | tr -d ' ')"; cat "$b"; } | sha1sum) ;;
         *) continue ;;
         esac
@@ -169,11 +170,16 @@ $_m"; fi
   mkdir -p "$1"
 }
 size() { if [ -f "$1" ]; then stat -L -c %s "$1"; else echo -1; fi; }
+# openssl hashes several times faster than coreutils where the CPU has
+# SHA instructions (x86 SHA-NI, ARMv8): used when it is there.
+ossl=; if command -v openssl >/dev/null 2>&1 && openssl dgst -sha256 -r < /dev/null > /dev/null 2>&1; then ossl=1; fi
+sha256() { if [ -n "$ossl" ]; then openssl dgst -sha256 -r; else sha256sum; fi; }
+sha1() { if [ -n "$ossl" ]; then openssl dgst -sha1 -r; else sha1sum; fi; }
 # hashed ETAG SIZE: reads content on stdin, prints its content address.
 hashed() {
   case ${#1} in
-  64) _h=$(sha256sum) ;;
-  *) _h=$( { printf 'blob %s\000' "$2"; cat; } | sha1sum) ;;
+  64) _h=$(sha256) ;;
+  *) _h=$( { printf 'blob %s\000' "$2"; cat; } | sha1) ;;
   esac
   printf '%s\n' "${_h%% *}"
 }
@@ -209,13 +215,15 @@ owner $owner"
 fi
 if [ "$mode" != finish ]; then
   mk "$rd/blobs" || exit 1
-  new=
-  while IFS="$tab" read -r t e sz p; do
-    case $t in B|S) ;; *) continue ;; esac
-    [ -f "$rd/blobs/$e" ] || has "blob $e" || new="${new}blob $e
-"
-  done < "$tmp/jobs"
-  if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; rec="$rec
+  # The blobs not there and not yet recorded (one awk against the record:
+  # a pattern match per blob over a growing record costs seconds for
+  # 1,000 files).
+  printf '%s\n' "$rec" > "$tmp/rec"
+  awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^blob /) r[substr($0, 6)] = 1; next }
+    ($1 == "B" || $1 == "S") && !($2 in r) { print $2 }' "$tmp/rec" "$tmp/jobs" |
+    while IFS= read -r e; do [ -f "$rd/blobs/$e" ] || printf 'blob %s\n' "$e"; done > "$tmp/new"
+  if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
+" || exit 1; rec="$rec
 $new"; fi
   # X ETAG: a blob whose content does not match its name (verify=full):
   # removed so that it is fetched again.
@@ -239,7 +247,10 @@ verify_small() {
   if [ -s "$tmp/over" ]; then (cd "$inbox" && xargs rm -f < "$tmp/over"); fi
   : > "$tmp/sums"
   grep -E '^[0-9a-f]{64}	' "$tmp/sized" | cut -f1 > "$tmp/s256"
-  if [ -s "$tmp/s256" ]; then (cd "$inbox" && xargs sha256sum < "$tmp/s256") | awk '{ print $2 "\t" $1 }' >> "$tmp/sums"; fi
+  if [ -s "$tmp/s256" ]; then
+    if [ -n "$ossl" ]; then (cd "$inbox" && xargs openssl dgst -sha256 -r < "$tmp/s256"); else (cd "$inbox" && xargs sha256sum < "$tmp/s256"); fi |
+      awk '{ n = $2; sub(/^\*/, "", n); print n "\t" $1 }' >> "$tmp/sums"
+  fi
   grep -E '^[0-9a-f]{40}	' "$tmp/sized" > "$tmp/s1"
   if [ -s "$tmp/s1" ]; then
     if command -v git >/dev/null 2>&1; then
@@ -248,7 +259,7 @@ verify_small() {
       paste "$tmp/s1n" "$tmp/s1h" >> "$tmp/sums"
     else
       while IFS="$tab" read -r e sz; do
-        h=$( { printf 'blob %s\000' "$sz"; cat "$inbox/$e"; } | sha1sum)
+        h=$( { printf 'blob %s\000' "$sz"; cat "$inbox/$e"; } | sha1)
         printf '%s\t%s\n' "$e" "${h%% *}"
       done < "$tmp/s1" >> "$tmp/sums"
     fi
@@ -281,33 +292,6 @@ if [ "$mode" = fetch ]; then
       sleep 1 > /dev/null 2>&1
     done ) &
   mon=$!
-  # Small blobs (S): one run of the batch command for all of them (curl
-  # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
-  # (resumed there), verified in a few processes, then renamed with one mv.
-  # What is left goes one by one below.
-  if [ -n "$bkind" ]; then
-    awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
-  else
-    : > "$tmp/small"
-  fi
-  if [ -s "$tmp/small" ]; then
-    mk "$inbox" || exit 1
-    awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
-    n=0
-    while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
-      n=$((n+1))
-      cut -f1,3 "$tmp/small" > "$tmp/req"
-      # bcmd is an argv quoted by the provider (node.QuoteArgv).
-      if [ "$bkind" = tar ]; then
-        (cd "$inbox" && cut -f1 "$tmp/req" | eval "$bcmd" | tar -x -o -f -) > /dev/null 2>> "$tmp/err.batch"
-      else
-        (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | eval "$bcmd") > /dev/null 2>> "$tmp/err.batch"
-      fi
-      verify_small || exit 1
-    done
-    awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" >> "$tmp/jobs"
-    [ -s "$tmp/small" ] || rmdir "$inbox" 2>/dev/null
-  fi
   lock=; if command -v flock >/dev/null 2>&1; then lock=1; fi
   # fetch1 ETAG SIZE URLPATH FETCH-ARGV...: resumes, verifies, renames.
   fetch1() {
@@ -354,17 +338,54 @@ if [ "$mode" = fetch ]; then
       fetch1 "$@"
     fi
   }
-  if grep -q "^B$tab" "$tmp/jobs"; then
-    mkfifo "$tmp/sem" || exit 1
-    exec 3<>"$tmp/sem"
+  # bigloop JOBS SEM FETCH-ARGV...: the B blobs of JOBS, at most $par at
+  # once.
+  bigloop() {
+    _jf=$1 _sem=$2; shift 2
+    grep -q "^B$tab" "$_jf" || return 0
+    mkfifo "$_sem" || return 1
+    exec 3<>"$_sem"
     i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
     while IFS="$tab" read -r t e sz p; do
       [ "$t" = B ] || continue
       read -r _ <&3
       ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
-    done < "$tmp/jobs"
+    done < "$_jf"
     while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
+  }
+  # The large blobs stream while the small ones go in their batch.
+  ( bigloop "$tmp/jobs" "$tmp/sem1" "$@" ) &
+  big=$!
+  # Small blobs (S): one run of the batch command for all of them (curl
+  # -Z, or a tar over one ssh connection), written in blobs/.sparkform-incoming
+  # (resumed there), verified in a few processes, then renamed with one mv.
+  # What is left goes one by one below.
+  if [ -n "$bkind" ]; then
+    awk -F '\t' '$1 == "S" { print $2 "\t" $3 "\t" $4 }' "$tmp/jobs" > "$tmp/small"
+  else
+    : > "$tmp/small"
   fi
+  if [ -s "$tmp/small" ]; then
+    mk "$inbox" || stop 1
+    awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
+    n=0
+    while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
+      n=$((n+1))
+      cut -f1,3 "$tmp/small" > "$tmp/req"
+      # bcmd is an argv quoted by the provider (node.QuoteArgv).
+      if [ "$bkind" = tar ]; then
+        (cd "$inbox" && cut -f1 "$tmp/req" | eval "$bcmd" | tar -x -o -f -) > /dev/null 2>> "$tmp/err.batch"
+      else
+        (cd "$inbox" && { printf '%s\n' "$sec"; cat "$tmp/req"; } | eval "$bcmd") > /dev/null 2>> "$tmp/err.batch"
+      fi
+      verify_small || stop 1
+    done
+    awk -F '\t' '{ print "B\t" $1 "\t" $2 "\t" $3 }' "$tmp/small" > "$tmp/jobs2"
+    [ -s "$tmp/small" ] || rmdir "$inbox" 2>/dev/null
+  fi
+  wait "$big"
+  # What the batch left, one by one.
+  if [ -s "$tmp/jobs2" ]; then bigloop "$tmp/jobs2" "$tmp/sem2" "$@" || stop 1; fi
   : > "$tmp/done"
   kill "$mon" 2>/dev/null
   wait
@@ -378,13 +399,11 @@ if [ "$mode" = finish ]; then
   done < "$tmp/jobs"
 fi
 mk "$sd" || exit 1
-new=
-while IFS="$tab" read -r t tg p; do
-  [ "$t" = L ] || continue
-  has "link $p" || new="${new}link $p
-"
-done < "$tmp/jobs"
-if [ -n "$new" ]; then sf_rappend "$base" "$kind" "$rn" "$new" || exit 1; fi
+printf '%s\n' "$rec" > "$tmp/rec"
+awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^link /) r[substr($0, 6)] = 1; next }
+  $1 == "L" && !($3 in r) { print "link " $3 }' "$tmp/rec" "$tmp/jobs" > "$tmp/new"
+if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
+" || exit 1; fi
 while IFS="$tab" read -r t d; do
   [ "$t" = M ] || continue
   mk "$sd/$d" || exit 1

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -229,7 +230,7 @@ func (c cgRec) withRecord(r restore.Record) cgRec {
 	union := func(first, then []string) []string {
 		var out []string
 		for _, x := range append(append([]string(nil), first...), then...) {
-			if !contains(out, x) {
+			if !slices.Contains(out, x) {
 				out = append(out, x)
 			}
 		}
@@ -508,7 +509,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 	// Which controllers the limits need.
 	need := []string{}
 	for _, l := range limits {
-		if _, set, _ := wantFile(planned, l); set && !contains(need, l.ctrl) {
+		if _, set, _ := wantFile(planned, l); set && !slices.Contains(need, l.ctrl) {
 			need = append(need, l.ctrl)
 		}
 	}
@@ -517,7 +518,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 		return fail(req.Prior, err)
 	}
 	for _, c := range need {
-		if !contains(strings.Fields(avail), c) {
+		if !slices.Contains(strings.Fields(avail), c) {
 			return fail(req.Prior, fmt.Errorf("%w: the %s controller is not available on %s (cgroup.controllers: %q)", ErrNoCgroup2, c, n.Name, avail))
 		}
 	}
@@ -535,7 +536,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 			}
 		}
 		for _, ctrl := range need {
-			if !contains(strings.Fields(sc), ctrl) {
+			if !slices.Contains(strings.Fields(sc), ctrl) {
 				steps = append(steps, cgStep{cur, ctrl})
 			}
 		}
@@ -571,7 +572,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 			if _, err := r.k.run(ctx, conn, n, "mkdir", ops.abs(st.dir)); err != nil {
 				return fail(real(planned), fmt.Errorf("creating %s on %s: %s", st.dir, n.Name, toolErr(err)))
 			}
-			if !contains(rec.Created, st.dir) {
+			if !slices.Contains(rec.Created, st.dir) {
 				rec.Created = append(rec.Created, st.dir)
 			}
 			continue
@@ -580,7 +581,7 @@ func (r *cgroupResource) Apply(ctx context.Context, req sdk.ApplyRequest, progre
 		if err := ops.write(st.dir, "cgroup.subtree_control", "+"+st.ctrl); err != nil {
 			return fail(real(planned), err)
 		}
-		if e := st.dir + ":" + st.ctrl; !contains(rec.Enabled, e) {
+		if e := st.dir + ":" + st.ctrl; !slices.Contains(rec.Enabled, e) {
 			rec.Enabled = append(rec.Enabled, e)
 		}
 	}
@@ -665,15 +666,6 @@ var testStep func(address, name string)
 func fileSet(v cty.Value, file string) bool {
 	for _, l := range limits {
 		if _, set, _ := wantFile(v, l); set && l.file == file {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s []string, x string) bool {
-	for _, e := range s {
-		if e == x {
 			return true
 		}
 	}

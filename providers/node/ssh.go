@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/user"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/sparkform/sparkform/internal/sshconfig"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -330,22 +330,12 @@ func (s *SSH) keepalive() {
 	}
 }
 
-// expandHome turns a leading ~/ into the home directory.
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if h, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(h, p[1:])
-		}
-	}
-	return p
-}
-
 // knownHostsFile is n.KnownHosts or ~/.ssh/known_hosts.
 func knownHostsFile(n sdk.Node) string {
 	if n.KnownHosts != "" {
-		return expandHome(n.KnownHosts)
+		return sshconfig.ExpandHome(n.KnownHosts)
 	}
-	return expandHome("~/.ssh/known_hosts")
+	return sshconfig.ExpandHome("~/.ssh/known_hosts")
 }
 
 // hostKeyPolicy returns the known_hosts check for n and the host key
@@ -423,7 +413,7 @@ func algorithmsFor(keyType string) []string {
 // authDesc says which keys were offered, for messages.
 func authDesc(n sdk.Node) string {
 	if n.IdentityFile != "" {
-		return "identity_file " + expandHome(n.IdentityFile)
+		return "identity_file " + sshconfig.ExpandHome(n.IdentityFile)
 	}
 	var parts []string
 	if len(n.IdentityFiles) > 0 {
@@ -457,7 +447,7 @@ func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
 		return nil, noop, err
 	}
 	if n.IdentityFile != "" {
-		file := expandHome(n.IdentityFile)
+		file := sshconfig.ExpandHome(n.IdentityFile)
 		signer, err := loadKey(file, agentSigners)
 		var pm *ssh.PassphraseMissingError
 		switch {
@@ -478,7 +468,7 @@ func authMethods(n sdk.Node) ([]ssh.AuthMethod, func(), error) {
 	// As OpenSSH: the identity files first (missing or locked ones
 	// skipped), then, unless IdentitiesOnly, every agent key.
 	for _, f := range files {
-		if s, err := loadKey(expandHome(f), agentSigners); err == nil {
+		if s, err := loadKey(sshconfig.ExpandHome(f), agentSigners); err == nil {
 			signers = append(signers, s)
 		}
 	}
