@@ -17,7 +17,8 @@
 #                     output says so.
 #
 # Applies once, then times RUNS no-op plans (must exit 0 with
-# -detailed-exitcode) and prints median [min-max] wall and CPU seconds,
+# -detailed-exitcode) and RUNS `sparkform status` (must exit 0, healthy),
+# and prints median [min-max] wall and CPU seconds,
 # then the refresh counters of one `plan -json`. Destroys, and removes
 # everything it made (containers, image, sshd nodes, temp dirs) on any exit.
 #
@@ -335,6 +336,15 @@ for ((r = 1; r <= RUNS; r++)); do
     awk -v n=$((n1 - n0)) -v d=$((d1 - d0)) -v t="$TCK" 'BEGIN {printf "%.3f %.3f\n", n / t, d / t}' >>"$S/node.times"
   fi
 done
+# sparkform status (issue 30): the same nodes, nothing to change; must say
+# healthy (exit 0). Times RUNS runs, and counts sshd logins during one.
+: >"$S/status.times"
+for ((r = 1; r <= RUNS; r++)); do
+  rc=0
+  /usr/bin/time -f '%e %U %S' -o "$S/t" "$BIN" status -no-color >"$S/status.log" 2>&1 || rc=$?
+  if [[ $rc != 0 ]]; then echo "bench/ssh: status exited $rc, not 0 (healthy):" >&2; tail -30 "$S/status.log" >&2; exit 1; fi
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/status.times"
+done
 "$BIN" plan -json >"$S/plan.json" 2>"$S/plan-json.log" || true
 stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
   m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'; }
@@ -342,6 +352,7 @@ echo "two sshd nodes, per node: kmod_module (simulated kernel) + gitkit_checkout
 echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2g); $CGROUP_NOTE"
 echo "  node user $NODE_USER: Docker socket $([[ $DOCKER_ACCESS = group ]] && echo "as a docker group member (sshd forwards it)" || echo "through sudo -n docker system dial-stdio") (DOCKER_ACCESS=$DOCKER_ACCESS)"
 echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
+echo "  status: wall s $(stat2 "$S/status.times" 1), cpu s $(stat2 "$S/status.times" 2)  ($RUNS runs, median [min-max]; exit 0 healthy each time)"
 if [[ $PERF = 1 ]]; then
   echo "  node cpu s per plan: both nodes $(stat2 "$S/node.times" 1) (sshd listeners' reaped children), dockerd $(stat2 "$S/node.times" 2) (shared engine)"
 fi
@@ -365,6 +376,9 @@ PY
 # debug log (the core dials, the plugins share its connection) and as
 # sshd saw them (logins accepted during this plan).
 logins() { grep -c 'Accepted publickey for ' "$S/bed/node$1/sshd.log" 2>/dev/null || echo 0; }
+s0=$(logins 0) s1=$(logins 1)
+"$BIN" status -no-color >"$S/status.log" 2>&1 || true
+echo "  sshd logins in one status: n0=$(($(logins 0) - s0)) n1=$(($(logins 1) - s1))"
 l0=$(logins 0) l1=$(logins 1)
 SPARKFORM_LOG=debug "$BIN" plan -no-color >"$S/plan-debug.log" 2>&1 || true
 echo "  ssh handshakes in one no-op plan: debug log n0=$(grep -c 'ssh handshake: node=.*n0' "$S/plan-debug.log") n1=$(grep -c 'ssh handshake: node=.*n1' "$S/plan-debug.log"); sshd logins n0=$(($(logins 0) - l0)) n1=$(($(logins 1) - l1))"

@@ -28,6 +28,9 @@ variable "image" {}
 variable "prefix" {}
 variable "model_id" {}
 variable "draft_id" {}
+variable "ulimits" {
+  type = map(string)
+}
 
 node "spark" {
   for_each      = var.nodes
@@ -52,6 +55,9 @@ module "recipe" {
   model_source = {}
   name         = var.prefix
   image        = var.image
+  # No GPU device driver here, nor an engine that may raise memlock (see noGPUContainer).
+  gpus    = ""
+  ulimits = var.ulimits
   # A stand-in server: /health on the port the layout flags end with.
   entrypoint = ["/bin/busybox", "sh", "-c", "for a; do p=$a; done; mkdir -p /www && echo ok >/www/health && exec /bin/busybox httpd -f -p 127.0.0.1:$p -h /www", "sh"]
 }
@@ -112,6 +118,7 @@ func TestRecipeModelFromHub(t *testing.T) {
 		"SPARKFORM_VAR_prefix="+prefix,
 		"SPARKFORM_VAR_model_id="+model.ID,
 		"SPARKFORM_VAR_draft_id="+draft.ID,
+		"SPARKFORM_VAR_ulimits="+noGPUContainer(t),
 	)}
 
 	plan := sf.must(2, "plan", "-detailed-exitcode")

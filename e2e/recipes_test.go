@@ -48,6 +48,8 @@ module "second" {
   cpus       = 6
   shm_size   = "2g"
   devices    = ["/dev/zero:/dev/dri/card0:rw"]
+  gpus       = ""
+  ulimits    = { memlock = "%s", stack = "67108864" }
   mounts = [
     { source = "%s", target = "/hub", read_only = true },
     { source = "{kit}/serving", target = "/opt/ds41-serving", read_only = true },
@@ -138,7 +140,17 @@ func TestRecipesOneCluster(t *testing.T) {
 	}
 	kitEnd := strings.Index(string(main)[kitStart:], "}\n") + kitStart + 2
 	kitBlock := strings.Replace(string(main)[kitStart:kitEnd], "  kit = ", "  recipe_kit = ", 1)
-	second := fmt.Sprintf(secondRecipe, h.dir, modelRepo, draftRepo, image, h.dir)
+	// No GPU device driver here, nor an engine that may raise memlock: the
+	// imported recipe's container without a GPU request (see noGPUContainer).
+	const modHead = "module \"recipe\" {\n"
+	if !strings.Contains(string(main), modHead) {
+		t.Fatalf("the imported root has no module \"recipe\":\n%s", main)
+	}
+	main = []byte(strings.Replace(string(main), modHead, modHead+"  gpus    = \"\"\n  ulimits = "+noGPUContainer(t)+"\n", 1))
+	if err := os.WriteFile(filepath.Join(work, "main.sf.hcl"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := fmt.Sprintf(secondRecipe, h.dir, modelRepo, draftRepo, image, engineMemlock(t), h.dir)
 	second += "\nlocals {\n" + kitBlock + "}\n"
 	if err := os.WriteFile(filepath.Join(work, "second.sf.hcl"), []byte(second), 0o644); err != nil {
 		t.Fatal(err)

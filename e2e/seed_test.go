@@ -126,6 +126,11 @@ func TestSeedTwoNodes(t *testing.T) {
 		"SPARKFORM_VAR_kit_commit="+kitCommit,
 		// No GPU here: a harmless device stands in for the display device.
 		"SPARKFORM_VAR_gpu_device=/dev/zero:/dev/dri/card0:rw",
+		// Nor a GPU device driver, an RDMA NIC or (maybe) an engine that
+		// may raise memlock: see noGPUContainer.
+		"SPARKFORM_VAR_gpus=",
+		"SPARKFORM_VAR_infiniband=false",
+		"SPARKFORM_VAR_ulimits="+noGPUContainer(t),
 		"SPARKFORM_KMOD_SYSFS_ROOT="+filepath.Join(sims, "{node}", "sys"),
 		"SPARKFORM_KMOD_MODPROBE="+filepath.Join(sims, "{node}", "bin", "modprobe"),
 		"SPARKFORM_KMOD_RMMOD="+filepath.Join(sims, "{node}", "bin", "rmmod"),
@@ -187,6 +192,7 @@ func TestSeedTwoNodes(t *testing.T) {
 			if got := docker(t, "inspect", "-f", "{{.State.Running}}", n.container); got != "true" {
 				t.Errorf("%s: %s: container running = %s", when, n.container, got)
 			}
+			wantSparkContainer(t, n.container)
 			logs := docker(t, "logs", n.container)
 			wantIn(t, when+": "+n.container+" logs", logs, "guard ok: rank "+strconv.Itoa(n.rank)+" memory 9663676416 swap 0 cpu 600000/100000, "+strconv.Itoa(files)+" regular files")
 			if got := health(t, n.servePort); got != "ok" {
@@ -209,11 +215,12 @@ func TestSeedTwoNodes(t *testing.T) {
 
 	// 1. apply from nothing.
 	plan := sf.must(2, "plan", "-detailed-exitcode")
-	wantIn(t, "first plan", plan.stdout, "Plan: 12 to add, 0 to change, 0 to destroy.")
+	// 14: the 12 of issue 6 and the fit check per node (issue 30).
+	wantIn(t, "first plan", plan.stdout, "Plan: 14 to add, 0 to change, 0 to destroy.")
 	// As the machine-readable stream (issue 16): every line of stdout one
 	// JSON object, the sequence of messages checked.
 	apply := sf.must(0, "apply", "-json", "-auto-approve")
-	checkApplyStream(t, apply.stdout, 12)
+	checkApplyStream(t, apply.stdout, 14)
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -258,7 +265,9 @@ func TestSeedTwoNodes(t *testing.T) {
 		"commit "+rev1[:7],
 		"+1 files",
 		"the plan below follows this change",
-		"Plan: 2 to add, 2 to change, 2 to destroy.")
+		// The fit checks change too: the model's bytes grew.
+		`module.dsv41.node_memory_fit.serve["spark-01"] will be updated in-place`,
+		"Plan: 2 to add, 4 to change, 2 to destroy.")
 	wantNotIn(t, "plan after the ref moved", moved.stdout, "sparkform will undo")
 
 	// 4b. The ref moves again before the saved plan is applied: apply
@@ -296,7 +305,7 @@ func TestSeedTwoNodes(t *testing.T) {
 	// 5. destroy: containers first, then manifests and kits, then the
 	// module reloaded with its prior params; nodes as before; state empty.
 	destroy := sf.must(0, "destroy", "-auto-approve")
-	wantIn(t, "destroy", destroy.stdout, "Destroy complete! Resources: 0 added, 0 changed, 12 destroyed.")
+	wantIn(t, "destroy", destroy.stdout, "Destroy complete! Resources: 0 added, 0 changed, 14 destroyed.")
 	checkDestroyOrder(t, destroy.stdout)
 	for _, n := range nodes {
 		if out, err := dockerInspect(n.container); err == nil {
@@ -322,7 +331,7 @@ func TestSeedTwoNodes(t *testing.T) {
 	}
 	wantIn(t, "destroy with the module in use", failed.stdout+failed.stderr,
 		`restore of nvidia_drm to its prior state failed: module is in use`, `node.spark["spark-02"]`,
-		"stays in state", "11 destroyed")
+		"stays in state", "13 destroyed")
 	left := sf.must(0, "state", "list")
 	if got := strings.TrimSpace(left.stdout); got != `module.dsv41.kmod_module.display["spark-02"]` {
 		t.Errorf("state after the failed restore = %q, want only module.dsv41.kmod_module.display[\"spark-02\"]", got)

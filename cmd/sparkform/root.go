@@ -26,6 +26,8 @@ Typical use:
   sparkform plan           see what would change on the nodes
   sparkform apply          make the changes (asks first)
   sparkform destroy        put every node back as it was
+  sparkform status         what runs where now, and is it healthy (exit 0/2/3)
+  sparkform logs ADDRESS   a container's output, or every rank's (-f follows)
 
 Flags may be written Terraform-style with one dash (-auto-approve) or with two.
 State lives in .sparkform/state.db in the working directory, or in etcd
@@ -47,6 +49,7 @@ Set SPARKFORM_LOG=debug to see provider calls and remote round trips.`,
 		newValidateCommand(m), newFmtCommand(m), newPlanCommand(m), newApplyCommand(m, false),
 		newApplyCommand(m, true), newShowCommand(m), newStateCommand(m), newOutputCommand(m),
 		newGraphCommand(m), newImportCommand(m), newForceUnlockCommand(m), newVersionCommand(m), newProvidersCommand(m), newRecipeCommand(m),
+		newStatusCommand(m), newLogsCommand(m),
 	)
 	root.AddCommand(terraformOnlyCommands()...)
 	refuseUnknownSubcommands(root)

@@ -85,7 +85,7 @@ const exitGrace = 3 * time.Second
 // METHOD+itemSuffix the calls (items) they carried.
 var methods = []string{"GetSchema", "ValidateResourceConfigs", "ReadResources",
 	"PlanResourceChanges", "PlanResourceChanges" + batchSuffix, "PlanResourceChanges" + itemSuffix,
-	"ApplyResourceChanges", "ApplyResourceChanges" + batchSuffix, "ApplyResourceChanges" + itemSuffix, "ImportResource", "Stop"}
+	"ApplyResourceChanges", "ApplyResourceChanges" + batchSuffix, "ApplyResourceChanges" + itemSuffix, "ImportResource", "Stop", "ReadStatus", "Logs"}
 
 const (
 	batchSuffix = " messages"

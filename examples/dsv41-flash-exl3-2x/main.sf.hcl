@@ -155,6 +155,25 @@ module "dsv41" {
   shm_size = "2g"
   devices  = [var.gpu_device]
 
+  # The container a Spark needs (the module's defaults, said here so they
+  # can be seen): docker run --gpus all --ipc=host --network host
+  # --ulimit memlock=-1 --ulimit stack=67108864, and /dev/infiniband: the
+  # two ranks run NCCL over the 8nodes-switch RoCE fabric.
+  gpus         = var.gpus
+  ipc_mode     = "host"
+  network_mode = "host"
+  ulimits      = var.ulimits
+  infiniband   = var.infiniband
+  privileged   = false
+
+  # The fit check at plan (node_memory_fit per node): each rank's half of
+  # the model's weights plus the whole drafter, plus the 9g container,
+  # against the node's available memory plus the ~2 GiB the display
+  # unlock frees. DS41_GPU_MEMORY_UTILIZATION is the runtime's own knob
+  # (its KV comes from the display pool: DS41_KV_CAP_MIB = 0), not vLLM's
+  # --gpu-memory-utilization, so it is not passed as one.
+  display_reserve = "2g"
+
   mounts = [
     # Hub dir (both repos + hub-level blobs/), read-only.
     { source = var.hub_dir, target = "/hub", read_only = true },

@@ -88,3 +88,25 @@ variable "gpu_device" {
   description = "The display device the runtime opens: \"/dev/dri/card0\", or \"HOST:CONTAINER[:PERMS]\"."
   default     = "/dev/dri/card0"
 }
+
+# The container a Spark needs: the defaults are the community standard
+# (and the module's); the end-to-end test, on a machine with no GPU, no
+# RDMA NIC and a Docker Engine that may not raise memlock, overrides them.
+
+variable "gpus" {
+  description = "GPUs for each rank's container (docker run --gpus): \"all\", a count, or \"\" for no device request (the node's default runtime gives the GPU)."
+  type        = string
+  default     = "all"
+}
+
+variable "ulimits" {
+  description = "The container's ulimits: memlock unlimited (RDMA registration for NCCL over RoCE), a 64 MiB stack."
+  type        = map(string)
+  default     = { memlock = "-1", stack = "67108864" }
+}
+
+variable "infiniband" {
+  description = "Bind /dev/infiniband into the containers: the nodes' ConnectX RoCE link on the 8nodes-switch fabric."
+  type        = bool
+  default     = true
+}

@@ -1,5 +1,6 @@
 // Package recipeimport turns a launcher recipe (the TOML format of the
-// seed, *.recipe.toml) into a sparkform root module that calls the
+// seed, *.recipe.toml, or the other launcher sparkrun's YAML, formats v1
+// and v2: yaml.go) into a sparkform root module that calls the
 // spark-recipe module (modules/spark-recipe).
 //
 // Contract:
@@ -25,6 +26,14 @@
 //     the recipe.
 //   - Comments above and beside env keys in the recipe are kept beside the
 //     same keys in the output; the recipe's header comments head main.sf.hcl.
+//   - A script the recipe runs (a { script = PATH } step, sparkrun's mods)
+//     is read from the recipe's repository and inlined into a node_command
+//     with a check (mods.go); one that is not there is an error naming it.
+//   - An unpinned image (no tag, or :latest) is a Warning that drift cannot
+//     be seen, or is pinned to the registry digest Options.RepoDigests
+//     reports for a node.
+//   - A layout no node set can serve is an error: tensor x pipeline
+//     parallel not equal to the GPUs, Ray on one node.
 package recipeimport
 
 import (
@@ -94,8 +103,43 @@ type Result struct {
 // ModuleSource is where the generated root finds the recipe module.
 const ModuleSource = "./modules/spark-recipe"
 
-// Import reads src (named filename, for messages) and writes the root.
-func Import(src []byte, filename string) (*Result, error) {
+// Options are the import's settings beyond the recipe.
+type Options struct {
+	// RepoDir is the recipe's repository, where its mods and step
+	// scripts are found; "" means the nearest folder above the recipe
+	// holding .git, else the recipe's folder.
+	RepoDir string
+	// RepoDigests, when set, lists the registry digests
+	// ("REPO@sha256:...") a node holds for an image; an unpinned image
+	// (no tag, or :latest) is then pinned to the one of its repository.
+	// It returns ErrNoImage (wrapped) when the node does not have it.
+	RepoDigests func(image string) ([]string, error)
+	// PinFrom names the node RepoDigests asks, for messages.
+	PinFrom string
+	// Set overrides a sparkrun recipe's defaults before its command is
+	// rendered, as sparkrun's `run -o KEY=VALUE` does (tensor_parallel
+	// changes the node count too).
+	Set map[string]string
+}
+
+// ImportWith reads src (named filename, for messages and, unless
+// opts.RepoDir is set, to find the recipe's repository), a recipe in the
+// seed's TOML or, when filename ends in .yaml or .yml, sparkrun's YAML
+// (v1 or v2), and writes the root. It writes no file itself: on an error
+// the caller has nothing to write.
+func ImportWith(src []byte, filename string, opts Options) (*Result, error) {
+	if isYAML(filename) {
+		r, m, y, err := importYAML(src, filename, opts.Set)
+		if err != nil {
+			return nil, err
+		}
+		g := &gen{r: r, meta: m, file: filename, opts: opts, root: repoRoot(filename, opts), yaml: y}
+		g.warnings = append(g.warnings, y.ignored...)
+		return g.run()
+	}
+	if len(opts.Set) > 0 {
+		return nil, fmt.Errorf("%s: -set overrides a sparkrun recipe's defaults; this TOML recipe has none: edit its args instead", filename)
+	}
 	var r Recipe
 	dec := toml.NewDecoder(bytes.NewReader(src)).DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
@@ -119,7 +163,7 @@ func Import(src []byte, filename string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
-	g := &gen{r: &r, meta: meta, file: filename}
+	g := &gen{r: &r, meta: meta, file: filename, opts: opts, root: repoRoot(filename, opts)}
 	return g.run()
 }
 
@@ -217,6 +261,16 @@ type gen struct {
 	r    *Recipe
 	meta *meta
 	file string
+	opts Options
+	// root is the recipe's repository (mods, step scripts).
+	root string
+	// yaml is the sparkrun recipe this one was read from (nil: TOML).
+	yaml *yamlRecipe
+	// image is what the containers run: the recipe's image, pinned to a
+	// digest, or the image its mods build.
+	image     string
+	imageNote []string
+	modImage  *modImage
 
 	warnings []Warning
 	// what the steps turned out to be
@@ -262,6 +316,9 @@ type command struct {
 	name, phase, script string
 	line                int
 	onFailure           string
+	// inlined is the repository path of a script step inlined here; check
+	// and marker are its check script and the file it records its hash in.
+	inlined, check, marker string
 }
 
 // The launcher's built-in scripts, by what they do.
@@ -296,6 +353,9 @@ func (g *gen) run() (*Result, error) {
 	if err := g.models(); err != nil {
 		return nil, err
 	}
+	if err := g.images(); err != nil {
+		return nil, err
+	}
 	main, err := g.writeMain()
 	if err != nil {
 		return nil, err
@@ -314,7 +374,7 @@ func (g *gen) check() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%s: the recipe has no %s, which a sparkform recipe needs", g.file, strings.Join(missing, " or "))
 	}
-	return nil
+	return g.checkLayout()
 }
 
 func (g *gen) step(phase string, i, line int, s any) error {
@@ -346,8 +406,10 @@ func (g *gen) step(phase string, i, line int, s any) error {
 				return nil
 			}
 		}
-		g.unmapped(phase, i, line, name, onFailure, fmt.Sprintf("the launcher script %q is not one sparkform knows", name))
-		return nil
+		if _, ok := builtinScripts[name]; ok {
+			return fmt.Errorf("%q is the launcher's built-in script for %s, not %s: move the step there", name, map[string]string{"unlock": "before_serve", "restore": "after_stop"}[builtinScripts[name]], phase)
+		}
+		return g.scriptStep(phase, i, line, name, onFailure)
 	case string:
 		if g.recognise(s) {
 			return nil
@@ -541,13 +603,14 @@ func (g *gen) writeVariables() []byte {
   rank       = number
   port       = optional(number, 22)
   home       = optional(string, %q)
-  serve_port = optional(number, 8000)
+  serve_port = optional(number, %d)
   cluster_address = optional(string)
-}))`, home)))
+}))`, home, g.servePort())))
 	body.AppendNewline()
 	if len(g.repos) > 0 {
 		g.writeModelVariables(body)
 	}
+	g.writeEnvVariables(body)
 	for _, name := range []string{"user", "identity_file", "known_hosts"} {
 		b := body.AppendNewBlock("variable", []string{name})
 		desc := map[string]string{
@@ -613,9 +676,17 @@ func (g *gen) writeMain() ([]byte, error) {
 			body.AppendUnstructuredTokens(comment(h))
 		}
 	}
+	if g.yaml != nil {
+		body.AppendUnstructuredTokens(comment(""))
+		if g.yaml.description != "" {
+			body.AppendUnstructuredTokens(comment(g.yaml.description))
+		}
+		body.AppendUnstructuredTokens(comment(g.yamlSummary()))
+	}
 	body.AppendNewline()
 
 	// locals: the recipe's entrypoint, args and env, verbatim.
+	g.writeDefaults(body)
 	locals := body.AppendNewBlock("locals", nil)
 	lb := locals.Body()
 	if len(r.Entrypoint) > 0 {
@@ -637,6 +708,11 @@ func (g *gen) writeMain() ([]byte, error) {
 	body.AppendNewline()
 
 	var deps []string
+	if g.modImage != nil {
+		g.writeModImage(body)
+		deps = append(deps, "node_command.mods")
+		body.AppendNewline()
+	}
 	for _, c := range g.commands {
 		g.writeCommand(body, c)
 		deps = append(deps, "node_command."+c.name)
@@ -647,18 +723,7 @@ func (g *gen) writeMain() ([]byte, error) {
 	mb := m.Body()
 	mb.SetAttributeValue("source", cty.StringVal(ModuleSource))
 	mb.AppendNewline()
-	tp, pp, gpus := 1, 1, 1
-	if r.TensorParallelSize != nil {
-		tp = *r.TensorParallelSize
-	}
-	if r.PipelineParallelSize != nil {
-		pp = *r.PipelineParallelSize
-	}
-	if r.GPUsPerNode != nil {
-		gpus = *r.GPUsPerNode
-	} else if *r.RequiredNodes > 0 && tp*pp%*r.RequiredNodes == 0 {
-		gpus = tp * pp / *r.RequiredNodes
-	}
+	tp, pp, gpus := g.layout()
 	backend := r.DistributedBackend
 	if backend == "" {
 		backend = "mp"
@@ -748,11 +813,21 @@ func (g *gen) writeMain() ([]byte, error) {
 	mb.AppendNewline()
 	name := r.Name
 	mb.SetAttributeValue("name", cty.StringVal(containerName(name, path.Base(g.file))))
-	mb.SetAttributeValue("image", cty.StringVal(r.DockerImage))
+	for _, n := range g.imageNote {
+		mb.AppendUnstructuredTokens(comment(n))
+	}
+	if g.modImage != nil {
+		mb.AppendUnstructuredTokens(comment(fmt.Sprintf("%s with the recipe's mods (node_command.mods).", g.modImage.base)))
+	}
+	mb.SetAttributeValue("image", cty.StringVal(g.image))
 	if len(r.Entrypoint) > 0 {
 		mb.SetAttributeRaw("entrypoint", tokens("local.entrypoint"))
 	}
 	mb.SetAttributeRaw("args", tokens("local.args"))
+	if g.yaml != nil && r.DistributedBackend == "" {
+		mb.AppendUnstructuredTokens(comment("Not vLLM: the recipe's command has its own flags; the module adds none."))
+		mb.SetAttributeRaw("layout_flags", tokens("false"))
+	}
 	mb.SetAttributeRaw("env", tokens("local.env"))
 	if r.MemoryLimit != "" {
 		mb.AppendUnstructuredTokens(comment("memory_limit, no swap."))
@@ -817,7 +892,8 @@ func (g *gen) writeMain() ([]byte, error) {
 }
 
 func containerName(name, file string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(file, ".toml"), ".recipe")
+	base := strings.TrimSuffix(file, path.Ext(file))
+	base = strings.TrimSuffix(base, ".recipe")
 	s := strings.ToLower(base)
 	var b strings.Builder
 	for _, r := range s {
@@ -836,6 +912,10 @@ func containerName(name, file string) string {
 }
 
 func (g *gen) writeCommand(body *hclwrite.Body, c command) {
+	if c.inlined != "" {
+		g.writeInlined(body, c)
+		return
+	}
 	if c.line > 0 {
 		body.AppendUnstructuredTokens(comment(fmt.Sprintf("%s step from line %d, kept as is: sparkform does not know what it does, so it cannot see drift or", c.phase, c.line)))
 	} else {
@@ -909,7 +989,11 @@ func (g *gen) envTokens() hclwrite.Tokens {
 		if !hclsyntax.ValidIdentifier(k) {
 			key = string(hclwrite.TokensForValue(cty.StringVal(k)).Bytes())
 		}
-		b.WriteString(key + " = " + string(hclwrite.TokensForValue(cty.StringVal(g.r.Env[k])).Bytes()))
+		if g.yaml != nil && g.yaml.envVars[k] {
+			b.WriteString(key + " = " + envExpr(g.r.Env[k]))
+		} else {
+			b.WriteString(key + " = " + string(hclwrite.TokensForValue(cty.StringVal(g.r.Env[k])).Bytes()))
+		}
 		if c, ok := g.meta.envBeside[k]; ok {
 			b.WriteString(" # " + c)
 		}

@@ -30,54 +30,84 @@ func TestGolden(t *testing.T) {
 	for _, rp := range recipes {
 		name := strings.TrimSuffix(filepath.Base(rp), ".recipe.toml")
 		t.Run(name, func(t *testing.T) {
-			src, err := os.ReadFile(rp)
-			if err != nil {
+			golden(t, rp, filepath.Base(rp), filepath.Join("testdata", name+".golden"), Options{RepoDir: "testdata"})
+		})
+	}
+}
+
+// TestGoldenSparkrun imports every sparkrun recipe (YAML, v1 and v2)
+// under testdata/sparkrun/REPO/ (real ones from the public registries,
+// testdata/sparkrun/README.md names their sources, and bad ones written
+// here), with REPO's folder as the recipe's repository, and compares the
+// result with RECIPE.golden/ beside it.
+func TestGoldenSparkrun(t *testing.T) {
+	var recipes []string
+	filepath.WalkDir("testdata/sparkrun", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			recipes = append(recipes, p)
+		}
+		return nil
+	})
+	if len(recipes) < 8 {
+		t.Fatalf("only %d sparkrun recipes in testdata", len(recipes))
+	}
+	for _, rp := range recipes {
+		rel, _ := filepath.Rel("testdata/sparkrun", rp)
+		repo, inRepo, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			golden(t, rp, inRepo, strings.TrimSuffix(rp, filepath.Ext(rp))+".golden", Options{RepoDir: filepath.Join("testdata", "sparkrun", repo)})
+		})
+	}
+}
+
+// golden imports the recipe at rp (named name in messages) and compares
+// the files, warnings or error with the folder dir.
+func golden(t *testing.T, rp, name, dir string, opts Options) {
+	src, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	res, err := ImportWith(src, name, opts)
+	if err != nil {
+		got["error.txt"] = []byte(err.Error() + "\n")
+	} else {
+		for n, b := range res.Files {
+			got[n] = b
+			if f := hclwrite.Format(b); !bytes.Equal(f, b) {
+				t.Errorf("%s is not formatted (fmt -check would fail)", n)
+			}
+		}
+		var w strings.Builder
+		for _, x := range res.Warnings {
+			w.WriteString(x.String() + "\n")
+		}
+		got["warnings.txt"] = []byte(w.String())
+		checkLoads(t, res.Files)
+	}
+	if *update {
+		os.RemoveAll(dir)
+		os.MkdirAll(dir, 0o755)
+		for n, b := range got {
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got := map[string][]byte{}
-			res, err := Import(src, filepath.Base(rp))
-			if err != nil {
-				got["error.txt"] = []byte(err.Error() + "\n")
-			} else {
-				for n, b := range res.Files {
-					got[n] = b
-					if f := hclwrite.Format(b); !bytes.Equal(f, b) {
-						t.Errorf("%s is not formatted (fmt -check would fail)", n)
-					}
-				}
-				var w strings.Builder
-				for _, x := range res.Warnings {
-					w.WriteString(x.String() + "\n")
-				}
-				got["warnings.txt"] = []byte(w.String())
-				checkLoads(t, res.Files)
-			}
-			dir := filepath.Join("testdata", name+".golden")
-			if *update {
-				os.RemoveAll(dir)
-				os.MkdirAll(dir, 0o755)
-				for n, b := range got {
-					if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return
-			}
-			want, _ := filepath.Glob(filepath.Join(dir, "*"))
-			if len(want) != len(got) {
-				t.Errorf("golden has %d files, import made %d (run go test -update)", len(want), len(got))
-			}
-			for n, b := range got {
-				w, err := os.ReadFile(filepath.Join(dir, n))
-				if err != nil {
-					t.Errorf("%s: %v (run go test -update)", n, err)
-					continue
-				}
-				if !bytes.Equal(w, b) {
-					t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", n, b, w)
-				}
-			}
-		})
+		}
+		return
+	}
+	want, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(want) != len(got) {
+		t.Errorf("golden has %d files, import made %d (run go test -update)", len(want), len(got))
+	}
+	for n, b := range got {
+		w, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Errorf("%s: %v (run go test -update)", n, err)
+			continue
+		}
+		if !bytes.Equal(w, b) {
+			t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", n, b, w)
+		}
 	}
 }
 

@@ -19,6 +19,12 @@ locals {
   from_rank0 = local.src == null ? {} : {
     for k, n in local.nodes : k => n if n.rank != 0 && local.src.peers != "source"
   }
+  # The container a Spark needs: the device request ("" is none)
+  # and per node the devices, /dev/infiniband where the node has RoCE.
+  gpus = var.gpus == "" ? null : var.gpus
+  devices = { for k, n in local.nodes : k => concat(var.devices,
+    coalesce(n.infiniband, var.infiniband) ? ["/dev/infiniband"] : [],
+  ) }
   layout = [
     "--tensor-parallel-size", tostring(var.recipe.tensor_parallel_size),
     "--pipeline-parallel-size", tostring(var.recipe.pipeline_parallel_size),
@@ -158,23 +164,31 @@ resource "docker_image" "serve" {
 }
 
 resource "docker_container" "serve" {
-  for_each   = local.nodes
+  # Ray (ray.sf.hcl): rank 0 only, with Ray's layout flags and the cluster
+  # in its environment and at /tmp/ray.
+  for_each   = local.serve_nodes
   node       = each.value.node
   name       = "${var.name}-r${each.value.rank}"
   image      = docker_image.serve[each.key].name
   entrypoint = var.entrypoint
-  command = concat(var.args, var.layout_flags ? concat(local.layout, [
+  command = concat(var.args, var.layout_flags ? (local.ray_on ? local.ray_layout : concat(local.layout, [
     "--node-rank", tostring(each.value.rank),
     "--master-addr", local.master_addr,
     "--port", tostring(each.value.serve_port),
-  ]) : [])
-  env          = var.env
-  memory       = var.memory
-  memory_swap  = var.memory != null && !var.swap ? var.memory : null
-  cpus         = var.cpus
-  shm_size     = var.shm_size
-  devices      = var.devices
+  ])) : [])
+  env         = merge(var.env, local.ray_serve_env)
+  memory      = var.memory
+  memory_swap = var.memory != null && !var.swap ? var.memory : null
+  cpus        = var.cpus
+  shm_size    = var.shm_size
+
+  # The container a Spark needs (variables.sf.hcl).
+  gpus         = local.gpus
+  devices      = local.devices[each.key]
   network_mode = var.network_mode
+  ipc_mode     = var.ipc_mode
+  ulimits      = var.ulimits
+  privileged   = var.privileged
 
   dynamic "mount" {
     for_each = var.mounts
@@ -185,6 +199,15 @@ resource "docker_container" "serve" {
       create_host_path = mount.value.create_host_path
     }
   }
+  dynamic "mount" {
+    for_each = local.ray_on ? [local.ray_tmp] : []
+    content {
+      source = mount.value
+      target = "/tmp/ray"
+    }
+  }
+  # A new Ray cluster (ray_ready replaced) is a new server.
+  labels = local.ray_on ? { "sparkform.ray-cluster" = node_command.ray_ready[each.key].id } : null
 
   bind_files = concat(
     var.model == null ? [] : hubstage_manifest.model[each.key].files,
@@ -200,8 +223,10 @@ resource "docker_container" "serve" {
   }
 
   # The container holds the display device: the module is reloaded before
-  # it starts and restored only after it is gone.
-  depends_on = [kmod_module.display]
+  # it starts and restored only after it is gone. A fit check deferred to
+  # apply (the model's size unknown at plan) runs before it starts. With Ray
+  # it starts once the head lists every node.
+  depends_on = [kmod_module.display, node_memory_fit.serve, node_command.ray_ready]
 }
 
 output "model_commit" {

@@ -3,7 +3,7 @@
 # root module that calls this one; docs/recipes.md maps every recipe key.
 
 variable "recipe" {
-  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend, and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 use."
+  description = "The recipe's layout and where it runs: required_nodes, tensor/pipeline parallel sizes, GPUs per node, the distributed backend (\"mp\", or \"ray\": a Ray cluster, see ray.sf.hcl), and per node (keyed by name) the node object (node.NAME[KEY]), its rank, home folder, serving port and cluster_address (the address the other nodes reach its sshd at over the cluster link, e.g. the 200G RoCE address; null: the node's host), which the model copies from rank 0 and Ray (an IP address: Ray registers each node under it) use, and infiniband (this node has RoCE/InfiniBand: null takes var.infiniband)."
   type = object({
     required_nodes         = number
     tensor_parallel_size   = number
@@ -16,6 +16,7 @@ variable "recipe" {
       home            = optional(string, "/home/kilork")
       serve_port      = optional(number, 8000)
       cluster_address = optional(string)
+      infiniband      = optional(bool)
     }))
   })
 
@@ -32,8 +33,21 @@ variable "recipe" {
     error_message = "Ranks must be 0 .. required_nodes-1, one per node (--node-rank)."
   }
   validation {
-    condition     = var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
+    condition     = (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) != 0 || var.recipe.tensor_parallel_size * var.recipe.pipeline_parallel_size == var.recipe.required_nodes * var.recipe.gpus_per_node
     error_message = "tensor_parallel_size x pipeline_parallel_size must equal the GPUs the recipe runs on: required_nodes x gpus_per_node."
+  }
+  # Ray (ray.sf.hcl): a head on rank 0 and a worker on every other rank.
+  validation {
+    condition     = var.recipe.tensor_parallel_size >= 1 && floor(var.recipe.tensor_parallel_size) == var.recipe.tensor_parallel_size && (var.recipe.required_nodes * var.recipe.gpus_per_node) % max(1, var.recipe.tensor_parallel_size) == 0
+    error_message = "tensor_parallel_size = ${var.recipe.tensor_parallel_size} does not divide the recipe's GPUs (required_nodes x gpus_per_node = ${var.recipe.required_nodes * var.recipe.gpus_per_node}): give a tensor_parallel_size that does, and pipeline_parallel_size = GPUs / tensor_parallel_size."
+  }
+  validation {
+    condition     = contains(["mp", "ray"], var.recipe.distributed_backend)
+    error_message = "distributed_backend is \"mp\" (each rank runs the server) or \"ray\" (a Ray head on rank 0, workers on the other ranks, the server on rank 0), not \"${var.recipe.distributed_backend}\"."
+  }
+  validation {
+    condition     = var.recipe.distributed_backend != "ray" || var.recipe.required_nodes >= 2
+    error_message = "A Ray recipe runs a Ray head on rank 0 and workers on the other ranks: it needs required_nodes >= 2 (it has ${var.recipe.required_nodes}). On one node use distributed_backend = \"mp\"."
   }
 }
 
@@ -189,11 +203,6 @@ variable "cpus" {
   default = null
 }
 
-variable "network_mode" {
-  type    = string
-  default = "host"
-}
-
 variable "mounts" {
   description = "Extra mounts; a source may use {kit} (the kit's path on the node) and {home}. create_host_path makes a missing source folder (mkdir -p)."
   type = list(object({
@@ -212,4 +221,72 @@ variable "wait" {
     timeout = optional(string, "10m")
   })
   default = {}
+}
+
+# The container a Spark needs: the community-standard run of a serving
+# container on DGX Spark clusters, `docker run --gpus all --ipc=host
+# --network host --ulimit memlock=-1 --ulimit stack=67108864` (+
+# `--device /dev/infiniband` for NCCL over RoCE, `--privileged` where an
+# image asks for it). Each is an input with that default.
+
+variable "gpus" {
+  description = "GPUs through a device request (docker run --gpus): \"all\" or a count. Needs the NVIDIA Container Toolkit on the node. \"\": no request (the node's default runtime already gives the GPU, or a test node without one); null, as for every input with a default, means the default."
+  type        = string
+  default     = "all"
+}
+
+variable "ipc_mode" {
+  description = "IPC namespace: \"host\" (NCCL and PyTorch share memory through it), \"private\", \"shareable\" or \"container:NAME\"."
+  type        = string
+  default     = "host"
+}
+
+variable "network_mode" {
+  description = "Network: \"host\" (NCCL and the serving port on the node's own interfaces, the RoCE link included), or a Docker network."
+  type        = string
+  default     = "host"
+}
+
+variable "ulimits" {
+  description = "Ulimits by name, \"SOFT[:HARD]\" (-1 unlimited): memlock unlimited for RDMA registration, a 64 MiB stack. The Docker Engine must be allowed to raise them (root with CAP_SYS_RESOURCE)."
+  type        = map(string)
+  default     = { memlock = "-1", stack = "67108864" }
+}
+
+variable "infiniband" {
+  description = "The nodes have RoCE/InfiniBand (a ConnectX NIC, as a Spark's 200G link): bind /dev/infiniband for NCCL over RDMA. A node's recipe.nodes entry may say otherwise for itself."
+  type        = bool
+  default     = false
+}
+
+variable "privileged" {
+  description = "Run the container privileged (every capability and host device). Off by default: some serving images ask for it; gpus, devices and infiniband give what vLLM needs."
+  type        = bool
+  default     = false
+}
+
+# The fit check at plan (fit.sf.hcl): node_memory_fit per node.
+
+variable "gpu_memory_utilization" {
+  description = "The recipe's gpu_memory_utilization (vLLM's --gpu-memory-utilization: the fraction of the node's total memory it takes). null: read from args (--gpu-memory-utilization N, or =N) when there, else the fit check counts the model's weights on each node."
+  type        = number
+  default     = null
+}
+
+variable "display_reserve" {
+  description = "Memory the display unlock frees on each node (about 2 GiB on a DGX Spark), counted as available by the fit check when display_unlock is set."
+  type        = string
+  default     = "2g"
+}
+
+variable "fit_override_reason" {
+  description = "Plan even when the fit check finds the recipe does not fit a node's memory, for this reason (shown in the plan). null: the check refuses."
+  type        = string
+  default     = null
+}
+
+variable "fit_nvidia_smi" {
+  description = "The nvidia-smi command on the nodes for the fit check (null: \"nvidia-smi\" on their PATH; absent, or without memory figures as on a Spark's unified memory: /proc/meminfo)."
+  type        = string
+  default     = null
 }

@@ -1,7 +1,8 @@
-// Package command is the sparkform provider "node" and its one resource
-// type, node_command: the honest escape hatch for a step no other provider
+// Package command is the sparkform provider "node" and its resource types
+// node_command, the honest escape hatch for a step no other provider
 // models (Terraform's null resource with a remote command, Ansible's
-// `command` with `creates`).
+// `command` with `creates`), and node_memory_fit, the memory budget a
+// serving container is checked against at plan.
 //
 // # node_command
 //
@@ -46,4 +47,23 @@
 //
 // Import is not supported: there is nothing on a node that says a command
 // once ran.
+//
+// # node_memory_fit
+//
+// Plan reads the node's memory in one command (nvidia-smi's memory.total
+// and memory.free summed over the GPUs, where nvidia-smi is there and gives
+// figures; else MemTotal and MemAvailable of /proc/meminfo) and compares
+// what the container asks (gpu_memory_utilization x total, else
+// model_bytes; plus memory, else shm_size) with what is available plus
+// display_reserve. Not fitting is a plan error with the numbers
+// (ErrDoesNotFit), so nothing is applied; override_reason turns it into a
+// warning, and an empty reason is an error. The budget is stored
+// (source, total_bytes, available_bytes, asked_bytes, budget) and shown
+// in the plan. The check runs at create and when an argument changes,
+// never at refresh (the server, once running, holds the memory it was
+// checked for), and on a change only the growth over the prior
+// asked_bytes must be available. available_bytes and budget are
+// Volatile: apply plans again and holds the recipe to fit then, not to
+// the figures the plan showed. With an argument unknown at plan (or
+// -refresh=false) the check runs at apply.
 package command

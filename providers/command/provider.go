@@ -21,7 +21,8 @@ func NewWithPool(pool *node.Pool) sdk.Provider {
 	return &sdk.Router{
 		Name: Name,
 		Resources: map[string]sdk.Resource{
-			TypeCommand: &Command{pool: pool},
+			TypeCommand:   &Command{pool: pool},
+			TypeMemoryFit: &MemoryFit{pool: pool},
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -443,7 +444,7 @@ func (r *containerResource) Apply(ctx context.Context, req sdk.ApplyRequest, pro
 	if spc.MustRun && (ins.Container.State == nil || !ins.Container.State.Running) {
 		progress(sdk.Progress{Message: "starting " + spc.Name})
 		if _, err := d.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-			return fail("Cannot start container "+spc.Name, err)
+			return fail("Cannot start container "+spc.Name, startHint(err, spc, d.node.Name))
 		}
 		if spc.Wait != nil {
 			if err := waitReady(ctx, d, id, spc.Wait, progress); err != nil {
@@ -624,4 +625,77 @@ func (r *containerResource) Import(ctx context.Context, req sdk.ImportRequest) s
 	}
 	cgs, _, _ := cgroupsFor(ctx, d, []inspected{{ins: c, found: true}})
 	return sdk.ImportResponse{State: observe(s, cty.ObjectVal(prior), c, cgFor(cgs, c))}
+}
+
+// startHint adds what to do to a start error the engine words for
+// itself only.
+func startHint(err error, spc spec, node string) error {
+	err = rlimitHint(gpuDriverHint(err, spc.GPUs, node), spc.Ulimits, node)
+	if m := missingDeviceRE.FindStringSubmatch(err.Error()); m != nil {
+		hint := ""
+		if strings.HasSuffix(m[1], "/infiniband") || strings.Contains(m[1], "/infiniband/") {
+			hint = " (no RDMA device: the node has no RoCE/InfiniBand NIC, or its drivers, mlx5_ib and ib_uverbs, are not loaded; the spark-recipe module binds it with infiniband = true)"
+		}
+		err = fmt.Errorf("%w: the device %s does not exist on %s%s; remove it from devices or make it exist before the container starts", err, m[1], node, hint)
+	}
+	if spc.Privileged && strings.Contains(err.Error(), "unable to apply caps: operation not permitted") {
+		err = fmt.Errorf("%w: privileged = true asks for every capability, and the Docker Engine on %s runs without some of them (Docker inside a container, "+
+			"or a reduced capability bounding set), so it cannot give them; run the engine with every capability, or set privileged = false and add what the image needs "+
+			"with cap_add and devices", err, node)
+	}
+	return err
+}
+
+// gpuDriverHint says what to do when the engine could not serve the GPU
+// device request (docker run --gpus): the engine's own words name no
+// package. Other errors are returned as they are.
+func gpuDriverHint(err error, gpus, node string) error {
+	if gpus == "" || !strings.Contains(err.Error(), "could not select device driver") {
+		return err
+	}
+	return fmt.Errorf("%w (%v): gpus = %q needs the NVIDIA Container Toolkit on %s (install it, run `nvidia-ctk runtime configure --runtime=docker` and restart Docker), "+
+		"or leave gpus unset (null) where the node's default runtime already gives the container its GPU", ErrNoGPUDriver, err, gpus, node)
+}
+
+// rlimitNames are Linux's RLIMIT_* numbers, as runc names them in its
+// error ("error setting rlimit type 8").
+var rlimitNames = map[string]string{"0": "cpu", "1": "fsize", "2": "data", "3": "stack", "4": "core", "5": "rss", "6": "nproc",
+	"7": "nofile", "8": "memlock", "9": "as", "10": "locks", "11": "sigpending", "12": "msgqueue", "13": "nice", "14": "rtprio", "15": "rttime"}
+
+var missingDeviceRE = regexp.MustCompile(`error gathering device information while adding custom device "([^"]+)": no such file or directory`)
+
+var rlimitErrRE = regexp.MustCompile(`error setting rlimit type (\d+): operation not permitted`)
+
+// rlimitHint says what to do when the runtime may not raise a ulimit: an
+// engine without CAP_SYS_RESOURCE (rootless Docker, Docker inside a
+// container) cannot go above its own hard limit. Other errors are
+// returned as they are.
+func rlimitHint(err error, ulimits []*container.Ulimit, node string) error {
+	m := rlimitErrRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	name := rlimitNames[m[1]]
+	want := ""
+	for _, u := range ulimits {
+		if u.Name == name {
+			want = fmt.Sprintf(" = %q", ulimitString(u))
+		}
+	}
+	return fmt.Errorf("%w: ulimits.%s%s is above what the Docker Engine on %s may set: its processes lack CAP_SYS_RESOURCE (rootless Docker, or Docker inside a container) "+
+		"and cannot raise a limit above their own hard limit (see `grep -i %s /proc/$(pidof dockerd)/limits`); run the engine as root with that capability, "+
+		"or lower ulimits.%s to at most that hard limit", ErrUlimitNotPermitted, name, want, node, rlimitLabel(name), name)
+}
+
+// rlimitLabel is the words /proc/PID/limits uses for a ulimit's name.
+func rlimitLabel(name string) string {
+	switch name {
+	case "memlock":
+		return "'locked memory'"
+	case "stack":
+		return "'stack size'"
+	case "nofile":
+		return "'open files'"
+	}
+	return name
 }

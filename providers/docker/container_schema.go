@@ -35,6 +35,8 @@ func containerSchema() *sdk.ResourceSchema {
 		return &sdk.Attribute{Type: t, Computed: true, Description: desc}
 	}
 	return &sdk.ResourceSchema{
+		// Its output is `sparkform logs` (Logs in status.go).
+		Logs: true,
 		// What an instance manages on its node: two instances with the same
 		// value on one node are refused at plan.
 		Identity: []string{"name"},
@@ -55,11 +57,12 @@ func containerSchema() *sdk.ResourceSchema {
 				"shm_size":      fn(cty.String, "Size of /dev/shm, e.g. \"2g\"."),
 				"pids_limit":    fn(cty.Number, "Most processes in the container."),
 				"devices":       fn(cty.List(cty.String), "Host devices: \"/dev/dri/card0\" or \"host:container[:perms]\" (perms from rwm; default rwm)."),
-				"gpus":          fn(cty.String, "GPUs through a device request: \"all\" or a count."),
+				"gpus":          fn(cty.String, "GPUs through a device request (docker run --gpus): \"all\" or a count. Needs a GPU device driver in the node's Docker Engine (the NVIDIA Container Toolkit); without one the container cannot start and apply says so."),
 				"network_mode":  fn(cty.String, "Network mode: \"bridge\", \"host\", \"none\", \"container:NAME\" or a network name."),
 				"ipc_mode":      fn(cty.String, "IPC mode: \"private\", \"shareable\", \"host\", \"container:NAME\"."),
 				"ulimits":       fn(cty.Map(cty.String), "Ulimits by name: \"soft[:hard]\", e.g. { memlock = \"-1\", nofile = \"65536:65536\" }."),
 				"cap_add":       fn(cty.Set(cty.String), "Capabilities to add (\"SYS_NICE\" or \"CAP_SYS_NICE\")."),
+				"privileged":    fn(cty.Bool, "Run privileged (docker run --privileged): every capability and every host device. Some serving images ask for it; prefer gpus, devices and cap_add."),
 				"labels":        fn(cty.Map(cty.String), "Labels. sparkform adds sparkform.address and sparkform.managed itself."),
 				"cgroup_parent": fn(cty.String, "Parent cgroup, relative to the cgroup root (cgroupfs driver, e.g. \"/sparkform/serve\"; the path a kmod_cgroup manages) or a slice (systemd driver, \"sparkform.slice\")."),
 				"restart":       upd(cty.String, "Restart policy: \"no\", \"always\", \"unless-stopped\", \"on-failure[:N]\". Changes in place."),

@@ -42,6 +42,7 @@ type spec struct {
 	NetworkMode, IpcMode string
 	Ulimits              []*container.Ulimit
 	CapAdd               []string
+	Privileged           bool
 	Labels               map[string]string
 	CgroupParent         string
 	Restart              container.RestartPolicy
@@ -233,8 +234,11 @@ func (sp *specParser) devices() {
 	}
 }
 
-// privileges reads ulimits and cap_add.
+// privileges reads ulimits, cap_add and privileged.
 func (sp *specParser) privileges() {
+	if a, ok := sp.get("privileged"); ok {
+		sp.s.Privileged = a.True()
+	}
 	if a, ok := sp.get("ulimits"); ok {
 		m := ctyval.StrMap(a)
 		for _, k := range ctyval.SortedKeys(m) {
@@ -548,6 +552,7 @@ func (s spec) createConfig(address string) (*container.Config, *container.HostCo
 		NetworkMode:   container.NetworkMode(s.NetworkMode),
 		IpcMode:       container.IpcMode(s.IpcMode),
 		CapAdd:        s.CapAdd,
+		Privileged:    s.Privileged,
 		ShmSize:       s.ShmSize,
 		RestartPolicy: s.Restart,
 	}

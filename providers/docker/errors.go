@@ -20,4 +20,12 @@ var (
 	ErrLinkLost = errors.New("connection to the node lost")
 	// ErrContainerExited: the container stopped while we waited for it.
 	ErrContainerExited = errors.New("container exited")
+	// ErrNoGPUDriver: the container asks for GPUs (gpus) and the node's
+	// Docker Engine has no device driver that answers a GPU request.
+	ErrNoGPUDriver = errors.New("the Docker Engine on the node has no GPU device driver")
+	// ErrUlimitNotPermitted: the runtime may not raise a ulimit the
+	// container asks for (above the engine's own hard limit).
+	ErrUlimitNotPermitted = errors.New("ulimit not permitted by the Docker Engine")
+	// ErrNoContainer: logs of an instance whose container is not on the node.
+	ErrNoContainer = errors.New("container not found")
 )

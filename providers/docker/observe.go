@@ -166,8 +166,11 @@ func (o *observer) devices() {
 	}
 }
 
-// privileges observes ulimits and cap_add.
+// privileges observes ulimits, cap_add and privileged.
 func (o *observer) privileges() {
+	if o.hc.Privileged || o.setByPrior("privileged") {
+		o.vals["privileged"] = cty.BoolVal(o.hc.Privileged)
+	}
 	if o.setByPrior("ulimits") {
 		want := ctyval.StrMap(o.p("ulimits"))
 		got := map[string]string{}

@@ -80,6 +80,10 @@ type ResourceSchema struct {
 	// connection. Unset (as from a plugin that predates it) is the safe
 	// reading: bounded by the parallelism.
 	LocalApply bool
+	// Logs says the type serves Logs (LogsResource): it runs something
+	// with output, such as a container. `sparkform logs` reads only the
+	// instances of such types.
+	Logs bool
 }
 
 // Identity folds (ResourceSchema.IdentityFold).

@@ -437,7 +437,11 @@ type ResourceSchema struct {
 	// ("dash_underscore": '-' and '_' are one, as in kernel module names).
 	// Absent (an older plugin), or a fold the engine does not know: values
 	// compare as written, as before; no protocol version change.
-	IdentityFold  map[string]string `protobuf:"bytes,7,rep,name=identity_fold,json=identityFold,proto3" json:"identity_fold,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IdentityFold map[string]string `protobuf:"bytes,7,rep,name=identity_fold,json=identityFold,proto3" json:"identity_fold,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The type serves Logs (it runs something with output: a container).
+	// Absent (an older plugin) reads as false: `sparkform logs` then says
+	// the instance has no logs, and never calls the plugin.
+	Logs          bool `protobuf:"varint,8,opt,name=logs,proto3" json:"logs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -519,6 +523,13 @@ func (x *ResourceSchema) GetIdentityFold() map[string]string {
 		return x.IdentityFold
 	}
 	return nil
+}
+
+func (x *ResourceSchema) GetLogs() bool {
+	if x != nil {
+		return x.Logs
+	}
+	return false
 }
 
 type Block struct {
@@ -1132,6 +1143,78 @@ func (*Stop) Descriptor() ([]byte, []int) {
 	return file_provider_proto_rawDescGZIP(), []int{17}
 }
 
+type ReadStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus) Reset() {
+	*x = ReadStatus{}
+	mi := &file_provider_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus) ProtoMessage() {}
+
+func (x *ReadStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus.ProtoReflect.Descriptor instead.
+func (*ReadStatus) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18}
+}
+
+type Logs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Logs) Reset() {
+	*x = Logs{}
+	mi := &file_provider_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Logs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Logs) ProtoMessage() {}
+
+func (x *Logs) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Logs.ProtoReflect.Descriptor instead.
+func (*Logs) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{19}
+}
+
 type AttributePath_Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Selector:
@@ -1147,7 +1230,7 @@ type AttributePath_Step struct {
 
 func (x *AttributePath_Step) Reset() {
 	*x = AttributePath_Step{}
-	mi := &file_provider_proto_msgTypes[18]
+	mi := &file_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1242,7 @@ func (x *AttributePath_Step) String() string {
 func (*AttributePath_Step) ProtoMessage() {}
 
 func (x *AttributePath_Step) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[18]
+	mi := &file_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1339,7 @@ type GetSchema_Request struct {
 
 func (x *GetSchema_Request) Reset() {
 	*x = GetSchema_Request{}
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1351,7 @@ func (x *GetSchema_Request) String() string {
 func (*GetSchema_Request) ProtoMessage() {}
 
 func (x *GetSchema_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1377,7 @@ type GetSchema_Response struct {
 
 func (x *GetSchema_Response) Reset() {
 	*x = GetSchema_Response{}
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1389,7 @@ func (x *GetSchema_Response) String() string {
 func (*GetSchema_Response) ProtoMessage() {}
 
 func (x *GetSchema_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1429,7 @@ type ValidateResourceConfig_Request struct {
 
 func (x *ValidateResourceConfig_Request) Reset() {
 	*x = ValidateResourceConfig_Request{}
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1441,7 @@ func (x *ValidateResourceConfig_Request) String() string {
 func (*ValidateResourceConfig_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1480,7 @@ type ValidateResourceConfig_Response struct {
 
 func (x *ValidateResourceConfig_Response) Reset() {
 	*x = ValidateResourceConfig_Response{}
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1492,7 @@ func (x *ValidateResourceConfig_Response) String() string {
 func (*ValidateResourceConfig_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1526,7 @@ type ValidateResourceConfigs_Request struct {
 
 func (x *ValidateResourceConfigs_Request) Reset() {
 	*x = ValidateResourceConfigs_Request{}
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1538,7 @@ func (x *ValidateResourceConfigs_Request) String() string {
 func (*ValidateResourceConfigs_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfigs_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1571,7 @@ type ValidateResourceConfigs_Response struct {
 
 func (x *ValidateResourceConfigs_Response) Reset() {
 	*x = ValidateResourceConfigs_Response{}
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1583,7 @@ func (x *ValidateResourceConfigs_Response) String() string {
 func (*ValidateResourceConfigs_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfigs_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1618,7 @@ type ReadResources_Item struct {
 
 func (x *ReadResources_Item) Reset() {
 	*x = ReadResources_Item{}
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1630,7 @@ func (x *ReadResources_Item) String() string {
 func (*ReadResources_Item) ProtoMessage() {}
 
 func (x *ReadResources_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1688,7 @@ type ReadResources_Result struct {
 
 func (x *ReadResources_Result) Reset() {
 	*x = ReadResources_Result{}
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1700,7 @@ func (x *ReadResources_Result) String() string {
 func (*ReadResources_Result) ProtoMessage() {}
 
 func (x *ReadResources_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1754,7 @@ type ReadResources_Request struct {
 
 func (x *ReadResources_Request) Reset() {
 	*x = ReadResources_Request{}
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1766,7 @@ func (x *ReadResources_Request) String() string {
 func (*ReadResources_Request) ProtoMessage() {}
 
 func (x *ReadResources_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1808,7 @@ type ReadResources_Response struct {
 
 func (x *ReadResources_Response) Reset() {
 	*x = ReadResources_Response{}
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1820,7 @@ func (x *ReadResources_Response) String() string {
 func (*ReadResources_Response) ProtoMessage() {}
 
 func (x *ReadResources_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1880,7 @@ type PlanResourceChange_Request struct {
 
 func (x *PlanResourceChange_Request) Reset() {
 	*x = PlanResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1892,7 @@ func (x *PlanResourceChange_Request) String() string {
 func (*PlanResourceChange_Request) ProtoMessage() {}
 
 func (x *PlanResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +1994,7 @@ type PlanResourceChange_Response struct {
 
 func (x *PlanResourceChange_Response) Reset() {
 	*x = PlanResourceChange_Response{}
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2006,7 @@ func (x *PlanResourceChange_Response) String() string {
 func (*PlanResourceChange_Response) ProtoMessage() {}
 
 func (x *PlanResourceChange_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2083,7 @@ type ApplyResourceChange_Request struct {
 
 func (x *ApplyResourceChange_Request) Reset() {
 	*x = ApplyResourceChange_Request{}
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2095,7 @@ func (x *ApplyResourceChange_Request) String() string {
 func (*ApplyResourceChange_Request) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2196,7 @@ type ApplyResourceChange_Started struct {
 
 func (x *ApplyResourceChange_Started) Reset() {
 	*x = ApplyResourceChange_Started{}
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2208,7 @@ func (x *ApplyResourceChange_Started) String() string {
 func (*ApplyResourceChange_Started) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Started) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2245,7 @@ type ApplyResourceChange_Progress struct {
 
 func (x *ApplyResourceChange_Progress) Reset() {
 	*x = ApplyResourceChange_Progress{}
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2257,7 @@ func (x *ApplyResourceChange_Progress) String() string {
 func (*ApplyResourceChange_Progress) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2330,7 @@ type ApplyResourceChange_Result struct {
 
 func (x *ApplyResourceChange_Result) Reset() {
 	*x = ApplyResourceChange_Result{}
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2342,7 @@ func (x *ApplyResourceChange_Result) String() string {
 func (*ApplyResourceChange_Result) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2421,7 @@ type ApplyResourceChange_Event struct {
 
 func (x *ApplyResourceChange_Event) Reset() {
 	*x = ApplyResourceChange_Event{}
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2433,7 @@ func (x *ApplyResourceChange_Event) String() string {
 func (*ApplyResourceChange_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2515,7 @@ type PlanResourceChanges_Item struct {
 
 func (x *PlanResourceChanges_Item) Reset() {
 	*x = PlanResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2527,7 @@ func (x *PlanResourceChanges_Item) String() string {
 func (*PlanResourceChanges_Item) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2569,7 @@ type PlanResourceChanges_Batch struct {
 
 func (x *PlanResourceChanges_Batch) Reset() {
 	*x = PlanResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2581,7 @@ func (x *PlanResourceChanges_Batch) String() string {
 func (*PlanResourceChanges_Batch) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2621,7 @@ type PlanResourceChanges_Result struct {
 
 func (x *PlanResourceChanges_Result) Reset() {
 	*x = PlanResourceChanges_Result{}
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2633,7 @@ func (x *PlanResourceChanges_Result) String() string {
 func (*PlanResourceChanges_Result) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2672,7 @@ type PlanResourceChanges_Results struct {
 
 func (x *PlanResourceChanges_Results) Reset() {
 	*x = PlanResourceChanges_Results{}
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2684,7 @@ func (x *PlanResourceChanges_Results) String() string {
 func (*PlanResourceChanges_Results) ProtoMessage() {}
 
 func (x *PlanResourceChanges_Results) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2717,7 @@ type ApplyResourceChanges_Item struct {
 
 func (x *ApplyResourceChanges_Item) Reset() {
 	*x = ApplyResourceChanges_Item{}
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2646,7 +2729,7 @@ func (x *ApplyResourceChanges_Item) String() string {
 func (*ApplyResourceChanges_Item) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2769,7 @@ type ApplyResourceChanges_Batch struct {
 
 func (x *ApplyResourceChanges_Batch) Reset() {
 	*x = ApplyResourceChanges_Batch{}
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2781,7 @@ func (x *ApplyResourceChanges_Batch) String() string {
 func (*ApplyResourceChanges_Batch) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[45]
+	mi := &file_provider_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2821,7 @@ type ApplyResourceChanges_Event struct {
 
 func (x *ApplyResourceChanges_Event) Reset() {
 	*x = ApplyResourceChanges_Event{}
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2833,7 @@ func (x *ApplyResourceChanges_Event) String() string {
 func (*ApplyResourceChanges_Event) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[46]
+	mi := &file_provider_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +2872,7 @@ type ApplyResourceChanges_Events struct {
 
 func (x *ApplyResourceChanges_Events) Reset() {
 	*x = ApplyResourceChanges_Events{}
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +2884,7 @@ func (x *ApplyResourceChanges_Events) String() string {
 func (*ApplyResourceChanges_Events) ProtoMessage() {}
 
 func (x *ApplyResourceChanges_Events) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[47]
+	mi := &file_provider_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +2918,7 @@ type ImportResource_Request struct {
 
 func (x *ImportResource_Request) Reset() {
 	*x = ImportResource_Request{}
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2930,7 @@ func (x *ImportResource_Request) String() string {
 func (*ImportResource_Request) ProtoMessage() {}
 
 func (x *ImportResource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[48]
+	mi := &file_provider_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2978,7 @@ type ImportResource_Response struct {
 
 func (x *ImportResource_Response) Reset() {
 	*x = ImportResource_Response{}
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +2990,7 @@ func (x *ImportResource_Response) String() string {
 func (*ImportResource_Response) ProtoMessage() {}
 
 func (x *ImportResource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[49]
+	mi := &file_provider_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3035,7 @@ type Stop_Request struct {
 
 func (x *Stop_Request) Reset() {
 	*x = Stop_Request{}
-	mi := &file_provider_proto_msgTypes[50]
+	mi := &file_provider_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3047,7 @@ func (x *Stop_Request) String() string {
 func (*Stop_Request) ProtoMessage() {}
 
 func (x *Stop_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[50]
+	mi := &file_provider_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3073,7 @@ type Stop_Response struct {
 
 func (x *Stop_Response) Reset() {
 	*x = Stop_Response{}
-	mi := &file_provider_proto_msgTypes[51]
+	mi := &file_provider_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3085,7 @@ func (x *Stop_Response) String() string {
 func (*Stop_Response) ProtoMessage() {}
 
 func (x *Stop_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[51]
+	mi := &file_provider_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,6 +3106,558 @@ func (x *Stop_Response) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+type ReadStatus_Item struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TypeName string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	Address  string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// What state holds (what the last apply made: the wanted values).
+	State []byte `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// What a refresh just observed (empty: the object is gone, or it was
+	// not read; observed_known says which).
+	Observed []byte `protobuf:"bytes,4,opt,name=observed,proto3" json:"observed,omitempty"`
+	Private  []byte `protobuf:"bytes,5,opt,name=private,proto3" json:"private,omitempty"`
+	// observed was read (the refresh of this instance succeeded).
+	ObservedKnown bool `protobuf:"varint,6,opt,name=observed_known,json=observedKnown,proto3" json:"observed_known,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus_Item) Reset() {
+	*x = ReadStatus_Item{}
+	mi := &file_provider_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus_Item) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus_Item) ProtoMessage() {}
+
+func (x *ReadStatus_Item) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus_Item.ProtoReflect.Descriptor instead.
+func (*ReadStatus_Item) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18, 0}
+}
+
+func (x *ReadStatus_Item) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
+func (x *ReadStatus_Item) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ReadStatus_Item) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ReadStatus_Item) GetObserved() []byte {
+	if x != nil {
+		return x.Observed
+	}
+	return nil
+}
+
+func (x *ReadStatus_Item) GetPrivate() []byte {
+	if x != nil {
+		return x.Private
+	}
+	return nil
+}
+
+func (x *ReadStatus_Item) GetObservedKnown() bool {
+	if x != nil {
+		return x.ObservedKnown
+	}
+	return false
+}
+
+type ReadStatus_Fact struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus_Fact) Reset() {
+	*x = ReadStatus_Fact{}
+	mi := &file_provider_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus_Fact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus_Fact) ProtoMessage() {}
+
+func (x *ReadStatus_Fact) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus_Fact.ProtoReflect.Descriptor instead.
+func (*ReadStatus_Fact) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18, 1}
+}
+
+func (x *ReadStatus_Fact) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReadStatus_Fact) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+type ReadStatus_Result struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "ok", "degraded", "down", or empty (unknown).
+	Health string `protobuf:"bytes,1,opt,name=health,proto3" json:"health,omitempty"`
+	// One short phrase: "running 3h", "loaded", "at 878e0ee".
+	Summary     string             `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	Facts       []*ReadStatus_Fact `protobuf:"bytes,3,rep,name=facts,proto3" json:"facts,omitempty"`
+	Diagnostics []*Diagnostic      `protobuf:"bytes,4,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// The type has no status (the plugin serves ReadStatus for others).
+	Unavailable   bool `protobuf:"varint,5,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus_Result) Reset() {
+	*x = ReadStatus_Result{}
+	mi := &file_provider_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus_Result) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus_Result) ProtoMessage() {}
+
+func (x *ReadStatus_Result) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus_Result.ProtoReflect.Descriptor instead.
+func (*ReadStatus_Result) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18, 2}
+}
+
+func (x *ReadStatus_Result) GetHealth() string {
+	if x != nil {
+		return x.Health
+	}
+	return ""
+}
+
+func (x *ReadStatus_Result) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *ReadStatus_Result) GetFacts() []*ReadStatus_Fact {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
+func (x *ReadStatus_Result) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ReadStatus_Result) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
+}
+
+type ReadStatus_Request struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *Node                  `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Items         []*ReadStatus_Item     `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus_Request) Reset() {
+	*x = ReadStatus_Request{}
+	mi := &file_provider_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus_Request) ProtoMessage() {}
+
+func (x *ReadStatus_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus_Request.ProtoReflect.Descriptor instead.
+func (*ReadStatus_Request) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18, 3}
+}
+
+func (x *ReadStatus_Request) GetNode() *Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *ReadStatus_Request) GetItems() []*ReadStatus_Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ReadStatus_Response struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per request item, in request order.
+	Results       []*ReadStatus_Result `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Diagnostics   []*Diagnostic        `protobuf:"bytes,2,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	RoundTrips    int64                `protobuf:"varint,3,opt,name=round_trips,json=roundTrips,proto3" json:"round_trips,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStatus_Response) Reset() {
+	*x = ReadStatus_Response{}
+	mi := &file_provider_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStatus_Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStatus_Response) ProtoMessage() {}
+
+func (x *ReadStatus_Response) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStatus_Response.ProtoReflect.Descriptor instead.
+func (*ReadStatus_Response) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{18, 4}
+}
+
+func (x *ReadStatus_Response) GetResults() []*ReadStatus_Result {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *ReadStatus_Response) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ReadStatus_Response) GetRoundTrips() int64 {
+	if x != nil {
+		return x.RoundTrips
+	}
+	return 0
+}
+
+type Logs_Request struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TypeName string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	Address  string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Node     *Node                  `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	State    []byte                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Private  []byte                 `protobuf:"bytes,5,opt,name=private,proto3" json:"private,omitempty"`
+	// Keep streaming new lines until the call is cancelled.
+	Follow bool `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	// The last tail lines of what is there; negative: all of it.
+	Tail int64 `protobuf:"varint,7,opt,name=tail,proto3" json:"tail,omitempty"`
+	// Only lines from this time on (Unix nanoseconds; 0: no bound).
+	SinceUnixNs   int64 `protobuf:"varint,8,opt,name=since_unix_ns,json=sinceUnixNs,proto3" json:"since_unix_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Logs_Request) Reset() {
+	*x = Logs_Request{}
+	mi := &file_provider_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Logs_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Logs_Request) ProtoMessage() {}
+
+func (x *Logs_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Logs_Request.ProtoReflect.Descriptor instead.
+func (*Logs_Request) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{19, 0}
+}
+
+func (x *Logs_Request) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
+func (x *Logs_Request) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Logs_Request) GetNode() *Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *Logs_Request) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *Logs_Request) GetPrivate() []byte {
+	if x != nil {
+		return x.Private
+	}
+	return nil
+}
+
+func (x *Logs_Request) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *Logs_Request) GetTail() int64 {
+	if x != nil {
+		return x.Tail
+	}
+	return 0
+}
+
+func (x *Logs_Request) GetSinceUnixNs() int64 {
+	if x != nil {
+		return x.SinceUnixNs
+	}
+	return 0
+}
+
+type Logs_Line struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "stdout" or "stderr".
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The line without its line end.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// When the line was written (Unix nanoseconds; 0: unknown).
+	TimeUnixNs    int64 `protobuf:"varint,3,opt,name=time_unix_ns,json=timeUnixNs,proto3" json:"time_unix_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Logs_Line) Reset() {
+	*x = Logs_Line{}
+	mi := &file_provider_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Logs_Line) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Logs_Line) ProtoMessage() {}
+
+func (x *Logs_Line) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Logs_Line.ProtoReflect.Descriptor instead.
+func (*Logs_Line) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{19, 1}
+}
+
+func (x *Logs_Line) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *Logs_Line) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Logs_Line) GetTimeUnixNs() int64 {
+	if x != nil {
+		return x.TimeUnixNs
+	}
+	return 0
+}
+
+// Lines ready together travel together; diagnostics end the stream
+// with a failure that is not a transport error (the container is gone).
+type Logs_Lines struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lines         []*Logs_Line           `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	Diagnostics   []*Diagnostic          `protobuf:"bytes,2,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Logs_Lines) Reset() {
+	*x = Logs_Lines{}
+	mi := &file_provider_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Logs_Lines) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Logs_Lines) ProtoMessage() {}
+
+func (x *Logs_Lines) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Logs_Lines.ProtoReflect.Descriptor instead.
+func (*Logs_Lines) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{19, 2}
+}
+
+func (x *Logs_Lines) GetLines() []*Logs_Line {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *Logs_Lines) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
 }
 
 var File_provider_proto protoreflect.FileDescriptor
@@ -3070,7 +3705,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xfb\x02\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\x8f\x03\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
@@ -3080,7 +3715,8 @@ const file_provider_proto_rawDesc = "" +
 	"local_plan\x18\x05 \x01(\bR\tlocalPlan\x12\x1f\n" +
 	"\vlocal_apply\x18\x06 \x01(\bR\n" +
 	"localApply\x12\\\n" +
-	"\ridentity_fold\x18\a \x03(\v27.sparkform.provider.v1.ResourceSchema.IdentityFoldEntryR\fidentityFold\x1a?\n" +
+	"\ridentity_fold\x18\a \x03(\v27.sparkform.provider.v1.ResourceSchema.IdentityFoldEntryR\fidentityFold\x12\x12\n" +
+	"\x04logs\x18\b \x01(\bR\x04logs\x1a?\n" +
 	"\x11IdentityFoldEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x02\n" +
@@ -3247,7 +3883,51 @@ const file_provider_proto_rawDesc = "" +
 	"\x04Stop\x1a\t\n" +
 	"\aRequest\x1a \n" +
 	"\bResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\xb0\x06\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\x84\x06\n" +
+	"\n" +
+	"ReadStatus\x1a\xb0\x01\n" +
+	"\x04Item\x12\x1b\n" +
+	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\x12\x1a\n" +
+	"\bobserved\x18\x04 \x01(\fR\bobserved\x12\x18\n" +
+	"\aprivate\x18\x05 \x01(\fR\aprivate\x12%\n" +
+	"\x0eobserved_known\x18\x06 \x01(\bR\robservedKnown\x1a0\n" +
+	"\x04Fact\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x1a\xdf\x01\n" +
+	"\x06Result\x12\x16\n" +
+	"\x06health\x18\x01 \x01(\tR\x06health\x12\x18\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\x12<\n" +
+	"\x05facts\x18\x03 \x03(\v2&.sparkform.provider.v1.ReadStatus.FactR\x05facts\x12C\n" +
+	"\vdiagnostics\x18\x04 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12 \n" +
+	"\vunavailable\x18\x05 \x01(\bR\vunavailable\x1ax\n" +
+	"\aRequest\x12/\n" +
+	"\x04node\x18\x01 \x01(\v2\x1b.sparkform.provider.v1.NodeR\x04node\x12<\n" +
+	"\x05items\x18\x02 \x03(\v2&.sparkform.provider.v1.ReadStatus.ItemR\x05items\x1a\xb4\x01\n" +
+	"\bResponse\x12B\n" +
+	"\aresults\x18\x01 \x03(\v2(.sparkform.provider.v1.ReadStatus.ResultR\aresults\x12C\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics\x12\x1f\n" +
+	"\vround_trips\x18\x03 \x01(\x03R\n" +
+	"roundTrips\"\xd7\x03\n" +
+	"\x04Logs\x1a\xf1\x01\n" +
+	"\aRequest\x12\x1b\n" +
+	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12/\n" +
+	"\x04node\x18\x03 \x01(\v2\x1b.sparkform.provider.v1.NodeR\x04node\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\fR\x05state\x12\x18\n" +
+	"\aprivate\x18\x05 \x01(\fR\aprivate\x12\x16\n" +
+	"\x06follow\x18\x06 \x01(\bR\x06follow\x12\x12\n" +
+	"\x04tail\x18\a \x01(\x03R\x04tail\x12\"\n" +
+	"\rsince_unix_ns\x18\b \x01(\x03R\vsinceUnixNs\x1aT\n" +
+	"\x04Line\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12 \n" +
+	"\ftime_unix_ns\x18\x03 \x01(\x03R\n" +
+	"timeUnixNs\x1a\x84\x01\n" +
+	"\x05Lines\x126\n" +
+	"\x05lines\x18\x01 \x03(\v2 .sparkform.provider.v1.Logs.LineR\x05lines\x12C\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2!.sparkform.provider.v1.DiagnosticR\vdiagnostics2\xe7\a\n" +
 	"\bProvider\x12`\n" +
 	"\tGetSchema\x12(.sparkform.provider.v1.GetSchema.Request\x1a).sparkform.provider.v1.GetSchema.Response\x12\x8a\x01\n" +
 	"\x17ValidateResourceConfigs\x126.sparkform.provider.v1.ValidateResourceConfigs.Request\x1a7.sparkform.provider.v1.ValidateResourceConfigs.Response\x12l\n" +
@@ -3255,7 +3935,10 @@ const file_provider_proto_rawDesc = "" +
 	"\x13PlanResourceChanges\x120.sparkform.provider.v1.PlanResourceChanges.Batch\x1a2.sparkform.provider.v1.PlanResourceChanges.Results(\x010\x01\x12\x81\x01\n" +
 	"\x14ApplyResourceChanges\x121.sparkform.provider.v1.ApplyResourceChanges.Batch\x1a2.sparkform.provider.v1.ApplyResourceChanges.Events(\x010\x01\x12o\n" +
 	"\x0eImportResource\x12-.sparkform.provider.v1.ImportResource.Request\x1a..sparkform.provider.v1.ImportResource.Response\x12Q\n" +
-	"\x04Stop\x12#.sparkform.provider.v1.Stop.Request\x1a$.sparkform.provider.v1.Stop.ResponseB:Z8github.com/sparkform/sparkform/providers/sdk/proto;protob\x06proto3"
+	"\x04Stop\x12#.sparkform.provider.v1.Stop.Request\x1a$.sparkform.provider.v1.Stop.Response\x12c\n" +
+	"\n" +
+	"ReadStatus\x12).sparkform.provider.v1.ReadStatus.Request\x1a*.sparkform.provider.v1.ReadStatus.Response\x12P\n" +
+	"\x04Logs\x12#.sparkform.provider.v1.Logs.Request\x1a!.sparkform.provider.v1.Logs.Lines0\x01B:Z8github.com/sparkform/sparkform/providers/sdk/proto;protob\x06proto3"
 
 var (
 	file_provider_proto_rawDescOnce sync.Once
@@ -3270,7 +3953,7 @@ func file_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_provider_proto_goTypes = []any{
 	(Diagnostic_Severity)(0),                 // 0: sparkform.provider.v1.Diagnostic.Severity
 	(NestedBlock_NestingMode)(0),             // 1: sparkform.provider.v1.NestedBlock.NestingMode
@@ -3292,51 +3975,61 @@ var file_provider_proto_goTypes = []any{
 	(*ApplyResourceChanges)(nil),             // 17: sparkform.provider.v1.ApplyResourceChanges
 	(*ImportResource)(nil),                   // 18: sparkform.provider.v1.ImportResource
 	(*Stop)(nil),                             // 19: sparkform.provider.v1.Stop
-	(*AttributePath_Step)(nil),               // 20: sparkform.provider.v1.AttributePath.Step
-	nil,                                      // 21: sparkform.provider.v1.Schema.ResourceTypesEntry
-	nil,                                      // 22: sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
-	nil,                                      // 23: sparkform.provider.v1.Block.AttributesEntry
-	nil,                                      // 24: sparkform.provider.v1.Block.BlockTypesEntry
-	(*GetSchema_Request)(nil),                // 25: sparkform.provider.v1.GetSchema.Request
-	(*GetSchema_Response)(nil),               // 26: sparkform.provider.v1.GetSchema.Response
-	(*ValidateResourceConfig_Request)(nil),   // 27: sparkform.provider.v1.ValidateResourceConfig.Request
-	(*ValidateResourceConfig_Response)(nil),  // 28: sparkform.provider.v1.ValidateResourceConfig.Response
-	(*ValidateResourceConfigs_Request)(nil),  // 29: sparkform.provider.v1.ValidateResourceConfigs.Request
-	(*ValidateResourceConfigs_Response)(nil), // 30: sparkform.provider.v1.ValidateResourceConfigs.Response
-	(*ReadResources_Item)(nil),               // 31: sparkform.provider.v1.ReadResources.Item
-	(*ReadResources_Result)(nil),             // 32: sparkform.provider.v1.ReadResources.Result
-	(*ReadResources_Request)(nil),            // 33: sparkform.provider.v1.ReadResources.Request
-	(*ReadResources_Response)(nil),           // 34: sparkform.provider.v1.ReadResources.Response
-	(*PlanResourceChange_Request)(nil),       // 35: sparkform.provider.v1.PlanResourceChange.Request
-	(*PlanResourceChange_Response)(nil),      // 36: sparkform.provider.v1.PlanResourceChange.Response
-	(*ApplyResourceChange_Request)(nil),      // 37: sparkform.provider.v1.ApplyResourceChange.Request
-	(*ApplyResourceChange_Started)(nil),      // 38: sparkform.provider.v1.ApplyResourceChange.Started
-	(*ApplyResourceChange_Progress)(nil),     // 39: sparkform.provider.v1.ApplyResourceChange.Progress
-	(*ApplyResourceChange_Result)(nil),       // 40: sparkform.provider.v1.ApplyResourceChange.Result
-	(*ApplyResourceChange_Event)(nil),        // 41: sparkform.provider.v1.ApplyResourceChange.Event
-	(*PlanResourceChanges_Item)(nil),         // 42: sparkform.provider.v1.PlanResourceChanges.Item
-	(*PlanResourceChanges_Batch)(nil),        // 43: sparkform.provider.v1.PlanResourceChanges.Batch
-	(*PlanResourceChanges_Result)(nil),       // 44: sparkform.provider.v1.PlanResourceChanges.Result
-	(*PlanResourceChanges_Results)(nil),      // 45: sparkform.provider.v1.PlanResourceChanges.Results
-	(*ApplyResourceChanges_Item)(nil),        // 46: sparkform.provider.v1.ApplyResourceChanges.Item
-	(*ApplyResourceChanges_Batch)(nil),       // 47: sparkform.provider.v1.ApplyResourceChanges.Batch
-	(*ApplyResourceChanges_Event)(nil),       // 48: sparkform.provider.v1.ApplyResourceChanges.Event
-	(*ApplyResourceChanges_Events)(nil),      // 49: sparkform.provider.v1.ApplyResourceChanges.Events
-	(*ImportResource_Request)(nil),           // 50: sparkform.provider.v1.ImportResource.Request
-	(*ImportResource_Response)(nil),          // 51: sparkform.provider.v1.ImportResource.Response
-	(*Stop_Request)(nil),                     // 52: sparkform.provider.v1.Stop.Request
-	(*Stop_Response)(nil),                    // 53: sparkform.provider.v1.Stop.Response
+	(*ReadStatus)(nil),                       // 20: sparkform.provider.v1.ReadStatus
+	(*Logs)(nil),                             // 21: sparkform.provider.v1.Logs
+	(*AttributePath_Step)(nil),               // 22: sparkform.provider.v1.AttributePath.Step
+	nil,                                      // 23: sparkform.provider.v1.Schema.ResourceTypesEntry
+	nil,                                      // 24: sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
+	nil,                                      // 25: sparkform.provider.v1.Block.AttributesEntry
+	nil,                                      // 26: sparkform.provider.v1.Block.BlockTypesEntry
+	(*GetSchema_Request)(nil),                // 27: sparkform.provider.v1.GetSchema.Request
+	(*GetSchema_Response)(nil),               // 28: sparkform.provider.v1.GetSchema.Response
+	(*ValidateResourceConfig_Request)(nil),   // 29: sparkform.provider.v1.ValidateResourceConfig.Request
+	(*ValidateResourceConfig_Response)(nil),  // 30: sparkform.provider.v1.ValidateResourceConfig.Response
+	(*ValidateResourceConfigs_Request)(nil),  // 31: sparkform.provider.v1.ValidateResourceConfigs.Request
+	(*ValidateResourceConfigs_Response)(nil), // 32: sparkform.provider.v1.ValidateResourceConfigs.Response
+	(*ReadResources_Item)(nil),               // 33: sparkform.provider.v1.ReadResources.Item
+	(*ReadResources_Result)(nil),             // 34: sparkform.provider.v1.ReadResources.Result
+	(*ReadResources_Request)(nil),            // 35: sparkform.provider.v1.ReadResources.Request
+	(*ReadResources_Response)(nil),           // 36: sparkform.provider.v1.ReadResources.Response
+	(*PlanResourceChange_Request)(nil),       // 37: sparkform.provider.v1.PlanResourceChange.Request
+	(*PlanResourceChange_Response)(nil),      // 38: sparkform.provider.v1.PlanResourceChange.Response
+	(*ApplyResourceChange_Request)(nil),      // 39: sparkform.provider.v1.ApplyResourceChange.Request
+	(*ApplyResourceChange_Started)(nil),      // 40: sparkform.provider.v1.ApplyResourceChange.Started
+	(*ApplyResourceChange_Progress)(nil),     // 41: sparkform.provider.v1.ApplyResourceChange.Progress
+	(*ApplyResourceChange_Result)(nil),       // 42: sparkform.provider.v1.ApplyResourceChange.Result
+	(*ApplyResourceChange_Event)(nil),        // 43: sparkform.provider.v1.ApplyResourceChange.Event
+	(*PlanResourceChanges_Item)(nil),         // 44: sparkform.provider.v1.PlanResourceChanges.Item
+	(*PlanResourceChanges_Batch)(nil),        // 45: sparkform.provider.v1.PlanResourceChanges.Batch
+	(*PlanResourceChanges_Result)(nil),       // 46: sparkform.provider.v1.PlanResourceChanges.Result
+	(*PlanResourceChanges_Results)(nil),      // 47: sparkform.provider.v1.PlanResourceChanges.Results
+	(*ApplyResourceChanges_Item)(nil),        // 48: sparkform.provider.v1.ApplyResourceChanges.Item
+	(*ApplyResourceChanges_Batch)(nil),       // 49: sparkform.provider.v1.ApplyResourceChanges.Batch
+	(*ApplyResourceChanges_Event)(nil),       // 50: sparkform.provider.v1.ApplyResourceChanges.Event
+	(*ApplyResourceChanges_Events)(nil),      // 51: sparkform.provider.v1.ApplyResourceChanges.Events
+	(*ImportResource_Request)(nil),           // 52: sparkform.provider.v1.ImportResource.Request
+	(*ImportResource_Response)(nil),          // 53: sparkform.provider.v1.ImportResource.Response
+	(*Stop_Request)(nil),                     // 54: sparkform.provider.v1.Stop.Request
+	(*Stop_Response)(nil),                    // 55: sparkform.provider.v1.Stop.Response
+	(*ReadStatus_Item)(nil),                  // 56: sparkform.provider.v1.ReadStatus.Item
+	(*ReadStatus_Fact)(nil),                  // 57: sparkform.provider.v1.ReadStatus.Fact
+	(*ReadStatus_Result)(nil),                // 58: sparkform.provider.v1.ReadStatus.Result
+	(*ReadStatus_Request)(nil),               // 59: sparkform.provider.v1.ReadStatus.Request
+	(*ReadStatus_Response)(nil),              // 60: sparkform.provider.v1.ReadStatus.Response
+	(*Logs_Request)(nil),                     // 61: sparkform.provider.v1.Logs.Request
+	(*Logs_Line)(nil),                        // 62: sparkform.provider.v1.Logs.Line
+	(*Logs_Lines)(nil),                       // 63: sparkform.provider.v1.Logs.Lines
 }
 var file_provider_proto_depIdxs = []int32{
 	2,  // 0: sparkform.provider.v1.Node.proxy_jump:type_name -> sparkform.provider.v1.Node
-	20, // 1: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
+	22, // 1: sparkform.provider.v1.AttributePath.steps:type_name -> sparkform.provider.v1.AttributePath.Step
 	0,  // 2: sparkform.provider.v1.Diagnostic.severity:type_name -> sparkform.provider.v1.Diagnostic.Severity
 	3,  // 3: sparkform.provider.v1.Diagnostic.attribute:type_name -> sparkform.provider.v1.AttributePath
-	21, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
+	23, // 4: sparkform.provider.v1.Schema.resource_types:type_name -> sparkform.provider.v1.Schema.ResourceTypesEntry
 	7,  // 5: sparkform.provider.v1.ResourceSchema.block:type_name -> sparkform.provider.v1.Block
-	22, // 6: sparkform.provider.v1.ResourceSchema.identity_fold:type_name -> sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
-	23, // 7: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
-	24, // 8: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
+	24, // 6: sparkform.provider.v1.ResourceSchema.identity_fold:type_name -> sparkform.provider.v1.ResourceSchema.IdentityFoldEntry
+	25, // 7: sparkform.provider.v1.Block.attributes:type_name -> sparkform.provider.v1.Block.AttributesEntry
+	26, // 8: sparkform.provider.v1.Block.block_types:type_name -> sparkform.provider.v1.Block.BlockTypesEntry
 	1,  // 9: sparkform.provider.v1.NestedBlock.nesting:type_name -> sparkform.provider.v1.NestedBlock.NestingMode
 	7,  // 10: sparkform.provider.v1.NestedBlock.block:type_name -> sparkform.provider.v1.Block
 	6,  // 11: sparkform.provider.v1.Schema.ResourceTypesEntry.value:type_name -> sparkform.provider.v1.ResourceSchema
@@ -3345,12 +4038,12 @@ var file_provider_proto_depIdxs = []int32{
 	5,  // 14: sparkform.provider.v1.GetSchema.Response.schema:type_name -> sparkform.provider.v1.Schema
 	4,  // 15: sparkform.provider.v1.GetSchema.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	4,  // 16: sparkform.provider.v1.ValidateResourceConfig.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	27, // 17: sparkform.provider.v1.ValidateResourceConfigs.Request.items:type_name -> sparkform.provider.v1.ValidateResourceConfig.Request
-	28, // 18: sparkform.provider.v1.ValidateResourceConfigs.Response.results:type_name -> sparkform.provider.v1.ValidateResourceConfig.Response
+	29, // 17: sparkform.provider.v1.ValidateResourceConfigs.Request.items:type_name -> sparkform.provider.v1.ValidateResourceConfig.Request
+	30, // 18: sparkform.provider.v1.ValidateResourceConfigs.Response.results:type_name -> sparkform.provider.v1.ValidateResourceConfig.Response
 	4,  // 19: sparkform.provider.v1.ReadResources.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	2,  // 20: sparkform.provider.v1.ReadResources.Request.node:type_name -> sparkform.provider.v1.Node
-	31, // 21: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
-	32, // 22: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
+	33, // 21: sparkform.provider.v1.ReadResources.Request.items:type_name -> sparkform.provider.v1.ReadResources.Item
+	34, // 22: sparkform.provider.v1.ReadResources.Response.results:type_name -> sparkform.provider.v1.ReadResources.Result
 	4,  // 23: sparkform.provider.v1.ReadResources.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	2,  // 24: sparkform.provider.v1.PlanResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
 	3,  // 25: sparkform.provider.v1.PlanResourceChange.Response.requires_replace:type_name -> sparkform.provider.v1.AttributePath
@@ -3358,38 +4051,51 @@ var file_provider_proto_depIdxs = []int32{
 	2,  // 27: sparkform.provider.v1.ApplyResourceChange.Request.node:type_name -> sparkform.provider.v1.Node
 	4,  // 28: sparkform.provider.v1.ApplyResourceChange.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
 	3,  // 29: sparkform.provider.v1.ApplyResourceChange.Result.changed:type_name -> sparkform.provider.v1.AttributePath
-	39, // 30: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
-	40, // 31: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
-	38, // 32: sparkform.provider.v1.ApplyResourceChange.Event.started:type_name -> sparkform.provider.v1.ApplyResourceChange.Started
-	35, // 33: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
-	42, // 34: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
-	36, // 35: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
-	44, // 36: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
-	37, // 37: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
-	46, // 38: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
-	41, // 39: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
-	48, // 40: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
+	41, // 30: sparkform.provider.v1.ApplyResourceChange.Event.progress:type_name -> sparkform.provider.v1.ApplyResourceChange.Progress
+	42, // 31: sparkform.provider.v1.ApplyResourceChange.Event.result:type_name -> sparkform.provider.v1.ApplyResourceChange.Result
+	40, // 32: sparkform.provider.v1.ApplyResourceChange.Event.started:type_name -> sparkform.provider.v1.ApplyResourceChange.Started
+	37, // 33: sparkform.provider.v1.PlanResourceChanges.Item.request:type_name -> sparkform.provider.v1.PlanResourceChange.Request
+	44, // 34: sparkform.provider.v1.PlanResourceChanges.Batch.items:type_name -> sparkform.provider.v1.PlanResourceChanges.Item
+	38, // 35: sparkform.provider.v1.PlanResourceChanges.Result.response:type_name -> sparkform.provider.v1.PlanResourceChange.Response
+	46, // 36: sparkform.provider.v1.PlanResourceChanges.Results.results:type_name -> sparkform.provider.v1.PlanResourceChanges.Result
+	39, // 37: sparkform.provider.v1.ApplyResourceChanges.Item.request:type_name -> sparkform.provider.v1.ApplyResourceChange.Request
+	48, // 38: sparkform.provider.v1.ApplyResourceChanges.Batch.items:type_name -> sparkform.provider.v1.ApplyResourceChanges.Item
+	43, // 39: sparkform.provider.v1.ApplyResourceChanges.Event.event:type_name -> sparkform.provider.v1.ApplyResourceChange.Event
+	50, // 40: sparkform.provider.v1.ApplyResourceChanges.Events.events:type_name -> sparkform.provider.v1.ApplyResourceChanges.Event
 	2,  // 41: sparkform.provider.v1.ImportResource.Request.node:type_name -> sparkform.provider.v1.Node
 	4,  // 42: sparkform.provider.v1.ImportResource.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
-	25, // 43: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
-	29, // 44: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
-	33, // 45: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
-	43, // 46: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
-	47, // 47: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
-	50, // 48: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
-	52, // 49: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
-	26, // 50: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
-	30, // 51: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
-	34, // 52: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
-	45, // 53: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
-	49, // 54: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
-	51, // 55: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
-	53, // 56: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
-	50, // [50:57] is the sub-list for method output_type
-	43, // [43:50] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	57, // 43: sparkform.provider.v1.ReadStatus.Result.facts:type_name -> sparkform.provider.v1.ReadStatus.Fact
+	4,  // 44: sparkform.provider.v1.ReadStatus.Result.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 45: sparkform.provider.v1.ReadStatus.Request.node:type_name -> sparkform.provider.v1.Node
+	56, // 46: sparkform.provider.v1.ReadStatus.Request.items:type_name -> sparkform.provider.v1.ReadStatus.Item
+	58, // 47: sparkform.provider.v1.ReadStatus.Response.results:type_name -> sparkform.provider.v1.ReadStatus.Result
+	4,  // 48: sparkform.provider.v1.ReadStatus.Response.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	2,  // 49: sparkform.provider.v1.Logs.Request.node:type_name -> sparkform.provider.v1.Node
+	62, // 50: sparkform.provider.v1.Logs.Lines.lines:type_name -> sparkform.provider.v1.Logs.Line
+	4,  // 51: sparkform.provider.v1.Logs.Lines.diagnostics:type_name -> sparkform.provider.v1.Diagnostic
+	27, // 52: sparkform.provider.v1.Provider.GetSchema:input_type -> sparkform.provider.v1.GetSchema.Request
+	31, // 53: sparkform.provider.v1.Provider.ValidateResourceConfigs:input_type -> sparkform.provider.v1.ValidateResourceConfigs.Request
+	35, // 54: sparkform.provider.v1.Provider.ReadResources:input_type -> sparkform.provider.v1.ReadResources.Request
+	45, // 55: sparkform.provider.v1.Provider.PlanResourceChanges:input_type -> sparkform.provider.v1.PlanResourceChanges.Batch
+	49, // 56: sparkform.provider.v1.Provider.ApplyResourceChanges:input_type -> sparkform.provider.v1.ApplyResourceChanges.Batch
+	52, // 57: sparkform.provider.v1.Provider.ImportResource:input_type -> sparkform.provider.v1.ImportResource.Request
+	54, // 58: sparkform.provider.v1.Provider.Stop:input_type -> sparkform.provider.v1.Stop.Request
+	59, // 59: sparkform.provider.v1.Provider.ReadStatus:input_type -> sparkform.provider.v1.ReadStatus.Request
+	61, // 60: sparkform.provider.v1.Provider.Logs:input_type -> sparkform.provider.v1.Logs.Request
+	28, // 61: sparkform.provider.v1.Provider.GetSchema:output_type -> sparkform.provider.v1.GetSchema.Response
+	32, // 62: sparkform.provider.v1.Provider.ValidateResourceConfigs:output_type -> sparkform.provider.v1.ValidateResourceConfigs.Response
+	36, // 63: sparkform.provider.v1.Provider.ReadResources:output_type -> sparkform.provider.v1.ReadResources.Response
+	47, // 64: sparkform.provider.v1.Provider.PlanResourceChanges:output_type -> sparkform.provider.v1.PlanResourceChanges.Results
+	51, // 65: sparkform.provider.v1.Provider.ApplyResourceChanges:output_type -> sparkform.provider.v1.ApplyResourceChanges.Events
+	53, // 66: sparkform.provider.v1.Provider.ImportResource:output_type -> sparkform.provider.v1.ImportResource.Response
+	55, // 67: sparkform.provider.v1.Provider.Stop:output_type -> sparkform.provider.v1.Stop.Response
+	60, // 68: sparkform.provider.v1.Provider.ReadStatus:output_type -> sparkform.provider.v1.ReadStatus.Response
+	63, // 69: sparkform.provider.v1.Provider.Logs:output_type -> sparkform.provider.v1.Logs.Lines
+	61, // [61:70] is the sub-list for method output_type
+	52, // [52:61] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -3397,13 +4103,13 @@ func file_provider_proto_init() {
 	if File_provider_proto != nil {
 		return
 	}
-	file_provider_proto_msgTypes[18].OneofWrappers = []any{
+	file_provider_proto_msgTypes[20].OneofWrappers = []any{
 		(*AttributePath_Step_AttributeName)(nil),
 		(*AttributePath_Step_ElementKeyString)(nil),
 		(*AttributePath_Step_ElementKeyInt)(nil),
 		(*AttributePath_Step_ElementKeyJson)(nil),
 	}
-	file_provider_proto_msgTypes[39].OneofWrappers = []any{
+	file_provider_proto_msgTypes[41].OneofWrappers = []any{
 		(*ApplyResourceChange_Event_Progress)(nil),
 		(*ApplyResourceChange_Event_Result)(nil),
 		(*ApplyResourceChange_Event_Started)(nil),
@@ -3414,7 +4120,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   52,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,8 @@ const (
 	Provider_ApplyResourceChanges_FullMethodName    = "/sparkform.provider.v1.Provider/ApplyResourceChanges"
 	Provider_ImportResource_FullMethodName          = "/sparkform.provider.v1.Provider/ImportResource"
 	Provider_Stop_FullMethodName                    = "/sparkform.provider.v1.Provider/Stop"
+	Provider_ReadStatus_FullMethodName              = "/sparkform.provider.v1.Provider/ReadStatus"
+	Provider_Logs_FullMethodName                    = "/sparkform.provider.v1.Provider/Logs"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -59,6 +61,17 @@ type ProviderClient interface {
 	ImportResource(ctx context.Context, in *ImportResource_Request, opts ...grpc.CallOption) (*ImportResource_Response, error)
 	// Stop asks in-flight work to stop as soon as it safely can.
 	Stop(ctx context.Context, in *Stop_Request, opts ...grpc.CallOption) (*Stop_Response, error)
+	// ReadStatus reports live facts about many instances on one node in one
+	// call (`sparkform status`): a container's state, health, restarts,
+	// memory, a probe's answer. Facts are never part of a resource's value,
+	// so they never show as drift. Optional: a plugin without it answers
+	// Unimplemented, and the engine says "status not available for TYPE".
+	ReadStatus(ctx context.Context, in *ReadStatus_Request, opts ...grpc.CallOption) (*ReadStatus_Response, error)
+	// Logs streams the output of one instance (`sparkform logs`): what is
+	// there (tail, since), then, with follow, new lines as they come until
+	// the call is cancelled. Optional, for the types whose schema sets logs;
+	// a plugin without it answers Unimplemented.
+	Logs(ctx context.Context, in *Logs_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Logs_Lines], error)
 }
 
 type providerClient struct {
@@ -145,6 +158,35 @@ func (c *providerClient) Stop(ctx context.Context, in *Stop_Request, opts ...grp
 	return out, nil
 }
 
+func (c *providerClient) ReadStatus(ctx context.Context, in *ReadStatus_Request, opts ...grpc.CallOption) (*ReadStatus_Response, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadStatus_Response)
+	err := c.cc.Invoke(ctx, Provider_ReadStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Logs(ctx context.Context, in *Logs_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Logs_Lines], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[2], Provider_Logs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Logs_Request, Logs_Lines]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_LogsClient = grpc.ServerStreamingClient[Logs_Lines]
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -176,6 +218,17 @@ type ProviderServer interface {
 	ImportResource(context.Context, *ImportResource_Request) (*ImportResource_Response, error)
 	// Stop asks in-flight work to stop as soon as it safely can.
 	Stop(context.Context, *Stop_Request) (*Stop_Response, error)
+	// ReadStatus reports live facts about many instances on one node in one
+	// call (`sparkform status`): a container's state, health, restarts,
+	// memory, a probe's answer. Facts are never part of a resource's value,
+	// so they never show as drift. Optional: a plugin without it answers
+	// Unimplemented, and the engine says "status not available for TYPE".
+	ReadStatus(context.Context, *ReadStatus_Request) (*ReadStatus_Response, error)
+	// Logs streams the output of one instance (`sparkform logs`): what is
+	// there (tail, since), then, with follow, new lines as they come until
+	// the call is cancelled. Optional, for the types whose schema sets logs;
+	// a plugin without it answers Unimplemented.
+	Logs(*Logs_Request, grpc.ServerStreamingServer[Logs_Lines]) error
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -206,6 +259,12 @@ func (UnimplementedProviderServer) ImportResource(context.Context, *ImportResour
 }
 func (UnimplementedProviderServer) Stop(context.Context, *Stop_Request) (*Stop_Response, error) {
 	return nil, status.Error(codes.Unimplemented, "method Stop not implemented")
+}
+func (UnimplementedProviderServer) ReadStatus(context.Context, *ReadStatus_Request) (*ReadStatus_Response, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadStatus not implemented")
+}
+func (UnimplementedProviderServer) Logs(*Logs_Request, grpc.ServerStreamingServer[Logs_Lines]) error {
+	return status.Error(codes.Unimplemented, "method Logs not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -332,6 +391,35 @@ func _Provider_Stop_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_ReadStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadStatus_Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).ReadStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_ReadStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).ReadStatus(ctx, req.(*ReadStatus_Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Logs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(Logs_Request)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ProviderServer).Logs(m, &grpc.GenericServerStream[Logs_Request, Logs_Lines]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_LogsServer = grpc.ServerStreamingServer[Logs_Lines]
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -359,6 +447,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Stop",
 			Handler:    _Provider_Stop_Handler,
 		},
+		{
+			MethodName: "ReadStatus",
+			Handler:    _Provider_ReadStatus_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -372,6 +464,11 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Provider_ApplyResourceChanges_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Logs",
+			Handler:       _Provider_Logs_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "provider.proto",

@@ -18,12 +18,28 @@ node "spark" {
   become        = true
 }
 
-# before_serve step from line 10, kept as is: sparkform does not know what it does, so it cannot see drift or
-# undo it by itself. Give it a check (exit 0 = done) and, for a before_serve step, a destroy.
+# The before_serve step (line 10) runs mods/warm-page-cache/run.sh of the recipe's repository, inlined here.
 resource "node_command" "before_serve_2" {
-  for_each      = var.nodes
-  node          = node.spark[each.key]
-  create_script = "warm_page_cache # a launcher script: install it on the nodes, or replace this with what it does"
+  for_each = var.nodes
+  node     = node.spark[each.key]
+  become   = true
+  # check: the script's hash, recorded on the node when it ran, is this script's.
+  create_script = <<EOT
+set -eu
+/bin/sh -eu <<'SPARKFORM_MOD_EOF'
+#!/bin/sh
+# Read the model files once so that the first load is from the page cache.
+find /data/hub -type f -name "*.safetensors" -exec cat {} + > /dev/null
+SPARKFORM_MOD_EOF
+mkdir -p '/var/lib/sparkform/steps'
+printf '%s\n' 1cf07808f37c6e51a4a0c7d3d89a7f85df20fdaea026f20e31715da897b7b449 > '/var/lib/sparkform/steps/steps.before_serve_2'
+EOT
+  check_script  = "test \"$(cat '/var/lib/sparkform/steps/steps.before_serve_2' 2>/dev/null)\" = 1cf07808f37c6e51a4a0c7d3d89a7f85df20fdaea026f20e31715da897b7b449"
+  destroy = [
+    "rm",
+    "-f",
+    "/var/lib/sparkform/steps/steps.before_serve_2",
+  ]
 }
 
 # before_serve step from line 12, kept as is: sparkform does not know what it does, so it cannot see drift or
