@@ -127,7 +127,7 @@ func TestRecipeModelFromHub(t *testing.T) {
 		`module.recipe.hubstage_snapshot.model_peer["spark-02"] will be created`,
 		`module.recipe.hubstage_snapshot.draft["spark-01"] will be created`,
 		`module.recipe.hubstage_snapshot.draft_peer["spark-02"] will be created`,
-		"to fetch from hub "+hub.URL,
+		"from hub "+hub.URL,
 		"commit "+model.Main().SHA[:7])
 	wantNotIn(t, "plan", plan.stdout, `hubstage_snapshot.model["spark-02"]`, `hubstage_snapshot.model_peer["spark-01"]`)
 
