@@ -138,7 +138,19 @@ done
 //	D ETAG SIZE    a blob is complete
 //	E ETAG MSG     a blob failed
 //	OK             everything is in place
-const snapReceiveScript = `set -u
+// snapLockFuncs serialise, on one node, the record and folder work of
+// hub snapshots (not their transfers): a destroy hands blobs and folders
+// over to other snapshots' records and removes folders that became empty,
+// a create records the folders it makes. Two at once (a model and its
+// drafter destroyed in one run) each saw the other's snapshot still
+// there, and the hub folder was left. The lock is an flock on the root
+// folder's descriptor: nothing to create, nothing left behind. Without
+// flock (busybox without it) there is no lock.
+const snapLockFuncs = `sf_hlock() { if command -v flock >/dev/null 2>&1; then exec 7</ && flock 7; fi; }
+sf_hunlock() { exec 7<&-; }
+`
+
+const snapReceiveScript = snapLockFuncs + `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
 mode=$1 owner=$2 bkind=$3 bcmd=$4; shift 4
@@ -205,6 +217,7 @@ trap 'stop 143' TERM
 # The jobs end at a line "END"; a tar of the links follows (read by tar
 # below, in one process however many links there are).
 while IFS= read -r l; do [ "$l" = END ] && break; printf '%s\n' "$l"; done > "$tmp/jobs" || exit 1
+sf_hlock
 sf_rcreate "$base" "$kind" "$rn" "$keyl" || exit 1
 rec=$(sf_rcat "$base" "$kind" "$rn")
 if ! has "owner $owner"; then
@@ -276,6 +289,7 @@ verify_small() {
   awk -F '\t' 'FILENAME == ARGV[1] { g[$1] = 1; next } !($1 in g) && !seen[$1]++' "$tmp/good" "$tmp/small" > "$tmp/small.next"
   mv -f "$tmp/small.next" "$tmp/small"
 }
+sf_hunlock
 if [ "$mode" = fetch ]; then
   # Progress: the bytes in flight, every second, until "done" (or the
   # temp folder is gone: an exit on an error must not leave it running,
@@ -398,6 +412,8 @@ if [ "$mode" = finish ]; then
     [ "$(size "$rd/blobs/$e")" = "$sz" ] || { echo "E	$e	not complete"; exit 2; }
   done < "$tmp/jobs"
 fi
+sf_hlock
+rec=$(sf_rcat "$base" "$kind" "$rn") # a destroy meanwhile may have handed something over
 mk "$sd" || exit 1
 printf '%s\n' "$rec" > "$tmp/rec"
 awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^link /) r[substr($0, 6)] = 1; next }
@@ -445,10 +461,11 @@ echo OK
 // blob is left to its other user), removes the recorded folders while
 // empty, then the record. Output: "KEPT ETAG COMMIT" per blob kept,
 // "GIVEN ETAG COMMIT" per blob handed over, then "OK".
-const snapDestroyScript = `set -u
+const snapDestroyScript = snapLockFuncs + `set -u
 base=$1 kind=$2 rn=$3 hub=$4 repo=$5 commit=$6
 rd=$hub/$repo
 sd=$rd/snapshots/$commit
+sf_hlock
 rec=$(sf_rcat "$base" "$kind" "$rn" | sed -n '2,$p')
 [ -n "$rec" ] || { echo OK; exit 0; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
