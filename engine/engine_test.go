@@ -673,6 +673,38 @@ func TestJournalRecovery(t *testing.T) {
 	}
 }
 
+// TestJournalRecoveryResumesCreate: a create interrupted after it made the
+// object, of a type whose schema says it resumes creates (a hub snapshot
+// fetched half way), is not tainted: the plan converges what the node has
+// in place instead of deleting it and creating it again (which threw away
+// a half-fetched model).
+func TestJournalRecoveryResumesCreate(t *testing.T) {
+	thingSchema.ResumesCreate = true
+	t.Cleanup(func() { thingSchema.ResumesCreate = false })
+	b := newBed(t)
+	writeObj(t, b.tp, "t900", "half")
+	b.writeIntent(thA, "create", thingVal("t900", "v1"))
+	r := b.cfg("chain_a_d")
+	p := r.plan(PlanOptions{})
+	if got := p.Change(thA).Action; got == plans.DeleteThenCreate || got == plans.CreateThenDelete {
+		t.Fatalf("%s planned %s: an interrupted create of a type that resumes was replaced", thA, got)
+	}
+	if st := b.record(thA).Status; st == state.StatusTainted {
+		t.Errorf("a status = %q; want not tainted", st)
+	}
+	if notes := strings.Join(p.Notes, "\n"); strings.Contains(notes, "as tainted") {
+		t.Errorf("notes say tainted:\n%s", notes)
+	}
+	b.tp.resetLog()
+	r.apply(p)
+	if got := b.attr(thA, "id"); got != "t900" {
+		t.Errorf("a was re-created: id %s, want t900 kept", got)
+	}
+	if p := r.plan(PlanOptions{}); p.HasChanges() {
+		t.Errorf("not settled: %v", actions(p))
+	}
+}
+
 func writeObj(t *testing.T, tp *testProvider, id, value string) {
 	t.Helper()
 	if err := os.WriteFile(tp.objPath(id), []byte(`{"value":"`+value+`","key":null}`), 0o644); err != nil {

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -92,10 +93,26 @@ func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*state
 		if err != nil {
 			continue
 		}
-		inst.Tainted = true
+		inst.Tainted, inst.createInterrupted = true, true
 		insts[in.Address] = inst
 	}
 	return out
+}
+
+// resumeCreates untaints the objects of interrupted creates whose type
+// resumes creates (sdk.ResourceSchema.ResumesCreate): the plan then
+// converges what the node has in place (a model snapshot fetched half way
+// keeps its bytes) instead of destroying it and starting again. A type
+// whose schema cannot be had stays tainted.
+func (e *Engine) resumeCreates(ctx context.Context, objs map[string]*stateObject) {
+	for _, o := range objs {
+		if !o.createInterrupted || !o.Tainted {
+			continue
+		}
+		if s, err := e.schemaFor(ctx, o.Type); err == nil && s.ResumesCreate {
+			o.Tainted = false
+		}
+	}
 }
 
 // settleIntents stores what refresh found for each interrupted instance

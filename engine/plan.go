@@ -103,6 +103,9 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
 	}
+	if len(recovered) > 0 {
+		e.resumeCreates(ctx, objs)
+	}
 	if d := e.planMoves(objs, p); d.HasErrors() {
 		return nil, append(diags, d...)
 	}

@@ -69,6 +69,11 @@ type stateObject struct {
 	// hid (instanceSensitive), kept in state for what reads it alone.
 	SensitiveAttrs []string
 
+	// createInterrupted marks an object made from the journal intent of
+	// a create that did not finish (recoverIntents): tainted, unless its
+	// type resumes creates (resumeCreates).
+	createInterrupted bool
+
 	// stored, when set, holds the record bytes Value was decoded from:
 	// record uses them instead of encoding Value again. Whoever changes
 	// Value clears it.

@@ -30,6 +30,9 @@ var snapComputedAttrs = []string{"commit", "file_count", "total_bytes", "present
 
 var snapSchema = &sdk.ResourceSchema{
 	Identity: []string{"hub_dir", "repo_id", "repo_type", "revision"},
+	// A transfer killed half way resumes: Read reports the blobs there and
+	// the missing ones as a difference, apply fetches only those.
+	ResumesCreate: true,
 	Description: "One Hugging Face hub repository snapshot made present in a node's hub cache, in exactly the layout " +
 		"huggingface_hub writes (blobs/<etag>, snapshots/<commit>/<path> as relative links, refs/<revision> holding the commit), " +
 		"fetched by the node itself from the hub, copied from another node, or pushed from the operator's own cache. " +

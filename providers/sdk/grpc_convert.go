@@ -453,7 +453,7 @@ func schemaToProto(s *Schema) (*proto.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity, LocalPlan: rs.LocalPlan, LocalApply: rs.LocalApply, IdentityFold: rs.IdentityFold, Logs: rs.Logs}
+		out.ResourceTypes[name] = &proto.ResourceSchema{Version: rs.Version, Description: rs.Description, Block: b, Identity: rs.Identity, LocalPlan: rs.LocalPlan, LocalApply: rs.LocalApply, IdentityFold: rs.IdentityFold, Logs: rs.Logs, ResumesCreate: rs.ResumesCreate}
 	}
 	return out, nil
 }
@@ -507,7 +507,7 @@ func schemaFromProto(p *proto.Schema) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource type %q: %w", name, err)
 		}
-		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity(), LocalPlan: rs.GetLocalPlan(), LocalApply: rs.GetLocalApply(), IdentityFold: rs.GetIdentityFold(), Logs: rs.GetLogs()}
+		out.ResourceTypes[name] = &ResourceSchema{Version: rs.GetVersion(), Description: rs.GetDescription(), Block: b, Identity: rs.GetIdentity(), LocalPlan: rs.GetLocalPlan(), LocalApply: rs.GetLocalApply(), IdentityFold: rs.GetIdentityFold(), Logs: rs.GetLogs(), ResumesCreate: rs.GetResumesCreate()}
 	}
 	return out, nil
 }

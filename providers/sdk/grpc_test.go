@@ -33,12 +33,13 @@ type thing struct {
 }
 
 var thingSchema = &sdk.ResourceSchema{
-	Version:      3,
-	Description:  "a test thing",
-	Identity:     []string{"name"},
-	LocalPlan:    true,
-	LocalApply:   true,
-	IdentityFold: map[string]string{"name": sdk.FoldDashUnderscore},
+	Version:       3,
+	Description:   "a test thing",
+	Identity:      []string{"name"},
+	LocalPlan:     true,
+	LocalApply:    true,
+	ResumesCreate: true,
+	IdentityFold:  map[string]string{"name": sdk.FoldDashUnderscore},
 	Block: &sdk.Block{
 		Attributes: map[string]*sdk.Attribute{
 			"id":     {Type: cty.String, Computed: true, Description: "the id"},
@@ -222,8 +223,8 @@ func TestGetSchemaRoundTrip(t *testing.T) {
 		t.Fatalf("got %d types; want 2", len(s.ResourceTypes))
 	}
 	got := s.ResourceTypes["test_thing"]
-	if got.Version != 3 || got.Description != "a test thing" || !reflect.DeepEqual(got.Identity, []string{"name"}) || !got.LocalPlan || !got.LocalApply || got.IdentityFold["name"] != sdk.FoldDashUnderscore {
-		t.Errorf("version %d description %q identity %v local plan %v local apply %v", got.Version, got.Description, got.Identity, got.LocalPlan, got.LocalApply)
+	if got.Version != 3 || got.Description != "a test thing" || !reflect.DeepEqual(got.Identity, []string{"name"}) || !got.LocalPlan || !got.LocalApply || !got.ResumesCreate || got.IdentityFold["name"] != sdk.FoldDashUnderscore {
+		t.Errorf("version %d description %q identity %v local plan %v local apply %v resumes create %v", got.Version, got.Description, got.Identity, got.LocalPlan, got.LocalApply, got.ResumesCreate)
 	}
 	compareBlock(t, "test_thing", thingSchema.Block, got.Block)
 	if !got.Block.ImpliedType().Equals(thingType) {
@@ -701,7 +702,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Node]():           {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
 		reflect.TypeFor[sdk.Diagnostic]():     {"Severity", "Summary", "Detail", "Path"},
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
-		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply", "Logs"},
+		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply", "Logs", "ResumesCreate"},
 		reflect.TypeFor[sdk.StatusRequest]():  {"Node", "Items"},
 		reflect.TypeFor[sdk.StatusItem]():     {"TypeName", "Address", "State", "Observed", "ObservedKnown", "Private"},
 		reflect.TypeFor[sdk.StatusResponse](): {"Results", "Diagnostics", "RoundTrips"},

@@ -84,6 +84,15 @@ type ResourceSchema struct {
 	// with output, such as a container. `sparkform logs` reads only the
 	// instances of such types.
 	Logs bool
+	// ResumesCreate says an interrupted create of this type (the CLI,
+	// plugin or link killed during it) is resumed, not replaced: the
+	// engine does not taint what refresh then finds, so the next plan
+	// converges it in place from what the node has (a model snapshot
+	// fetched half way keeps its bytes). Set it only when Read reports a
+	// partial object truly (what is missing shows as a difference) and
+	// apply completes one. Unset (as from an older plugin): tainted and
+	// replaced, as Terraform does.
+	ResumesCreate bool
 }
 
 // Identity folds (ResourceSchema.IdentityFold).

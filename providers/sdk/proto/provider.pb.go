@@ -441,7 +441,11 @@ type ResourceSchema struct {
 	// The type serves Logs (it runs something with output: a container).
 	// Absent (an older plugin) reads as false: `sparkform logs` then says
 	// the instance has no logs, and never calls the plugin.
-	Logs          bool `protobuf:"varint,8,opt,name=logs,proto3" json:"logs,omitempty"`
+	Logs bool `protobuf:"varint,8,opt,name=logs,proto3" json:"logs,omitempty"`
+	// An interrupted create of this type is resumed, not tainted and
+	// replaced (ResourceSchema.ResumesCreate). Absent (an older plugin)
+	// reads as false: replaced, as before.
+	ResumesCreate bool `protobuf:"varint,9,opt,name=resumes_create,json=resumesCreate,proto3" json:"resumes_create,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +532,13 @@ func (x *ResourceSchema) GetIdentityFold() map[string]string {
 func (x *ResourceSchema) GetLogs() bool {
 	if x != nil {
 		return x.Logs
+	}
+	return false
+}
+
+func (x *ResourceSchema) GetResumesCreate() bool {
+	if x != nil {
+		return x.ResumesCreate
 	}
 	return false
 }
@@ -3705,7 +3716,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x0eresource_types\x18\x01 \x03(\v20.sparkform.provider.v1.Schema.ResourceTypesEntryR\rresourceTypes\x1ag\n" +
 	"\x12ResourceTypesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\x8f\x03\n" +
+	"\x05value\x18\x02 \x01(\v2%.sparkform.provider.v1.ResourceSchemaR\x05value:\x028\x01\"\xb6\x03\n" +
 	"\x0eResourceSchema\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
@@ -3716,7 +3727,8 @@ const file_provider_proto_rawDesc = "" +
 	"\vlocal_apply\x18\x06 \x01(\bR\n" +
 	"localApply\x12\\\n" +
 	"\ridentity_fold\x18\a \x03(\v27.sparkform.provider.v1.ResourceSchema.IdentityFoldEntryR\fidentityFold\x12\x12\n" +
-	"\x04logs\x18\b \x01(\bR\x04logs\x1a?\n" +
+	"\x04logs\x18\b \x01(\bR\x04logs\x12%\n" +
+	"\x0eresumes_create\x18\t \x01(\bR\rresumesCreate\x1a?\n" +
 	"\x11IdentityFoldEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x02\n" +
