@@ -102,6 +102,18 @@ while [ $# -ge 5 ]; do
 done
 `
 
+// snapLockFuncs serialise, on one node, the record and folder work of
+// hub snapshots (not their transfers): a destroy hands blobs and folders
+// over to other snapshots' records and removes folders that became empty,
+// a create records the folders it makes. Two at once (a model and its
+// drafter destroyed in one run) each saw the other's snapshot still
+// there, and the hub folder was left. The lock is an flock on the root
+// folder's descriptor: nothing to create, nothing left behind. Without
+// flock (busybox without it) there is no lock.
+const snapLockFuncs = `sf_hlock() { if command -v flock >/dev/null 2>&1; then exec 7</ && flock 7; fi; }
+sf_hunlock() { exec 7<&-; }
+`
+
 // snapReceiveScript makes one snapshot present. Arguments:
 //
 //	$1 base  $2 kind  $3 record name  $4 record key line
@@ -138,18 +150,6 @@ done
 //	D ETAG SIZE    a blob is complete
 //	E ETAG MSG     a blob failed
 //	OK             everything is in place
-// snapLockFuncs serialise, on one node, the record and folder work of
-// hub snapshots (not their transfers): a destroy hands blobs and folders
-// over to other snapshots' records and removes folders that became empty,
-// a create records the folders it makes. Two at once (a model and its
-// drafter destroyed in one run) each saw the other's snapshot still
-// there, and the hub folder was left. The lock is an flock on the root
-// folder's descriptor: nothing to create, nothing left behind. Without
-// flock (busybox without it) there is no lock.
-const snapLockFuncs = `sf_hlock() { if command -v flock >/dev/null 2>&1; then exec 7</ && flock 7; fi; }
-sf_hunlock() { exec 7<&-; }
-`
-
 const snapReceiveScript = snapLockFuncs + `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
