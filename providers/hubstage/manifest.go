@@ -96,31 +96,9 @@ func (m *manifest) Validate(_ context.Context, config cty.Value) sdk.Diagnostics
 	if config.IsNull() || !config.IsKnown() {
 		return nil
 	}
-	var diags sdk.Diagnostics
-	bad := func(attr string, err error) {
-		if err != nil {
-			diags = append(diags, sdk.Errorf(sdk.AttrPath(attr), "Invalid "+attr, "%s", strings.TrimPrefix(err.Error(), ErrBadConfig.Error()+": ")))
-		}
-	}
-	str := func(attr string) (string, bool) {
-		v := config.GetAttr(attr)
-		if v.IsNull() || !v.IsKnown() {
-			return "", false
-		}
-		return v.AsString(), true
-	}
-	if v, ok := str("hub_dir"); ok {
-		bad("hub_dir", checkNodePath("hub_dir", v))
-	}
-	if v, ok := str("repo_id"); ok {
-		bad("repo_id", checkRepoID(v))
-	}
-	if v, ok := str("repo_type"); ok && v != "model" && v != "dataset" {
-		bad("repo_type", fmt.Errorf("repo_type %q: use \"model\" or \"dataset\"", v))
-	}
-	if v, ok := str("revision"); ok {
-		bad("revision", checkRevision(v))
-	}
+	c := &configCheck{config: config}
+	c.repo()
+	bad, str := c.bad, c.str
 	if v, ok := str("target"); ok {
 		bad("target", checkTarget(v))
 	}
@@ -132,26 +110,7 @@ func (m *manifest) Validate(_ context.Context, config cty.Value) sdk.Diagnostics
 		}
 		bad("manifest_path", err)
 	}
-	for _, attr := range []string{"include", "exclude"} {
-		v := config.GetAttr(attr)
-		if v.IsNull() || !v.IsKnown() {
-			continue
-		}
-		for it := v.ElementIterator(); it.Next(); {
-			_, ev := it.Element()
-			if ev.IsNull() {
-				bad(attr, fmt.Errorf("%s holds a null pattern", attr))
-				continue
-			}
-			if !ev.IsKnown() {
-				continue
-			}
-			if _, err := globRegexp(ev.AsString()); err != nil {
-				bad(attr, fmt.Errorf("%s pattern %q: %v", attr, ev.AsString(), err))
-			}
-		}
-	}
-	return diags
+	return c.diags
 }
 
 // specOf reads the configurable attributes of v (config, planned or prior

@@ -5,6 +5,10 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // spec is the configuration of one hubstage_manifest instance, checked.
@@ -209,4 +213,65 @@ func globsPass(include, exclude []*regexp.Regexp, rel string) bool {
 		}
 	}
 	return true
+}
+
+// configCheck collects a config's validation diagnostics attribute by
+// attribute (an unknown or null attribute is skipped, so a config with
+// unknowns still gets its other errors): what hubstage_manifest and
+// hubstage_snapshot check alike.
+type configCheck struct {
+	config cty.Value
+	diags  sdk.Diagnostics
+}
+
+// bad records err (if any) against attr, without the ErrBadConfig prefix.
+func (c *configCheck) bad(attr string, err error) {
+	if err != nil {
+		c.diags = append(c.diags, sdk.Errorf(sdk.AttrPath(attr), "Invalid "+attr, "%s", strings.TrimPrefix(err.Error(), ErrBadConfig.Error()+": ")))
+	}
+}
+
+// str is attr's string value, when known and set.
+func (c *configCheck) str(attr string) (string, bool) {
+	v := c.config.GetAttr(attr)
+	if v.IsNull() || !v.IsKnown() {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// repo checks what names a snapshot in a hub: hub_dir, repo_id, repo_type,
+// revision, and the include/exclude patterns.
+func (c *configCheck) repo() {
+	if v, ok := c.str("hub_dir"); ok {
+		c.bad("hub_dir", checkNodePath("hub_dir", v))
+	}
+	if v, ok := c.str("repo_id"); ok {
+		c.bad("repo_id", checkRepoID(v))
+	}
+	if v, ok := c.str("repo_type"); ok && v != "model" && v != "dataset" {
+		c.bad("repo_type", fmt.Errorf("repo_type %q: use \"model\" or \"dataset\"", v))
+	}
+	if v, ok := c.str("revision"); ok {
+		c.bad("revision", checkRevision(v))
+	}
+	for _, attr := range []string{"include", "exclude"} {
+		v := c.config.GetAttr(attr)
+		if v.IsNull() || !v.IsKnown() {
+			continue
+		}
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			if ev.IsNull() {
+				c.bad(attr, fmt.Errorf("%s holds a null pattern", attr))
+				continue
+			}
+			if !ev.IsKnown() {
+				continue
+			}
+			if _, err := globRegexp(ev.AsString()); err != nil {
+				c.bad(attr, fmt.Errorf("%s pattern %q: %v", attr, ev.AsString(), err))
+			}
+		}
+	}
 }
