@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
+	"github.com/sparkform/sparkform/internal/atomicfile"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -301,28 +301,8 @@ func WriteFile(path string, p *Plan) error {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return os.WriteFile(path, buf.Bytes(), 0o600)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // mode 0600
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)                   // after a successful rename there is nothing to remove
-	if err := f.Chmod(0o600); err != nil { // whatever the umask or platform did
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	// A temp sibling, fsync, rename; 0600 whatever the umask.
+	return atomicfile.Write(path, buf.Bytes(), 0o600)
 }
 
 // ReadFile reads a plan file. Anything but a regular file (a FIFO, a

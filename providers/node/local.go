@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sparkform/sparkform/internal/atomicfile"
 )
 
 // localKillGrace is how long a cancelled local command may take to clean up.
@@ -111,31 +113,11 @@ func (l *Local) ReadFile(_ context.Context, path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// WriteFile implements Conn: a temp sibling, fsync, rename.
+// WriteFile implements Conn: a temp sibling, fsync, rename (atomicfile),
+// with exactly mode whatever the umask, as over sftp.
 func (l *Local) WriteFile(_ context.Context, path string, data []byte, mode fs.FileMode) error {
 	l.trips.Add(1)
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, mode)
 }
 
 // Rename implements Conn.
