@@ -60,26 +60,9 @@ func decodeModuleCall(b *hcl.Block, dir string) (*ModuleCall, hcl.Diagnostics) {
 		}
 	}
 	if a, ok := content.Attributes["depends_on"]; ok {
-		exprs, d := hcl.ExprList(a.Expr)
-		if d.HasErrors() {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
-				Detail: "depends_on takes a list of resources or modules, e.g. depends_on = [kmod_module.nvidia_drm, module.first].", Subject: a.Expr.Range().Ptr()})
-		}
-		for _, e := range exprs {
-			tr, d := hcl.AbsTraversalForExpr(e)
-			if d.HasErrors() {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on reference",
-					Detail: "Each depends_on item must be a plain reference to a resource (TYPE.NAME), node (node.NAME) or module (module.NAME).", Subject: e.Range().Ptr()})
-				continue
-			}
-			switch tr.RootName() {
-			case "var", "local", "each", "count", "path":
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on reference",
-					Detail: fmt.Sprintf("depends_on lists resources, nodes or modules; %q is not one.", tr.RootName()), Subject: e.Range().Ptr()})
-				continue
-			}
-			mc.DependsOn = append(mc.DependsOn, tr)
-		}
+		deps, d := decodeDependsOn(a, moduleDependsOn)
+		diags = append(diags, d...)
+		mc.DependsOn = append(mc.DependsOn, deps...)
 	}
 	attrs, d := remain.JustAttributes()
 	diags = append(diags, d...)

@@ -587,26 +587,9 @@ func decodeResourceBlock(b *hcl.Block) (*Resource, hcl.Diagnostics) {
 			Subject: b.DefRange.Ptr()})
 	}
 	if a, ok := content.Attributes["depends_on"]; ok {
-		exprs, d := hcl.ExprList(a.Expr)
-		if d.HasErrors() {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
-				Detail: "depends_on takes a list of resources, e.g. depends_on = [kmod_module.nvidia_drm].", Subject: a.Expr.Range().Ptr()})
-		}
-		for _, e := range exprs {
-			tr, d := hcl.AbsTraversalForExpr(e)
-			if d.HasErrors() {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on reference",
-					Detail: "Each depends_on item must be a plain reference to a resource (TYPE.NAME) or node (node.NAME), without expressions.", Subject: e.Range().Ptr()})
-				continue
-			}
-			switch tr.RootName() {
-			case "var", "local", "each", "count", "path":
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on reference",
-					Detail: fmt.Sprintf("depends_on lists resources or nodes; %q is not one. Ordering follows references to other values automatically.", tr.RootName()), Subject: e.Range().Ptr()})
-				continue
-			}
-			r.DependsOn = append(r.DependsOn, tr)
-		}
+		deps, d := decodeDependsOn(a, resourceDependsOn)
+		diags = append(diags, d...)
+		r.DependsOn = append(r.DependsOn, deps...)
 	}
 	for i, lb := range content.Blocks {
 		if i > 0 {
