@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -89,8 +90,31 @@ func TestScripts(t *testing.T) {
 			"envsubst":    cmdEnvSubst,
 			"jsonstream":  cmdJSONStream,
 			"envmatch":    cmdEnvMatch,
+			"freeport":    cmdFreePort,
 		},
 	})
+}
+
+// freeport NAME...: set each NAME to a TCP port on 127.0.0.1 that was free
+// a moment ago (the kernel picked it), for a server the script starts: a
+// fixed port in the ephemeral range collides with some test's connection
+// now and then on a loaded machine.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: freeport NAME...")
+	}
+	var held []net.Listener // all held until each has its own port
+	for _, name := range args {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			ts.Fatalf("freeport: %v", err)
+		}
+		held = append(held, ln)
+		ts.Setenv(name, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	for _, ln := range held {
+		ln.Close()
+	}
 }
 
 // sshnodes N: start N real sshd nodes and export their SF_* variables.

@@ -52,10 +52,15 @@ func (w *faultWriter) Write(p []byte) (int, error) {
 			}
 		}
 		if len(chunk) > 0 {
+			// Counted before the write: a client may hold the bytes (and a
+			// test read the counters) before Write returns here.
+			w.s.addBytes(w.path, int64(len(chunk)))
 			m, err := w.ResponseWriter.Write(chunk)
 			w.n += int64(m)
 			written += m
-			w.s.addBytes(w.path, int64(m))
+			if m < len(chunk) {
+				w.s.addBytes(w.path, int64(m-len(chunk)))
+			}
 			if err != nil {
 				return written, err
 			}

@@ -354,7 +354,10 @@ func forward(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 		if errors.As(err, &oe) {
 			nc.Reject(oe.Reason, oe.Message)
 		} else {
-			nc.Reject(ssh.ConnectionFailed, err.Error())
+			// Not a refusal by the node: its connection is gone (EOF) and
+			// the relay has not seen it close yet. Say so, as a direct
+			// connection's error would.
+			nc.Reject(ssh.ConnectionFailed, "node "+up.node.Name+": connection lost: "+err.Error())
 		}
 		return
 	}
