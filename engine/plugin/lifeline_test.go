@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -31,7 +32,15 @@ func TestPluginLeavesWithItsEngine(t *testing.T) {
 		{"orphaned before it looked", func() int { return 1 << 22 }, false}, // no such pid
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sockDir := filepath.Join(t.TempDir(), sdk.SocketDirPrefix+"lifeline")
+			// A short base: t.TempDir's path (test name, random digits)
+			// made the socket's path exceed the 108 bytes of a unix
+			// address now and then, and the plugin could not start.
+			base, err := os.MkdirTemp("", "sfll")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			sockDir := filepath.Join(base, sdk.SocketDirPrefix+"lifeline")
 			if err := os.Mkdir(sockDir, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -47,6 +56,8 @@ func TestPluginLeavesWithItsEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -72,14 +83,15 @@ func TestPluginLeavesWithItsEngine(t *testing.T) {
 			} else {
 				go func() { exited <- cmd.Wait() }()
 			}
+			var exitErr error
 			select {
-			case <-exited:
+			case exitErr = <-exited:
 			case <-time.After(10 * time.Second):
 				_ = cmd.Process.Kill()
 				t.Fatal("the plugin still runs 10 s after its engine was gone")
 			}
 			if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("the plugin's socket folder is still there (%v)", err)
+				t.Errorf("the plugin's socket folder is still there (%v); the plugin ended with %v, stderr:\n%s", err, exitErr, stderr.String())
 			}
 		})
 	}
