@@ -107,6 +107,9 @@ func (e *Engine) Logs(ctx context.Context, target string, opts LogsOptions, emit
 		if perNode[in.Node.Name] > 1 {
 			prefix += " " + relativeAddr(in.Addr, target)
 		}
+		// A sensitive value the container prints (its env, a token in its
+		// arguments) is not printed again here.
+		secrets := secretStrings(in.SensitiveAttrs, in.Value)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -119,6 +122,9 @@ func (e *Engine) Logs(ctx context.Context, target string, opts LogsOptions, emit
 			} else {
 				ds = ls.Logs(ctx, sdk.LogsRequest{TypeName: in.Type, Address: in.Addr, Node: in.Node, State: in.Value,
 					Private: in.Private, Follow: opts.Follow, Tail: opts.Tail, Since: opts.Since}, func(l sdk.LogLine) error {
+					if len(secrets) > 0 {
+						l.Text = redactString(l.Text, secrets)
+					}
 					mu.Lock()
 					defer mu.Unlock()
 					emit(LogLine{LogLine: l, Addr: in.Addr, Node: in.Node.Name, Prefix: prefix})
@@ -128,7 +134,7 @@ func (e *Engine) Logs(ctx context.Context, target string, opts LogsOptions, emit
 			if len(ds) > 0 {
 				hd := sdkDiags(ds, in.Addr, nil, nil)
 				mu.Lock()
-				out = append(out, redact(hd, secretStrings(in.SensitiveAttrs, in.Value))...)
+				out = append(out, redact(hd, secrets)...)
 				mu.Unlock()
 			}
 		}()
