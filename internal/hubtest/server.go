@@ -231,10 +231,18 @@ func (s *Server) ResetCounters() {
 	s.log = nil
 }
 
+// arrived counts a request when it arrives, before any answer: a client
+// (and a test reading Requests) may have the answer before the handler
+// returns and record logs it.
+func (s *Server) arrived(endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs[endpoint]++
+}
+
 func (s *Server) record(q Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs[q.Endpoint]++
 	s.log = append(s.log, q)
 }
 
@@ -330,6 +338,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	if repo != nil {
 		q.Repo = repo.ID
 	}
+	s.arrived(q.Endpoint)
 	s.record(q)
 	hubError(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
 }
@@ -368,6 +377,7 @@ var epoch = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, segs []string) {
 	q := Request{Endpoint: EndpointAPI, Method: r.Method}
+	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if !s.authorized(r) {
 		q.Status = http.StatusUnauthorized
@@ -446,6 +456,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 
 func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo, rev, path string) {
 	q := Request{Endpoint: EndpointResolve, Method: r.Method, Repo: repo.ID, Path: path, Rev: rev, Range: r.Header.Get("Range")}
+	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		q.Status = http.StatusMethodNotAllowed
@@ -514,6 +525,7 @@ func (s *Server) signedURL(repo *Repo, f *File) string {
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := Request{Endpoint: EndpointCDN, Method: r.Method, Path: v.Get("path"), Range: r.Header.Get("Range")}
+	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	segs := segments(r)
 	if len(segs) != 2 || segs[0] != "lfs" {
