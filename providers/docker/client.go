@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -202,3 +203,9 @@ var _ net.Conn = streamConn{}
 
 // isNotFound reports whether err is the engine's "no such object".
 func isNotFound(err error) bool { return err != nil && cerrdefs.IsNotFound(err) }
+
+// isNotRunning is the Engine's answer to a signal for a container that has
+// already exited (409 Conflict).
+func isNotRunning(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "is not running")
+}

@@ -539,13 +539,13 @@ func (r *containerResource) remove(ctx context.Context, d *dockerClient, prior c
 		return nil
 	}
 	progress(sdk.Progress{Message: "stopping " + ctyval.Str(ctyval.Attr(prior, "name"))})
-	opts := client.ContainerStopOptions{}
+	var timeout *int
 	if st := ctyval.Attr(prior, "stop_timeout"); ctyval.IsSet(st) {
 		t := int(ctyval.Number(st))
-		opts.Timeout = &t
+		timeout = &t
 	}
 	start := time.Now()
-	if _, err := d.api.ContainerStop(ctx, id, opts); err != nil && !isNotFound(err) {
+	if err := stopContainer(ctx, d, id, timeout); err != nil {
 		return err
 	}
 	if _, err := d.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil && !isNotFound(err) {
