@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,14 @@ func TestRecipesRay(t *testing.T) {
 		t.Errorf("output ray_address = %q", out.stdout)
 	}
 	sf.must(0, "plan", "-detailed-exitcode")
+	// The memory check counts both containers rank 0 runs (head and
+	// server), and one on the worker's node.
+	for key, want := range map[string]string{"spark-01": "2", "spark-02": "1"} {
+		fit := sf.must(0, "state", "show", fmt.Sprintf("module.recipe.node_memory_fit.serve[%q]", key)).stdout
+		if !regexp.MustCompile(`(?m)^\s*containers\s+= ` + want + `$`).MatchString(fit) {
+			t.Errorf("memory check of %s: want containers = %s:\n%s", key, want, fit)
+		}
+	}
 
 	// Bad input: refused before anything changes, saying what to do.
 	ids := map[string]string{}

@@ -26,7 +26,9 @@ resource "node_memory_fit" "serve" {
   gpu_memory_utilization = local.gmu
   memory                 = var.memory
   shm_size               = var.shm_size
-  display_reserve        = var.display_unlock == null ? null : var.display_reserve
-  override_reason        = var.fit_override_reason
-  nvidia_smi             = var.fit_nvidia_smi
+  # Ray's rank 0 runs the head and the server, each with these limits.
+  containers      = local.ray_on && each.key == local.rank0 ? 2 : 1
+  display_reserve = var.display_unlock == null ? null : var.display_reserve
+  override_reason = var.fit_override_reason
+  nvidia_smi      = var.fit_nvidia_smi
 }

@@ -29,7 +29,7 @@ var _ sdk.Resource = (*MemoryFit)(nil)
 // fitInputs are the configured attributes: a change to one of them
 // checks again (the check runs at plan only when they change, since the
 // serving container, once running, holds the memory it was checked for).
-var fitInputs = []string{"model_bytes", "gpu_memory_utilization", "memory", "shm_size", "display_reserve", "override_reason", "nvidia_smi"}
+var fitInputs = []string{"model_bytes", "gpu_memory_utilization", "memory", "shm_size", "display_reserve", "override_reason", "nvidia_smi", "containers"}
 
 // fitComputed are what the check found.
 var fitComputed = []string{"source", "total_bytes", "available_bytes", "asked_bytes", "budget"}
@@ -49,6 +49,8 @@ var fitSchema = &sdk.ResourceSchema{
 			Description: "The container's memory limit (\"9g\"): counted whole, as the most its processes may take beside the GPU share (on a DGX Spark both come out of the same memory)."},
 		"shm_size": {Type: cty.String, Optional: true,
 			Description: "The container's /dev/shm size: counted when memory is not set (with a limit, shm is inside it)."},
+		"containers": {Type: cty.Number, Optional: true,
+			Description: "How many containers with this memory limit (else shm) the node runs beside the GPU share (default 1). Ray's rank 0 runs two: the Ray head and the server."},
 		"display_reserve": {Type: cty.String, Optional: true,
 			Description: "Memory the display unlock frees (about \"2g\" on a DGX Spark), added to what is available. Set it only when the unlock is not applied yet: after that it is already free."},
 		"override_reason": {Type: cty.String, Optional: true,
@@ -75,6 +77,7 @@ func (f *MemoryFit) Schema() *sdk.ResourceSchema { return fitSchema }
 // fitSpec is a decoded config.
 type fitSpec struct {
 	modelBytes, memory, shm, display int64
+	containers                       int64 // >= 1
 	hasModel                         bool
 	util                             float64 // 0: unset
 	override                         *string
@@ -83,7 +86,7 @@ type fitSpec struct {
 
 // decodeFit reads the known attributes of v; unknown ones are skipped.
 func decodeFit(v cty.Value) (fitSpec, sdk.Diagnostics) {
-	s := fitSpec{nvidiaSmi: "nvidia-smi"}
+	s := fitSpec{nvidiaSmi: "nvidia-smi", containers: 1}
 	var diags sdk.Diagnostics
 	set := func(name string) (cty.Value, bool) {
 		a := v.GetAttr(name)
@@ -113,6 +116,14 @@ func decodeFit(v cty.Value) (fitSpec, sdk.Diagnostics) {
 				diags = append(diags, sdk.Errorf(cty.GetAttrPath(sz.name), "Invalid "+sz.name, "%q: %v", a.AsString(), err))
 			}
 			*sz.dst = n
+		}
+	}
+	if a, ok := set("containers"); ok {
+		f := ctyval.Number(a)
+		if f < 1 || f != math.Trunc(f) || f > 64 {
+			diags = append(diags, sdk.Errorf(cty.GetAttrPath("containers"), "Invalid containers", "%v: use a whole number of containers from 1 to 64", f))
+		} else {
+			s.containers = int64(f)
 		}
 	}
 	if a, ok := set("override_reason"); ok {
@@ -415,11 +426,15 @@ func compute(s fitSpec, m memFigures, held int64) budget {
 		b.gpu = s.modelBytes
 		b.gpuWhat = "the model's weights on this node"
 	}
+	n, each := max(s.containers, 1), "the container's"
+	if n > 1 {
+		each = strconv.FormatInt(n, 10) + " containers'"
+	}
 	switch {
 	case s.memory > 0:
-		b.host, b.hostWhat = s.memory, "the container's memory limit"
+		b.host, b.hostWhat = s.memory*n, each+" memory limit"
 	case s.shm > 0:
-		b.host, b.hostWhat = s.shm, "the container's shm"
+		b.host, b.hostWhat = s.shm*n, each+" shm"
 	}
 	b.asked = b.gpu + b.host
 	b.fits = b.weightsFit && b.need() <= b.available+b.display

@@ -125,6 +125,14 @@ func TestMemoryFitOnNodes(t *testing.T) {
 					"display_reserve": cty.StringVal("2g"), "model_bytes": cty.NumberIntVal(60 << 30),
 				}, true, []string{"asks 117.8 GiB = 108.8 GiB (gpu_memory_utilization 0.85 of 128.0 GiB) + 9.0 GiB (the container's memory limit)",
 					"of 119.0 GiB available (117.0 GiB + 2.0 GiB the display unlock frees)", "from nvidia-smi", "fits, 1.2 GiB to spare"}},
+				{"two containers (Ray's rank 0: head and server) count twice", map[string]cty.Value{
+					"nvidia_smi": cty.StringVal(smi), "gpu_memory_utilization": cty.NumberFloatVal(0.80), "memory": cty.StringVal("9g"),
+					"display_reserve": cty.StringVal("2g"), "containers": cty.NumberIntVal(2),
+				}, false, []string{"asks 120.4 GiB = 102.4 GiB (gpu_memory_utilization 0.8 of 128.0 GiB) + 18.0 GiB (2 containers' memory limit)", "1.4 GiB short"}},
+				{"one container with the same figures fits", map[string]cty.Value{
+					"nvidia_smi": cty.StringVal(smi), "gpu_memory_utilization": cty.NumberFloatVal(0.80), "memory": cty.StringVal("9g"),
+					"display_reserve": cty.StringVal("2g"), "containers": cty.NumberIntVal(1),
+				}, true, []string{"+ 9.0 GiB (the container's memory limit)"}},
 				{"nvidia-smi, short without the display reserve", map[string]cty.Value{
 					"nvidia_smi": cty.StringVal(smi), "gpu_memory_utilization": cty.NumberFloatVal(0.85), "memory": cty.StringVal("9g"),
 				}, false, []string{"does not fit", "asks 117.8 GiB", "of 117.0 GiB available", "0.8 GiB short", "Nothing was changed", "override_reason"}},
@@ -293,5 +301,30 @@ func TestMemoryFitOnNodes(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestMemoryFitValidate: arguments that cannot describe a budget are
+// refused at validate, with the attribute named.
+func TestMemoryFitValidate(t *testing.T) {
+	p := command.New()
+	rs := p.(*sdk.Router).Resources[fitTyp]
+	for _, tc := range []struct {
+		attrs map[string]cty.Value
+		want  string // "" = valid
+	}{
+		{map[string]cty.Value{"containers": cty.NumberIntVal(2)}, ""},
+		{map[string]cty.Value{"containers": cty.NumberIntVal(0)}, "Invalid containers"},
+		{map[string]cty.Value{"containers": cty.NumberFloatVal(1.5)}, "Invalid containers"},
+		{map[string]cty.Value{"gpu_memory_utilization": cty.NumberFloatVal(1.2)}, "Invalid gpu_memory_utilization"},
+		{map[string]cty.Value{"memory": cty.StringVal("nine gigs")}, "Invalid memory"},
+		{map[string]cty.Value{"model_bytes": cty.NumberIntVal(-1)}, "Invalid model_bytes"},
+		{map[string]cty.Value{"override_reason": cty.StringVal("  ")}, "Override without a reason"},
+	} {
+		diags := rs.Validate(context.Background(), fitConfig(t, p, tc.attrs))
+		got := diagText(diags)
+		if tc.want == "" && diags.HasErrors() || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%v: diagnostics %q, want %q", tc.attrs, got, tc.want)
+		}
 	}
 }
