@@ -1,6 +1,7 @@
 package tfjsoncheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 // Plan decodes a plan document (show -json PLANFILE) and checks it.
 func Plan(b []byte) (*tfjson.Plan, error) {
 	var p tfjson.Plan
+	p.UseJSONNumber(true) // numbers beyond float64 (output -json writes them exactly)
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("terraform-json cannot read the plan: %w", err)
 	}
@@ -69,6 +71,7 @@ func Plan(b []byte) (*tfjson.Plan, error) {
 // State decodes a state document (show -json) and checks it.
 func State(b []byte) (*tfjson.State, error) {
 	var s tfjson.State
+	s.UseJSONNumber(true)
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("terraform-json cannot read the state: %w", err)
 	}
@@ -89,7 +92,9 @@ func State(b []byte) (*tfjson.State, error) {
 // Outputs decodes `output -json` (every output) and checks it.
 func Outputs(b []byte) (map[string]*tfjson.StateOutput, error) {
 	var outs map[string]*tfjson.StateOutput
-	if err := json.Unmarshal(b, &outs); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // as UseJSONNumber for plans and states
+	if err := dec.Decode(&outs); err != nil {
 		return nil, fmt.Errorf("terraform-json cannot read the outputs: %w", err)
 	}
 	errs := outputs(outs, "outputs")

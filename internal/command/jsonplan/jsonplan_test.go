@@ -115,9 +115,9 @@ func TestMarshalGolden(t *testing.T) {
 	}{
 		{`docker_container.serve["spark-01"]`, "", "", "serve", "", "", "spark-01", "create"},
 		{`docker_container.serve["spark-02"]`, "", "", "serve", "replace_because_cannot_update", "", "spark-02", "delete,create"},
-		{`module.recipe["a"].module.rank[0].sparkform_data.cfg[1]`, "", `module.recipe["a"].module.rank[0]`, "cfg", "", "", float64(1), "update"},
+		{`module.recipe["a"].module.rank[0].sparkform_data.cfg[1]`, "", `module.recipe["a"].module.rank[0]`, "cfg", "", "", json.Number("1"), "update"},
 		{"sparkform_data.gone", "", "", "gone", "delete_because_no_resource_config", "", nil, "delete"},
-		{"sparkform_data.idx[2]", "", "", "idx", "delete_because_count_index", "", float64(2), "delete"},
+		{"sparkform_data.idx[2]", "", "", "idx", "delete_because_count_index", "", json.Number("2"), "delete"},
 		{"sparkform_data.new", "", "", "new", "", "sparkform_data.old", nil, "no-op"},
 		{"sparkform_data.tainted", "", "", "tainted", "replace_because_tainted", "", nil, "create,delete"},
 		{"sparkform_data.asked", "", "", "asked", "replace_by_request", "", nil, "delete,create"},
