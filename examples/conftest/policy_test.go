@@ -109,10 +109,14 @@ func TestPolicyOnRealPlans(t *testing.T) {
 	tmp := t.TempDir()
 	b := &bed{t: t, bin: filepath.Join(tmp, "sparkform"), dir: filepath.Join(tmp, "work")}
 	b.env = append(os.Environ(), "HOME="+tmp, "NO_COLOR=1")
-	build := exec.Command("go", "build", "-o", b.bin, "./cmd/sparkform")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building sparkform: %v\n%s", err, out)
+	if bin := os.Getenv("SPARKFORM_BIN"); bin != "" {
+		b.bin = bin // another build, e.g. an installed sparkform
+	} else {
+		build := exec.Command("go", "build", "-o", b.bin, "./cmd/sparkform")
+		build.Dir = filepath.Join("..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building sparkform: %v\n%s", err, out)
+		}
 	}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		t.Fatal(err)
