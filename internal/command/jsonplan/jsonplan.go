@@ -213,18 +213,18 @@ func Marshal(p *plans.Plan, opts Options) (*Plan, error) {
 			prior = append(prior, r)
 		}
 	}
+	changes := make(map[string]*plans.ResourceChange, len(p.Changes))
+	for _, c := range p.Changes {
+		changes[c.Addr] = c
+	}
 	for _, d := range p.Drift {
 		a, err := jsonstate.ParseAddr(d.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("drift of %s: %w", d.Addr, err)
 		}
-		sens := d.SensitiveAttrs
-		if c := p.Change(d.Addr); c != nil {
-			sens = append(slices.Clip(sens), c.BeforeSensitive()...)
-		}
-		provider := ""
-		if c := p.Change(d.Addr); c != nil {
-			provider = c.Provider
+		sens, provider := d.SensitiveAttrs, ""
+		if c := changes[d.Addr]; c != nil {
+			sens, provider = append(slices.Clip(sens), c.BeforeSensitive()...), c.Provider
 		}
 		rc := newChange(a, provider, d.Type)
 		before, _, bs := jsonvalue.Sensitive(d.Before, sens)
