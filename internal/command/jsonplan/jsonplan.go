@@ -165,13 +165,25 @@ func Marshal(p *plans.Plan, opts Options) (*Plan, error) {
 		}
 	}
 
+	// Each address is parsed once: drift and moves name the changes'.
+	addrs := make(map[string]jsonstate.Addr, len(p.Changes))
+	parse := func(s string) (jsonstate.Addr, error) {
+		if a, ok := addrs[s]; ok {
+			return a, nil
+		}
+		a, err := jsonstate.ParseAddr(s)
+		if err == nil {
+			addrs[s] = a
+		}
+		return a, err
+	}
 	prev := map[string]string{}
 	for _, mv := range p.Moves {
 		prev[mv.To] = mv.From
 	}
 	var planned, prior []jsonstate.Resource
 	for _, c := range p.Changes {
-		a, err := jsonstate.ParseAddr(c.Addr)
+		a, err := parse(c.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("change of %s: %w", c.Addr, err)
 		}
@@ -204,7 +216,7 @@ func Marshal(p *plans.Plan, opts Options) (*Plan, error) {
 			// moves it (state holds it there until apply).
 			pa := a
 			if from := prev[c.Addr]; from != "" {
-				if fa, err := jsonstate.ParseAddr(from); err == nil {
+				if fa, err := parse(from); err == nil {
 					pa = fa
 				}
 			}
@@ -218,7 +230,7 @@ func Marshal(p *plans.Plan, opts Options) (*Plan, error) {
 		changes[c.Addr] = c
 	}
 	for _, d := range p.Drift {
-		a, err := jsonstate.ParseAddr(d.Addr)
+		a, err := parse(d.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("drift of %s: %w", d.Addr, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +180,30 @@ func TestNoConfigHidesVariables(t *testing.T) {
 	}
 	if doc.Configuration != nil {
 		t.Error("a configuration without one given")
+	}
+}
+
+// BenchmarkMarshal10k is the plan document of 10,000 instances in a
+// module instance, each drifted: a large plan, as the seed's 10,000-file
+// snapshots make (go test -bench Marshal ./internal/command/jsonplan).
+func BenchmarkMarshal10k(b *testing.B) {
+	p := &plans.Plan{Lineage: "l", Mode: plans.NormalMode, Created: time.Unix(0, 0)}
+	for i := range 10000 {
+		addr := fmt.Sprintf(`module.m["a"].sparkform_data.x[%d]`, i)
+		before := obj(map[string]cty.Value{"input": s(fmt.Sprint(i)), "id": s("i")})
+		after := obj(map[string]cty.Value{"input": s(fmt.Sprint(i + 1)), "id": s("i")})
+		p.Changes = append(p.Changes, &plans.ResourceChange{Addr: addr, Resource: `module.m["a"].sparkform_data.x`, Type: "sparkform_data",
+			Provider: "sparkform", Action: plans.Update, Before: before, After: after})
+		p.Drift = append(p.Drift, &plans.Drift{Addr: addr, Type: "sparkform_data", Before: before, After: before})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		doc, err := Marshal(p, Options{Version: "x"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.NewEncoder(io.Discard).Encode(doc); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -99,11 +99,9 @@ const DeposedKey = "00000000"
 type Addr struct {
 	// Address is the instance address without a deposed suffix.
 	Address string
-	// Module is the module instance address ("" in the root); Modules
-	// are it and every module instance above it, outermost first.
-	Module  string
-	Modules []string
-	Type    string
+	// Module is the module instance address ("" in the root).
+	Module string
+	Type   string
 	Name    string
 	// Index is the instance key: a string (for_each), a number (count)
 	// or nil.
@@ -128,13 +126,6 @@ func ParseAddr(s string) (Addr, error) {
 		a.Index = string(k)
 	case addrs.IntKey:
 		a.Index = int(k)
-	}
-	if a.Module != "" {
-		mods, err := moduleChain(a.Module)
-		if err != nil {
-			return a, err
-		}
-		a.Modules = mods
 	}
 	return a, nil
 }
@@ -246,12 +237,17 @@ func Root(rs []Resource) Module {
 		children map[string]*node
 	}
 	root := &node{m: &Module{}, children: map[string]*node{}}
+	chains := map[string][]string{} // a plan's instances are in a few module instances
 	for _, r := range rs {
 		n := root
 		if r.module != "" {
-			chain, err := moduleChain(r.module)
-			if err != nil {
-				chain = []string{r.module}
+			chain, ok := chains[r.module]
+			if !ok {
+				var err error
+				if chain, err = moduleChain(r.module); err != nil {
+					chain = []string{r.module}
+				}
+				chains[r.module] = chain
 			}
 			for _, addr := range chain {
 				c := n.children[addr]
