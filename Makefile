@@ -33,12 +33,15 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # was written (see its doc.go), so its unused functions are not ours to cut.
 DEADCODE ?= $(GO) run golang.org/x/tools/cmd/deadcode@v0.52.0
 
+# examples/conftest is a module of its own (Open Policy Agent stays out of
+# sparkform's build): its policy runs over real plan documents.
 test:
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 	$(MAKE) deadcode
 	$(GO) test -count=1 -race -timeout 25m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 25m $$($(GO) list $(PKGS) | grep -v -x -F "$$($(GO) list $(RACE_PKGS))")
+	cd examples/conftest && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 -timeout 10m ./...
 	$(MAKE) fuzz
 
 # Each fuzz target for a few seconds from its checked-in corpus

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sparkform/sparkform/internal/realpart"
+	"github.com/sparkform/sparkform/internal/tfjsoncheck"
 )
 
 // requireParts checks the parts the test drives before starting anything.
@@ -318,7 +319,49 @@ func (c *cli) run(args ...string) result {
 	} else {
 		c.t.Logf("$ sparkform %s -> exit %d", strings.Join(args, " "), r.code)
 	}
+	if r.code == 0 {
+		checkDocument(c.t, args, r.stdout)
+	}
 	return r
+}
+
+// checkDocument reads every JSON document an e2e test has sparkform
+// print (show -json, show -json PLANFILE, output -json) with
+// terraform-json, as tools written for Terraform do, and fails the test
+// when it does not decode and validate, a change is not whole, or a
+// sensitive value is written (internal/tfjsoncheck).
+func checkDocument(t *testing.T, args []string, stdout string) {
+	t.Helper()
+	var pos []string
+	asJSON := false
+	takesValue := map[string]bool{"-var": true, "-var-file": true, "-backend-config": true, "-lock-timeout": true, "-chdir": true}
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-json":
+			asJSON = true
+		case takesValue[a]:
+			i++
+		case !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+		}
+	}
+	if !asJSON || len(pos) == 0 {
+		return
+	}
+	var err error
+	switch {
+	case pos[0] == "show" && len(pos) == 1:
+		_, err = tfjsoncheck.State([]byte(stdout))
+	case pos[0] == "show" && len(pos) == 2:
+		_, err = tfjsoncheck.Plan([]byte(stdout))
+	case pos[0] == "output" && len(pos) == 1:
+		_, err = tfjsoncheck.Outputs([]byte(stdout))
+	default:
+		return
+	}
+	if err != nil {
+		t.Errorf("sparkform %s: terraform-json: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
 }
 
 // must runs sparkform and requires the exit code.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/internal/command/jsonstate"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -119,14 +120,13 @@ func newOutputCommand(m *meta) *cobra.Command {
 				return nil
 			}
 			if asJSON {
-				all := map[string]any{}
-				for n, v := range vals {
-					j, _ := jsonValue(v)
-					all[n] = map[string]any{"value": j, "sensitive": outs[n].Sensitive}
+				// Terraform's form: sensitive, type and value of each; a
+				// sensitive value is left out (ask for it by name).
+				all, err := jsonstate.Outputs(outs)
+				if err != nil {
+					return err
 				}
-				b, _ := json.MarshalIndent(all, "", "  ")
-				fmt.Fprintln(m.stdout, string(b))
-				return nil
+				return writeJSONDocument(m.stdout, all)
 			}
 			if len(vals) == 0 {
 				fmt.Fprintln(m.stderr, "No outputs found. Add output blocks to the configuration and run apply.")

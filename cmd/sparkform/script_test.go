@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkform/sparkform/internal/kernelsim"
 	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/internal/tfjsoncheck"
 )
 
 // binDir holds the sparkform binary, built once by TestMain (with -tags
@@ -91,8 +92,38 @@ func TestScripts(t *testing.T) {
 			"jsonstream":  cmdJSONStream,
 			"envmatch":    cmdEnvMatch,
 			"freeport":    cmdFreePort,
+			"tfjson":      cmdTFJSON,
 		},
 	})
+}
+
+// tfjson plan|state|outputs FILE: read a document of show -json PLANFILE,
+// show -json or output -json with terraform-json, the client tools
+// written for Terraform use, and check it (internal/tfjsoncheck): it
+// decodes, validates, every change is whole and no sensitive value is
+// written.
+func cmdTFJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: tfjson plan|state|outputs FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	switch args[0] {
+	case "plan":
+		_, err = tfjsoncheck.Plan(b)
+	case "state":
+		_, err = tfjsoncheck.State(b)
+	case "outputs":
+		_, err = tfjsoncheck.Outputs(b)
+	default:
+		ts.Fatalf("tfjson: unknown document kind %q", args[0])
+	}
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("tfjson %s %s: %v", args[0], args[1], err)
+	case err == nil && neg:
+		ts.Fatalf("tfjson %s %s: the document passed", args[0], args[1])
+	}
 }
 
 // freeport NAME...: set each NAME to a TCP port on 127.0.0.1 that was free

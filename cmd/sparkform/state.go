@@ -70,20 +70,26 @@ func newShowCommand(m *meta) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return writePlanJSON(m.stdout, p, nil)
+					return m.writePlanJSON(p)
 				}
 				m.renderPlan(p)
 				return nil
 			}
 			st, err := m.openStateReadOnly()
 			if err != nil {
-				if errors.Is(err, state.ErrNoState) && !asJSON {
+				if errors.Is(err, state.ErrNoState) {
+					if asJSON { // as Terraform: a document with no values
+						return m.writeStateJSON(nil)
+					}
 					fmt.Fprintln(m.stdout, "The state is empty. Run `sparkform apply` to create objects.")
 					return nil
 				}
 				return noStateHint(err)
 			}
 			defer st.Close()
+			if asJSON {
+				return m.writeStateJSON(st)
+			}
 			recs, err := st.Resources()
 			if err != nil {
 				return err
@@ -91,46 +97,6 @@ func newShowCommand(m *meta) *cobra.Command {
 			outs, err := st.Outputs()
 			if err != nil {
 				return err
-			}
-			if asJSON {
-				meta, _ := st.Meta()
-				type jr struct {
-					Address  string `json:"address"`
-					Type     string `json:"type"`
-					Provider string `json:"provider"`
-					Node     string `json:"node,omitempty"`
-					Tainted  bool   `json:"tainted,omitempty"`
-					Values   any    `json:"values"`
-					// Terraform's mask: true where a value is hidden (null in values).
-					SensitiveValues any `json:"sensitive_values"`
-				}
-				doc := struct {
-					Lineage   string         `json:"lineage"`
-					Serial    uint64         `json:"serial"`
-					Resources []jr           `json:"resources"`
-					Outputs   map[string]any `json:"outputs"`
-				}{Lineage: meta.Lineage, Serial: meta.Serial, Resources: []jr{}, Outputs: map[string]any{}}
-				for _, r := range recs {
-					v, err := engine.ResourceValue(r)
-					if err != nil {
-						return err
-					}
-					var n sdk.Node
-					_ = json.Unmarshal(r.Node, &n)
-					j, _, mask := jsonSensitive(v, r.SensitiveAttrs)
-					doc.Resources = append(doc.Resources, jr{Address: r.Address, Type: r.Type, Provider: r.Provider, Node: n.Name, Tainted: r.Status == state.StatusTainted, Values: j, SensitiveValues: mask})
-				}
-				for name, o := range outs {
-					v, _ := engine.DecodeValue(o.Value)
-					j, _ := jsonValue(v)
-					if o.Sensitive {
-						j = nil
-					}
-					doc.Outputs[name] = map[string]any{"value": j, "sensitive": o.Sensitive}
-				}
-				enc := json.NewEncoder(m.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
 			}
 			if len(recs) == 0 {
 				fmt.Fprintln(m.stdout, "The state is empty. Run `sparkform apply` to create objects.")

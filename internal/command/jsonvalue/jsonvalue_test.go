@@ -1,4 +1,4 @@
-package main
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// TestJSONSensitive: a JSON document has null where a value is sensitive
+// TestSensitive: a JSON document has null where a value is sensitive
 // and Terraform's mask says where (true there; objects and arrays of the
 // parts that hold one).
-func TestJSONSensitive(t *testing.T) {
+func TestSensitive(t *testing.T) {
 	s := cty.StringVal
 	v := cty.ObjectVal(map[string]cty.Value{
 		"input": cty.ObjectVal(map[string]cty.Value{
@@ -35,7 +35,7 @@ func TestJSONSensitive(t *testing.T) {
 			`{"id":null,"input":null,"plain":"shown","secret":"hunter2"}`, `{"input":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			val, _, mask := jsonSensitive(v, tc.paths)
+			val, _, mask := Sensitive(v, tc.paths)
 			for what, got := range map[string]any{tc.val: val, tc.mask: mask} {
 				b, err := json.Marshal(got)
 				if err != nil {
@@ -48,7 +48,7 @@ func TestJSONSensitive(t *testing.T) {
 		})
 	}
 	// Not an object (an output): a mask of one value.
-	if _, _, m := jsonSensitive(s("x"), nil); m != false {
+	if _, _, m := Sensitive(s("x"), nil); m != false {
 		t.Errorf("mask of a plain string = %v", m)
 	}
 }
