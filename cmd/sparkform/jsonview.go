@@ -97,12 +97,6 @@ func (v *jsonView) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
 	}
 }
 
-// errorDiag reports a plain error (no source range) as a diagnostic.
-func (v *jsonView) errorDiag(err error) {
-	summary, detail, _ := strings.Cut(err.Error(), "\n")
-	v.diagnostic(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: strings.TrimSpace(detail)}, nil)
-}
-
 func jsonRange(r *hcl.Range) map[string]any {
 	pos := func(p hcl.Pos) map[string]any {
 		return map[string]any{"line": p.Line, "column": p.Column, "byte": p.Byte}

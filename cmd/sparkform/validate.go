@@ -23,12 +23,11 @@ stream, which ends with a "validate" message.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer m.close()
-			if asJSON {
-				m.startJSON()
-			}
+			v := m.newValidateView(viewTypeOf(asJSON))
 			mod, ok := m.loadConfig()
 			if !ok {
-				return m.validated(false)
+				v.result(false)
+				return &exitError{1}
 			}
 			if mod, ok = m.flatten(mod, nil); !ok {
 				return &exitError{1}
@@ -38,10 +37,12 @@ stream, which ends with a "validate" message.`,
 				return err
 			}
 			eng := &engine.Engine{Module: mod, Providers: host}
-			if m.diags(eng.Validate(context.Background())) {
-				return m.validated(false)
+			valid := !m.diags(eng.Validate(context.Background()))
+			v.result(valid)
+			if !valid {
+				return &exitError{1}
 			}
-			return m.validated(true)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output: one JSON object per line")
