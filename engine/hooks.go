@@ -6,9 +6,20 @@ package engine
 import (
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
+
+// ObjectHooks may be implemented by Hooks as well: AppliedObject is called
+// with the object a successful provider call left (null after a delete),
+// just before its PostApply, so a view can name it (Terraform's id_key
+// and id_value). The value is as the provider returned it: sensitive
+// attributes are not marked (the plan's change lists them).
+type ObjectHooks interface {
+	AppliedObject(addr string, obj cty.Value)
+}
 
 // Hooks receive progress events; the CLI renders them. Methods may be
 // called concurrently.

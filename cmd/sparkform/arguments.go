@@ -40,7 +40,7 @@ func (m *meta) newOperationView(vt viewType) operationView {
 // newValidateView is the view of validate for vt.
 func (m *meta) newValidateView(vt viewType) validateView {
 	if vt == viewJSON {
-		v := &jsonValidate{jsonStreamView{m.startJSON()}}
+		v := &jsonValidate{w: m.stdout}
 		m.view = v
 		return v
 	}

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -22,7 +24,10 @@ type uiHooks struct {
 	roundTrips   int
 }
 
-var _ engine.Hooks = (*uiHooks)(nil)
+var (
+	_ engine.Hooks       = (*uiHooks)(nil)
+	_ engine.ObjectHooks = (*uiHooks)(nil)
+)
 
 // newUIHooks reports through v.
 func newUIHooks(v operationView) *uiHooks {
@@ -76,6 +81,14 @@ func (h *uiHooks) PreApply(addr string, a plans.Action) { h.d.start(h.addr(addr)
 func (h *uiHooks) Progress(addr string, p sdk.Progress) { h.d.progress(h.addr(addr), p) }
 func (h *uiHooks) PostApply(addr string, a plans.Action, took time.Duration, err error) {
 	h.d.finish(h.addr(addr), a, took, err)
+}
+
+// AppliedObject hands what an apply left to a display that names it (the
+// -json stream's id_key and id_value).
+func (h *uiHooks) AppliedObject(addr string, obj cty.Value) {
+	if d, ok := h.d.(interface{ appliedObject(string, cty.Value) }); ok {
+		d.appliedObject(h.addr(addr), obj)
+	}
 }
 
 func (h *uiHooks) Note(msg string) {}

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
 )
@@ -31,8 +32,6 @@ type jsonView struct {
 	mu  sync.Mutex
 	w   io.Writer
 	now func() time.Time
-
-	errors, warnings int // diagnostics sent, for validate's result
 }
 
 func newJSONView(w io.Writer) *jsonView { return &jsonView{w: w, now: time.Now} }
@@ -63,31 +62,70 @@ func (v *jsonView) version() {
 
 func (v *jsonView) log(level, msg string) { v.emit(level, "log", msg, nil) }
 
+// jsonDiagnostic is Terraform's diagnostic object (machine-readable UI
+// and validate -json alike), field for field.
+type jsonDiagnostic struct {
+	Severity string           `json:"severity"`
+	Summary  string           `json:"summary"`
+	Detail   string           `json:"detail"`
+	Address  string           `json:"address,omitempty"`
+	Range    *jsonDiagRange   `json:"range,omitempty"`
+	Snippet  *jsonDiagSnippet `json:"snippet,omitempty"`
+}
+
+type jsonDiagPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+type jsonDiagRange struct {
+	Filename string      `json:"filename"`
+	Start    jsonDiagPos `json:"start"`
+	End      jsonDiagPos `json:"end"`
+}
+
+// jsonDiagSnippet is the source around a diagnostic: code is whole
+// lines from start_line, the highlight byte offsets into code, values
+// the expression's inputs that were known when it failed.
+type jsonDiagSnippet struct {
+	Context              *string         `json:"context"`
+	Code                 string          `json:"code"`
+	StartLine            int             `json:"start_line"`
+	HighlightStartOffset int             `json:"highlight_start_offset"`
+	HighlightEndOffset   int             `json:"highlight_end_offset"`
+	Values               []jsonExprValue `json:"values"`
+}
+
+type jsonExprValue struct {
+	Traversal string `json:"traversal"`
+	Statement string `json:"statement"`
+}
+
+// newJSONDiagnostic is d as Terraform writes it, with its range and the
+// source snippet when files hold its file.
+func newJSONDiagnostic(d *hcl.Diagnostic, files map[string]*hcl.File) jsonDiagnostic {
+	jd := jsonDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail, Address: engine.DiagnosticAddress(d)}
+	if d.Severity == hcl.DiagWarning {
+		jd.Severity = "warning"
+	}
+	if s := d.Subject; s != nil {
+		jd.Range = jsonRange(s)
+		if f := files[s.Filename]; f != nil {
+			jd.Snippet = jsonSnippet(f, d)
+		}
+	}
+	return jd
+}
+
 // diagnostic writes d with its range and the source snippet, as
 // Terraform's diagnostic message does.
 func (v *jsonView) diagnostic(d *hcl.Diagnostic, files map[string]*hcl.File) {
-	sev, level := "error", "error"
-	if d.Severity == hcl.DiagWarning {
-		sev, level = "warning", "warn"
+	jd := newJSONDiagnostic(d, files)
+	level, prefix := "error", "Error: "
+	if jd.Severity == "warning" {
+		level, prefix = "warn", "Warning: "
 	}
-	jd := map[string]any{"severity": sev, "summary": d.Summary, "detail": d.Detail}
-	if s := d.Subject; s != nil {
-		jd["range"] = jsonRange(s)
-		if f := files[s.Filename]; f != nil {
-			if sn := jsonSnippet(f, s); sn != nil {
-				jd["snippet"] = sn
-			}
-		}
-	}
-	prefix := "Error: "
-	v.mu.Lock()
-	if sev == "warning" {
-		prefix = "Warning: "
-		v.warnings++
-	} else {
-		v.errors++
-	}
-	v.mu.Unlock()
 	v.emit(level, "diagnostic", prefix+d.Summary, map[string]any{"diagnostic": jd})
 }
 
@@ -97,42 +135,137 @@ func (v *jsonView) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
 	}
 }
 
-func jsonRange(r *hcl.Range) map[string]any {
-	pos := func(p hcl.Pos) map[string]any {
-		return map[string]any{"line": p.Line, "column": p.Column, "byte": p.Byte}
-	}
-	return map[string]any{"filename": r.Filename, "start": pos(r.Start), "end": pos(r.End)}
+func jsonRange(r *hcl.Range) *jsonDiagRange {
+	pos := func(p hcl.Pos) jsonDiagPos { return jsonDiagPos{Line: p.Line, Column: p.Column, Byte: p.Byte} }
+	return &jsonDiagRange{Filename: r.Filename, Start: pos(r.Start), End: pos(r.End)}
 }
 
-// jsonSnippet is the source line(s) of r with the highlighted span, as
-// byte offsets into code.
-func jsonSnippet(f *hcl.File, r *hcl.Range) map[string]any {
-	src := f.Bytes
-	if r.Start.Byte > len(src) || r.End.Byte > len(src) {
+// jsonSnippet is the source line(s) of d's context (its subject when it
+// has none), with the subject highlighted as byte offsets into code.
+func jsonSnippet(f *hcl.File, d *hcl.Diagnostic) *jsonDiagSnippet {
+	src, r := f.Bytes, d.Subject
+	ctxRange := r
+	if d.Context != nil && d.Context.Filename == r.Filename && d.Context.Start.Byte <= r.Start.Byte && d.Context.End.Byte >= r.End.Byte {
+		ctxRange = d.Context
+	}
+	if ctxRange.Start.Byte > len(src) || ctxRange.End.Byte > len(src) || r.Start.Byte > r.End.Byte {
 		return nil
 	}
-	start := r.Start.Byte
+	start := ctxRange.Start.Byte
 	for start > 0 && src[start-1] != '\n' {
 		start--
 	}
-	end := r.End.Byte
+	end := ctxRange.End.Byte
 	for end < len(src) && src[end] != '\n' {
 		end++
 	}
-	var ctx any
+	sn := &jsonDiagSnippet{
+		Code: string(src[start:end]), StartLine: ctxRange.Start.Line,
+		HighlightStartOffset: r.Start.Byte - start, HighlightEndOffset: r.End.Byte - start,
+		Values: jsonExprValues(d),
+	}
 	if c := contextString(f, r); c != "" {
-		ctx = c
+		sn.Context = &c
 	}
-	return map[string]any{
-		"context": ctx, "code": string(src[start:end]), "start_line": r.Start.Line,
-		"highlight_start_offset": r.Start.Byte - start, "highlight_end_offset": r.End.Byte - start,
+	return sn
+}
+
+// jsonExprValues are the values of the variables d's expression read, as
+// Terraform lists them: one statement each, sorted by traversal, none
+// that is sensitive (marked) or that the evaluation did not have.
+func jsonExprValues(d *hcl.Diagnostic) []jsonExprValue {
+	out := []jsonExprValue{}
+	if d.Expression == nil || d.EvalContext == nil {
+		return out
 	}
+	seen := map[string]bool{}
+	for _, t := range d.Expression.Variables() {
+		name := traversalString(t)
+		if name == "" || seen[name] {
+			continue
+		}
+		val, diags := t.TraverseAbs(d.EvalContext)
+		if diags.HasErrors() || val.ContainsMarked() {
+			continue
+		}
+		seen[name] = true
+		out = append(out, jsonExprValue{Traversal: name, Statement: valueStatement(val)})
+	}
+	slices.SortFunc(out, func(a, b jsonExprValue) int { return strings.Compare(a.Traversal, b.Traversal) })
+	return out
+}
+
+// traversalString is t as written (var.x, each.value.host, a["k"]).
+func traversalString(t hcl.Traversal) string {
+	var b strings.Builder
+	for _, step := range t {
+		switch s := step.(type) {
+		case hcl.TraverseRoot:
+			b.WriteString(s.Name)
+		case hcl.TraverseAttr:
+			b.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			k := s.Key
+			switch {
+			case !k.IsKnown() || k.IsNull():
+				return ""
+			case k.Type() == cty.String:
+				fmt.Fprintf(&b, "[%q]", k.AsString())
+			case k.Type() == cty.Number:
+				fmt.Fprintf(&b, "[%s]", k.AsBigFloat().Text('f', -1))
+			default:
+				return ""
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
+}
+
+// valueStatement describes v as Terraform's diagnostic values do: "is
+// \"x\"", "is 3", "is null", "is a string, known only after apply", "is
+// list of string with 2 elements", "is object with 3 attributes".
+func valueStatement(v cty.Value) string {
+	ty := v.Type()
+	switch {
+	case !v.IsKnown():
+		return fmt.Sprintf("is a %s, known only after apply", ty.FriendlyName())
+	case v.IsNull():
+		return "is null"
+	case ty == cty.String:
+		return fmt.Sprintf("is %q", v.AsString())
+	case ty == cty.Number:
+		return "is " + v.AsBigFloat().Text('f', -1)
+	case ty == cty.Bool:
+		return fmt.Sprintf("is %t", v.True())
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType():
+		n := v.LengthInt()
+		what := "elements"
+		if n == 1 {
+			what = "element"
+		}
+		switch {
+		case ty.IsMapType():
+			return fmt.Sprintf("is map of %s with %d %s", ty.ElementType().FriendlyName(), n, what)
+		case ty.IsTupleType():
+			return fmt.Sprintf("is tuple with %d %s", n, what)
+		}
+		return fmt.Sprintf("is %s with %d %s", ty.FriendlyName(), n, what)
+	case ty.IsObjectType():
+		n := len(ty.AttributeTypes())
+		return fmt.Sprintf("is object with %d %s", n, plural(n, "attribute", "attributes"))
+	}
+	return "is a " + ty.FriendlyName()
 }
 
 // jsonResource describes an instance address as Terraform's "resource"
-// object does, plus the node it lives on.
+// object does (implied_provider: the provider, or as Terraform implies
+// it, the type's name up to its first "_"), plus the node it lives on
+// ("node", sparkform's).
 func jsonResource(addr, provider, node string) map[string]any {
-	out := map[string]any{"addr": addr, "module": "", "resource": addr, "resource_key": nil}
+	out := map[string]any{"addr": addr, "module": "", "resource": addr, "resource_key": nil,
+		"resource_type": "", "resource_name": "", "implied_provider": provider}
 	if ri, ds := addrs.ParseResourceInstance(addr); !ds.HasErrors() {
 		out["resource_type"], out["resource_name"] = ri.Resource.Type, ri.Resource.Name
 		if mod := ri.Resource.Module; mod != "" {
@@ -144,9 +277,9 @@ func jsonResource(addr, provider, node string) map[string]any {
 		case addrs.IntKey:
 			out["resource_key"] = int(k)
 		}
-	}
-	if provider != "" {
-		out["implied_provider"] = provider
+		if provider == "" {
+			out["implied_provider"], _, _ = strings.Cut(ri.Resource.Type, "_")
+		}
 	}
 	if node != "" {
 		out["node"] = node
@@ -170,8 +303,38 @@ var planVerb = map[plans.Action]string{
 	plans.DeleteThenCreate: "Plan to replace", plans.CreateThenDelete: "Plan to replace",
 }
 
+// uiReason is Terraform's "reason" for c, where one of Terraform's
+// reasons says it ("" where none does: c.Reason, sparkform's own words,
+// is in "reason_detail" either way).
+func uiReason(c *plans.ResourceChange) string {
+	r := c.Reason
+	switch {
+	case strings.HasPrefix(r, "tainted"):
+		return "tainted"
+	case strings.HasPrefix(r, "replacement requested"):
+		return "requested"
+	case r == "no longer in the configuration":
+		return "delete_because_no_resource_config"
+	case strings.HasPrefix(r, "its key is no longer produced"):
+		ri, ds := addrs.ParseResourceInstance(c.Addr)
+		if ds.HasErrors() {
+			return ""
+		}
+		switch ri.Key.(type) {
+		case addrs.StringKey:
+			return "delete_because_each_key"
+		case addrs.IntKey:
+			return "delete_because_count_index"
+		}
+		return "delete_because_wrong_repetition"
+	case r == "" && (c.Action == plans.DeleteThenCreate || c.Action == plans.CreateThenDelete) && len(c.RequiresReplace) > 0:
+		return "cannot_update"
+	}
+	return ""
+}
+
 // plan writes what a plan found and means to do: drift, every planned
-// change, output changes and the summary.
+// change, the summary and the output changes, in Terraform's order.
 func (v *jsonView) plan(p *plans.Plan) {
 	for _, n := range p.Notes {
 		v.log("warn", n)
@@ -189,8 +352,11 @@ func (v *jsonView) plan(p *plans.Plan) {
 			continue
 		}
 		ch := map[string]any{"resource": jsonResource(c.Addr, c.Provider, c.NodeName()), "action": uiAction(c.Action)}
+		if r := uiReason(c); r != "" {
+			ch["reason"] = r
+		}
 		if c.Reason != "" {
-			ch["reason"] = c.Reason
+			ch["reason_detail"] = c.Reason
 		}
 		if c.Action == plans.DeleteThenCreate || c.Action == plans.CreateThenDelete {
 			var paths []string
@@ -204,11 +370,7 @@ func (v *jsonView) plan(p *plans.Plan) {
 		v.emit("info", "planned_change", c.Addr+": "+planVerb[c.Action], map[string]any{"change": ch})
 	}
 	add, change, destroy := p.Counts()
-	msg := fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", add, change, destroy)
-	if !p.HasChanges() {
-		msg = "No changes."
-	}
-	v.changeSummary("plan", msg, add, change, destroy)
+	v.changeSummary("plan", fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", add, change, destroy), add, change, destroy)
 	if len(p.Outputs) > 0 {
 		outs := map[string]any{}
 		for _, n := range slices.Sorted(maps.Keys(p.Outputs)) {

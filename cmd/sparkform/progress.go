@@ -16,6 +16,8 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -427,20 +429,26 @@ func (d *barDisplay) close() {
 }
 
 // jsonDisplay sends apply_start, apply_progress (at most one per
-// stillEvery per operation), apply_complete and apply_errored messages.
+// instance per stillEvery) and apply_complete or apply_errored, as
+// Terraform's hooks: their text, level (info, errored included) and
+// hook objects (resource, action, id_key and id_value where the object
+// has an id or a name, elapsed_seconds in whole seconds). Progress a
+// provider reports rides in apply_progress under sparkform's own names
+// (message, current, total, unit, bytes_per_second).
 type jsonDisplay struct {
 	v     *jsonView
 	every time.Duration
-	where map[string][2]string // addr -> provider, node (from the plan)
+	where map[string]*plans.ResourceChange // addr -> its change (from the plan)
 
 	mu    sync.Mutex
 	ops   map[string]*op
+	objs  map[string]cty.Value // addr -> what its apply left (AppliedObject)
 	stop  chan struct{}
 	ended bool
 }
 
 func newJSONDisplay(v *jsonView) *jsonDisplay {
-	d := &jsonDisplay{v: v, every: stillEvery, ops: map[string]*op{}, stop: make(chan struct{})}
+	d := &jsonDisplay{v: v, every: stillEvery, ops: map[string]*op{}, objs: map[string]cty.Value{}, stop: make(chan struct{})}
 	ticking(d.stop, d.tick)
 	return d
 }
@@ -449,22 +457,65 @@ func (d *jsonDisplay) setTotal(int) {}
 
 func (d *jsonDisplay) line(s string) { d.v.log("info", s) }
 
-// describe takes each instance's provider and node from the plan being
-// applied, for the hook messages' resource objects.
+// describe takes each instance's change from the plan being applied: its
+// provider and node for the resource objects, its prior object's id.
 func (d *jsonDisplay) describe(p *plans.Plan) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.where = map[string][2]string{}
+	d.where = map[string]*plans.ResourceChange{}
 	for _, c := range p.Changes {
-		d.where[c.Addr] = [2]string{c.Provider, c.NodeName()}
+		d.where[c.Addr] = c
 	}
 }
 
-func (d *jsonDisplay) hook(o *op, now time.Time) map[string]any {
-	w := d.where[o.addr]
-	h := map[string]any{"resource": jsonResource(o.addr, w[0], w[1]), "action": uiAction(o.action),
-		"elapsed_seconds": int(now.Sub(o.start).Seconds())}
-	return h
+// appliedObject keeps what the apply of addr left, for its apply_complete.
+func (d *jsonDisplay) appliedObject(addr string, obj cty.Value) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.objs[addr] = obj
+}
+
+// Terraform's words for an action in its hooks.
+var (
+	tfStartVerb = map[plans.Action]string{plans.Create: "Creating", plans.Update: "Modifying", plans.Delete: "Destroying",
+		plans.DeleteThenCreate: "Replacing", plans.CreateThenDelete: "Replacing"}
+	tfProgressVerb = map[plans.Action]string{plans.Create: "creating", plans.Update: "modifying", plans.Delete: "destroying",
+		plans.DeleteThenCreate: "replacing", plans.CreateThenDelete: "replacing"}
+	tfNoun = map[plans.Action]string{plans.Create: "Creation", plans.Update: "Modifications", plans.Delete: "Destruction",
+		plans.DeleteThenCreate: "Replacement", plans.CreateThenDelete: "Replacement"}
+)
+
+// objectID is Terraform's id_key and id_value of obj: its "id", else its
+// "name", when that is a known string that is not sensitive.
+func objectID(obj cty.Value, sensitive []string) (key, value string) {
+	if obj == cty.NilVal || !obj.IsKnown() || obj.IsNull() || !obj.Type().IsObjectType() || obj.IsMarked() {
+		return "", ""
+	}
+	for _, k := range []string{"id", "name"} {
+		if !obj.Type().HasAttribute(k) || slices.Contains(sensitive, k) {
+			continue
+		}
+		if v := obj.GetAttr(k); v.Type() == cty.String && v.IsKnown() && !v.IsNull() && !v.IsMarked() && v.AsString() != "" {
+			return k, v.AsString()
+		}
+	}
+	return "", ""
+}
+
+func idSuffix(key, value string) string {
+	if key == "" {
+		return ""
+	}
+	return fmt.Sprintf(" [%s=%s]", key, value)
+}
+
+// hook is the hook object of o; d.mu is held.
+func (d *jsonDisplay) hook(o *op) map[string]any {
+	var provider, node string
+	if c := d.where[o.addr]; c != nil {
+		provider, node = c.Provider, c.NodeName()
+	}
+	return map[string]any{"resource": jsonResource(o.addr, provider, node), "action": uiAction(o.action)}
 }
 
 func (d *jsonDisplay) start(addr string, a plans.Action) {
@@ -472,15 +523,26 @@ func (d *jsonDisplay) start(addr string, a plans.Action) {
 	o := &op{addr: addr, action: a, start: now, shown: now}
 	d.mu.Lock()
 	d.ops[addr] = o
-	h := d.hook(o, now)
+	h := d.hook(o)
+	var k, v string
+	if c := d.where[addr]; c != nil && a != plans.Create {
+		k, v = objectID(c.Before, c.BeforeSensitive())
+	}
 	d.mu.Unlock()
-	delete(h, "elapsed_seconds")
-	d.v.emit("info", "apply_start", fmt.Sprintf("%s: %s...", addr, presentVerb[a]), map[string]any{"hook": h})
+	if k != "" {
+		h["id_key"], h["id_value"] = k, v
+	}
+	d.v.emit("info", "apply_start", fmt.Sprintf("%s: %s...%s", addr, tfStartVerb[a], idSuffix(k, v)), map[string]any{"hook": h})
 }
+
+// elapsed is how long an operation has run, in Terraform's whole seconds.
+func elapsed(took time.Duration) time.Duration { return took.Round(time.Second) }
 
 func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 	o.shown = now
-	h := d.hook(o, now)
+	h := d.hook(o)
+	took := elapsed(now.Sub(o.start))
+	h["elapsed_seconds"] = took.Seconds()
 	if o.last.Message != "" {
 		h["message"] = o.last.Message
 	}
@@ -493,7 +555,7 @@ func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 			h["bytes_per_second"] = int64(r)
 		}
 	}
-	d.v.emit("info", "apply_progress", o.stillLine(now), map[string]any{"hook": h})
+	d.v.emit("info", "apply_progress", fmt.Sprintf("%s: Still %s... [%s elapsed]", o.addr, tfProgressVerb[o.action], took), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) progress(addr string, p sdk.Progress) {
@@ -523,19 +585,31 @@ func (d *jsonDisplay) finish(addr string, a plans.Action, took time.Duration, er
 	d.mu.Lock()
 	o := d.ops[addr]
 	delete(d.ops, addr)
-	d.mu.Unlock()
 	if o == nil {
 		o = &op{addr: addr, action: a, start: now.Add(-took)}
 	}
-	d.mu.Lock()
-	h := d.hook(o, now)
+	h := d.hook(o)
+	obj, hasObj := d.objs[addr]
+	delete(d.objs, addr)
+	var sensitive []string
+	if c := d.where[addr]; c != nil {
+		sensitive = c.SensitiveAttrs
+	}
 	d.mu.Unlock()
-	h["elapsed_seconds"] = int(took.Seconds())
+	took = elapsed(took)
+	h["elapsed_seconds"] = took.Seconds()
 	if err != nil {
-		d.v.emit("error", "apply_errored", finishLine(addr, a, took, err), map[string]any{"hook": h})
+		d.v.emit("info", "apply_errored", fmt.Sprintf("%s: %s errored after %s", addr, tfNoun[a], took), map[string]any{"hook": h})
 		return
 	}
-	d.v.emit("info", "apply_complete", finishLine(addr, a, took, nil), map[string]any{"hook": h})
+	var k, v string
+	if hasObj {
+		k, v = objectID(obj, sensitive)
+	}
+	if k != "" {
+		h["id_key"], h["id_value"] = k, v
+	}
+	d.v.emit("info", "apply_complete", fmt.Sprintf("%s: %s complete after %s%s", addr, tfNoun[a], took, idSuffix(k, v)), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) close() {

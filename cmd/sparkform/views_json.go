@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ var (
 	_ view          = (*jsonStreamView)(nil)
 	_ operationView = (*jsonOperation)(nil)
 	_ validateView  = (*jsonValidate)(nil)
+	_ view          = (*jsonValidate)(nil)
 	_ refreshView   = (*jsonView)(nil)
 )
 
@@ -66,27 +69,40 @@ func (v *jsonOperation) applying(p *plans.Plan, saved bool) {
 }
 
 func (v *jsonOperation) nothingToApply(p *plans.Plan) {
-	v.s.changeSummary(jsonOperationName(p), fmt.Sprintf("%s complete! Resources: 0 added, 0 changed, 0 destroyed.", applyWord(p)), 0, 0, 0)
+	v.s.changeSummary(jsonOperationName(p), appliedMessage(p, 0, 0, 0), 0, 0, 0)
 }
 
+// applied ends the stream as Terraform's does: a change_summary and the
+// outputs after a complete apply. A failed or interrupted one, whose
+// diagnostics are above, ends with an error log line instead (Terraform
+// sends no summary then): it says what finished.
 func (v *jsonOperation) applied(p *plans.Plan, res *engine.ApplyResult, failed, interrupted bool) {
 	a := res.Applied
 	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
-	op, word := jsonOperationName(p), applyWord(p)
-	msg := fmt.Sprintf("%s complete! Resources: %d added, %d changed, %d destroyed.", word, added, a[plans.Update], a[plans.Delete])
 	if failed || interrupted {
-		msg = fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
-			word, added, a[plans.Update], a[plans.Delete])
+		v.s.log("error", fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
+			applyWord(p), added, a[plans.Update], a[plans.Delete]))
+		return
 	}
-	v.s.changeSummary(op, msg, added, a[plans.Update], a[plans.Delete])
-	if !failed && p.Mode != plans.DestroyMode && len(res.Outputs) > 0 {
+	v.s.changeSummary(jsonOperationName(p), appliedMessage(p, added, a[plans.Update], a[plans.Delete]), added, a[plans.Update], a[plans.Delete])
+	if p.Mode != plans.DestroyMode && len(res.Outputs) > 0 {
 		v.s.outputs(res.Outputs, func(n string) bool { o := p.Outputs[n]; return o != nil && o.Sensitive })
 	}
 }
 
-// refreshStart and refreshDone send a batched read of the refresh.
+// appliedMessage is Terraform's change_summary message of an apply.
+func appliedMessage(p *plans.Plan, add, change, destroy int) string {
+	if p.Mode == plans.DestroyMode {
+		return fmt.Sprintf("Destroy complete! Resources: %d destroyed.", destroy)
+	}
+	return fmt.Sprintf("Apply complete! Resources: %d added, %d changed, %d destroyed.", add, change, destroy)
+}
+
+// refreshStart and refreshDone send a batched read of the refresh (one
+// ReadResources call of a provider on a node) under sparkform's own
+// names: Terraform's refresh_start and refresh_complete are per instance.
 func (v *jsonView) refreshStart(provider, node string, n int) {
-	v.emit("info", "refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
+	v.emit("info", "provider_refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
 		map[string]any{"refresh": map[string]any{"provider": provider, "node": node, "instances": n}})
 }
 
@@ -95,25 +111,63 @@ func (v *jsonView) refreshDone(provider, node string, n int, took time.Duration,
 	if err != nil {
 		level, msg = "error", fmt.Sprintf("%s: Refresh errored after %s", orLocal(node), took.Round(time.Millisecond))
 	}
-	v.emit(level, "refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
+	v.emit(level, "provider_refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
 		"instances": n, "remote_round_trips": roundTrips, "elapsed_seconds": took.Seconds()}})
 }
 
-// jsonValidate is validate in the -json stream: its diagnostics, then a
-// "validate" message with the verdict and their counts.
-type jsonValidate struct{ jsonStreamView }
+// jsonValidate is validate -json: like Terraform's, one JSON document
+// (not a stream) written at the end, with the verdict, the counts and
+// every diagnostic.
+type jsonValidate struct {
+	w     io.Writer
+	diags []jsonDiagnostic
+}
+
+// jsonValidateFormat is the format_version of validate -json.
+const jsonValidateFormat = "1.0"
+
+// jsonValidateOutput is Terraform's validate -json document.
+type jsonValidateOutput struct {
+	FormatVersion string           `json:"format_version"`
+	Valid         bool             `json:"valid"`
+	ErrorCount    int              `json:"error_count"`
+	WarningCount  int              `json:"warning_count"`
+	Diagnostics   []jsonDiagnostic `json:"diagnostics"`
+}
+
+func (v *jsonValidate) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
+	for _, d := range dedupe(ds) {
+		v.diags = append(v.diags, newJSONDiagnostic(d, files))
+	}
+}
+
+func (v *jsonValidate) fail(err error) {
+	summary, detail, _ := strings.Cut(err.Error(), "\n")
+	v.diags = append(v.diags, jsonDiagnostic{Severity: "error", Summary: summary, Detail: strings.TrimSpace(detail)})
+}
+
+func (v *jsonValidate) warn(msg string) {
+	v.diags = append(v.diags, jsonDiagnostic{Severity: "warning", Summary: msg})
+}
 
 func (v *jsonValidate) result(valid bool) {
-	s := v.s
-	s.mu.Lock()
-	errs, warns := s.errors, s.warnings
-	s.mu.Unlock()
-	msg := "Success! The configuration is valid."
-	if !valid {
-		msg = fmt.Sprintf("The configuration is invalid: %d %s, %d %s.", errs, plural(errs, "error", "errors"), warns, plural(warns, "warning", "warnings"))
+	out := jsonValidateOutput{FormatVersion: jsonValidateFormat, Diagnostics: v.diags}
+	if out.Diagnostics == nil {
+		out.Diagnostics = []jsonDiagnostic{}
 	}
-	s.emit(map[bool]string{true: "info", false: "error"}[valid], "validate", msg,
-		map[string]any{"valid": valid, "error_count": errs, "warning_count": warns})
+	for _, d := range v.diags {
+		if d.Severity == "warning" {
+			out.WarningCount++
+		} else {
+			out.ErrorCount++
+		}
+	}
+	out.Valid = valid && out.ErrorCount == 0
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil { // only plain strings and numbers: cannot happen
+		panic(err)
+	}
+	_, _ = v.w.Write(append(b, '\n'))
 }
 
 // errorDiag reports a plain error (no source range) as a diagnostic.
