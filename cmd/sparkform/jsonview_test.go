@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/engine/plans"
 )
 
 func TestJSONResource(t *testing.T) {
@@ -25,5 +34,116 @@ func TestJSONResource(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("jsonResource(%s) = %v\nwant %v", tc.addr, got, tc.want)
 		}
+	}
+}
+
+func TestObjectID(t *testing.T) {
+	obj := func(attrs map[string]cty.Value) cty.Value { return cty.ObjectVal(attrs) }
+	for _, tc := range []struct {
+		name      string
+		obj       cty.Value
+		sensitive []string
+		key, val  string
+	}{
+		{"id", obj(map[string]cty.Value{"id": cty.StringVal("abc"), "name": cty.StringVal("n")}), nil, "id", "abc"},
+		{"name when no id", obj(map[string]cty.Value{"name": cty.StringVal("n")}), nil, "name", "n"},
+		{"name when the id is sensitive", obj(map[string]cty.Value{"id": cty.StringVal("s3cret"), "name": cty.StringVal("n")}), []string{"id"}, "name", "n"},
+		{"unknown id", obj(map[string]cty.Value{"id": cty.UnknownVal(cty.String)}), nil, "", ""},
+		{"marked id", obj(map[string]cty.Value{"id": cty.StringVal("s3cret").Mark("sensitive")}), nil, "", ""},
+		{"empty id", obj(map[string]cty.Value{"id": cty.StringVal("")}), nil, "", ""},
+		{"number id", obj(map[string]cty.Value{"id": cty.NumberIntVal(3)}), nil, "", ""},
+		{"neither", obj(map[string]cty.Value{"path": cty.StringVal("/x")}), nil, "", ""},
+		{"null object (deleted)", cty.NullVal(cty.Object(map[string]cty.Type{"id": cty.String})), nil, "", ""},
+		{"no object", cty.NilVal, nil, "", ""},
+	} {
+		if k, v := objectID(tc.obj, tc.sensitive); k != tc.key || v != tc.val {
+			t.Errorf("%s: objectID = %q, %q; want %q, %q", tc.name, k, v, tc.key, tc.val)
+		}
+	}
+}
+
+// TestUIReason: sparkform's reasons in Terraform's words, where it has
+// them; the texts are the engine's (engine/plan_instance.go, plan_normal.go).
+func TestUIReason(t *testing.T) {
+	for _, tc := range []struct {
+		c    plans.ResourceChange
+		want string
+	}{
+		{plans.ResourceChange{Addr: "a.b", Action: plans.DeleteThenCreate, Reason: "tainted: an earlier apply did not finish creating it"}, "tainted"},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.CreateThenDelete, Reason: "replacement requested with -replace"}, "requested"},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.DeleteThenCreate, RequiresReplace: []cty.Path{cty.GetAttrPath("x")}}, "cannot_update"},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.DeleteThenCreate, Reason: "it moves from node.a to node.b"}, ""},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.Delete, Reason: "no longer in the configuration"}, "delete_because_no_resource_config"},
+		{plans.ResourceChange{Addr: `a.b["k"]`, Action: plans.Delete, Reason: "its key is no longer produced by for_each/count"}, "delete_because_each_key"},
+		{plans.ResourceChange{Addr: "a.b[2]", Action: plans.Delete, Reason: "its key is no longer produced by for_each/count"}, "delete_because_count_index"},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.Delete, Reason: "its key is no longer produced by for_each/count"}, "delete_because_wrong_repetition"},
+		{plans.ResourceChange{Addr: "a.b", Action: plans.Update}, ""},
+	} {
+		if got := uiReason(&tc.c); got != tc.want {
+			t.Errorf("uiReason(%s %s %q) = %q, want %q", tc.c.Addr, tc.c.Action, tc.c.Reason, got, tc.want)
+		}
+	}
+}
+
+func TestValueStatement(t *testing.T) {
+	for _, tc := range []struct {
+		v    cty.Value
+		want string
+	}{
+		{cty.StringVal(`a"b`), `is "a\"b"`},
+		{cty.NumberIntVal(42), "is 42"},
+		{cty.NumberFloatVal(1.5), "is 1.5"},
+		{cty.True, "is true"},
+		{cty.NullVal(cty.String), "is null"},
+		{cty.UnknownVal(cty.String), "is a string, known only after apply"},
+		{cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")}), "is list of string with 2 elements"},
+		{cty.MapVal(map[string]cty.Value{"a": cty.NumberIntVal(1)}), "is map of number with 1 element"},
+		{cty.TupleVal([]cty.Value{cty.True}), "is tuple with 1 element"},
+		{cty.ObjectVal(map[string]cty.Value{"a": cty.True, "b": cty.True}), "is object with 2 attributes"},
+	} {
+		if got := valueStatement(tc.v); got != tc.want {
+			t.Errorf("valueStatement(%#v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestValidateJSONDocument: validate -json's document, decoded and
+// validated by terraform-json, for a configuration with an error and a
+// warning; the snippet highlights the subject inside its context.
+func TestValidateJSONDocument(t *testing.T) {
+	src := []byte("resource \"x\" \"y\" {\n  path = 42\n}\n")
+	f := &hcl.File{Bytes: src}
+	subj := hcl.Range{Filename: "main.sf.hcl", Start: hcl.Pos{Line: 2, Column: 10, Byte: 28}, End: hcl.Pos{Line: 2, Column: 12, Byte: 30}}
+	ctx := hcl.Range{Filename: "main.sf.hcl", Start: hcl.Pos{Line: 1, Column: 1, Byte: 0}, End: hcl.Pos{Line: 3, Column: 2, Byte: 31}}
+	var out bytes.Buffer
+	v := &jsonValidate{w: &out}
+	v.diagnostics(hcl.Diagnostics{
+		{Severity: hcl.DiagError, Summary: "Incorrect attribute value type", Detail: "A string is required.", Subject: &subj, Context: &ctx},
+		{Severity: hcl.DiagWarning, Summary: "Deprecated", Subject: &subj},
+	}, map[string]*hcl.File{"main.sf.hcl": f})
+	v.fail(errors.New("cannot start provider x\nits binary is missing"))
+	v.result(false)
+	if err := checkValidateJSON(out.Bytes()); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var doc tfjson.ValidateOutput
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Valid || doc.ErrorCount != 2 || doc.WarningCount != 1 || len(doc.Diagnostics) != 3 {
+		t.Fatalf("document %+v", doc)
+	}
+	sn := doc.Diagnostics[0].Snippet
+	if sn == nil || sn.StartLine != 1 || sn.Code != string(src[:len(src)-1]) || sn.Code[sn.HighlightStartOffset:sn.HighlightEndOffset] != "42" {
+		t.Errorf("snippet %+v", sn)
+	}
+	if d := doc.Diagnostics[2]; d.Summary != "cannot start provider x" || d.Detail != "its binary is missing" || d.Range != nil {
+		t.Errorf("plain error %+v", d)
+	}
+	// Valid, with nothing to say: an empty list, not null.
+	out.Reset()
+	(&jsonValidate{w: &out}).result(true)
+	if !strings.Contains(out.String(), `"diagnostics": []`) || checkValidateJSON(out.Bytes()) != nil {
+		t.Errorf("valid document:\n%s", out.String())
 	}
 }
