@@ -61,3 +61,13 @@ func (f *planFlags) checkApply(cmd *cobra.Command, args []string, autoApprove bo
 	}
 	return nil
 }
+
+// newStatusView is the view of status for vt.
+func (m *meta) newStatusView(vt viewType) statusView {
+	var v statusView = &humanStatus{humanView{m}}
+	if vt == viewJSON {
+		v = &jsonStatus{w: m.stdout}
+	}
+	m.view = v
+	return v
+}

@@ -178,3 +178,17 @@ func (v *humanValidate) result(valid bool) {
 		fmt.Fprintln(v.m.stdout, "Success! The configuration is valid.")
 	}
 }
+
+// statusView is what status shows.
+type statusView interface {
+	view
+	// report shows what status found, with its exit status.
+	report(rep *engine.StatusReport, code int)
+}
+
+var _ statusView = (*humanStatus)(nil)
+
+// humanStatus prints status's table per node.
+type humanStatus struct{ humanView }
+
+func (v *humanStatus) report(rep *engine.StatusReport, code int) { renderStatus(v.m, rep) }

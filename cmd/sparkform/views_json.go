@@ -183,3 +183,34 @@ func jsonOperationName(p *plans.Plan) string {
 	}
 	return "apply"
 }
+
+var _ statusView = (*jsonStatus)(nil)
+
+// jsonStatus is status -json: one document, the report's or, when status
+// could not be read, one with status "error" and the first error.
+type jsonStatus struct {
+	w    io.Writer
+	done bool // a document was written: one per run
+}
+
+func (v *jsonStatus) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
+	if errs := ds.Errs(); len(errs) > 0 {
+		v.fail(errs[0])
+	}
+}
+
+func (v *jsonStatus) fail(err error) {
+	if !v.done {
+		v.done = true
+		statusJSONError(v.w, err)
+	}
+}
+
+// warn is not in the document: status -json holds facts, not notes.
+func (v *jsonStatus) warn(string) {}
+
+func (v *jsonStatus) report(rep *engine.StatusReport, code int) {
+	v.done = true
+	b, _ := json.MarshalIndent(statusJSON(rep, code), "", "  ")
+	fmt.Fprintln(v.w, string(b))
+}
