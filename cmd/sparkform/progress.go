@@ -18,6 +18,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -455,7 +456,7 @@ func newJSONDisplay(v *jsonView) *jsonDisplay {
 
 func (d *jsonDisplay) setTotal(int) {}
 
-func (d *jsonDisplay) line(s string) { d.v.log("info", s) }
+func (d *jsonDisplay) line(s string) { d.v.Log("info", s) }
 
 // describe takes each instance's change from the plan being applied: its
 // provider and node for the resource objects, its prior object's id.
@@ -475,47 +476,13 @@ func (d *jsonDisplay) appliedObject(addr string, obj cty.Value) {
 	d.objs[addr] = obj
 }
 
-// Terraform's words for an action in its hooks.
-var (
-	tfStartVerb = map[plans.Action]string{plans.Create: "Creating", plans.Update: "Modifying", plans.Delete: "Destroying",
-		plans.DeleteThenCreate: "Replacing", plans.CreateThenDelete: "Replacing"}
-	tfProgressVerb = map[plans.Action]string{plans.Create: "creating", plans.Update: "modifying", plans.Delete: "destroying",
-		plans.DeleteThenCreate: "replacing", plans.CreateThenDelete: "replacing"}
-	tfNoun = map[plans.Action]string{plans.Create: "Creation", plans.Update: "Modifications", plans.Delete: "Destruction",
-		plans.DeleteThenCreate: "Replacement", plans.CreateThenDelete: "Replacement"}
-)
-
-// objectID is Terraform's id_key and id_value of obj: its "id", else its
-// "name", when that is a known string that is not sensitive.
-func objectID(obj cty.Value, sensitive []string) (key, value string) {
-	if obj == cty.NilVal || !obj.IsKnown() || obj.IsNull() || !obj.Type().IsObjectType() || obj.IsMarked() {
-		return "", ""
-	}
-	for _, k := range []string{"id", "name"} {
-		if !obj.Type().HasAttribute(k) || slices.Contains(sensitive, k) {
-			continue
-		}
-		if v := obj.GetAttr(k); v.Type() == cty.String && v.IsKnown() && !v.IsNull() && !v.IsMarked() && v.AsString() != "" {
-			return k, v.AsString()
-		}
-	}
-	return "", ""
-}
-
-func idSuffix(key, value string) string {
-	if key == "" {
-		return ""
-	}
-	return fmt.Sprintf(" [%s=%s]", key, value)
-}
-
 // hook is the hook object of o; d.mu is held.
 func (d *jsonDisplay) hook(o *op) map[string]any {
 	var provider, node string
 	if c := d.where[o.addr]; c != nil {
 		provider, node = c.Provider, c.NodeName()
 	}
-	return map[string]any{"resource": jsonResource(o.addr, provider, node), "action": uiAction(o.action)}
+	return map[string]any{"resource": jsonui.Resource(o.addr, provider, node), "action": jsonui.Action(o.action)}
 }
 
 func (d *jsonDisplay) start(addr string, a plans.Action) {
@@ -526,22 +493,19 @@ func (d *jsonDisplay) start(addr string, a plans.Action) {
 	h := d.hook(o)
 	var k, v string
 	if c := d.where[addr]; c != nil && a != plans.Create {
-		k, v = objectID(c.Before, c.BeforeSensitive())
+		k, v = jsonui.ObjectID(c.Before, c.BeforeSensitive())
 	}
 	d.mu.Unlock()
 	if k != "" {
 		h["id_key"], h["id_value"] = k, v
 	}
-	d.v.emit("info", "apply_start", fmt.Sprintf("%s: %s...%s", addr, tfStartVerb[a], idSuffix(k, v)), map[string]any{"hook": h})
+	d.v.Emit("info", "apply_start", jsonui.ApplyStartText(addr, a, k, v), map[string]any{"hook": h})
 }
-
-// elapsed is how long an operation has run, in Terraform's whole seconds.
-func elapsed(took time.Duration) time.Duration { return took.Round(time.Second) }
 
 func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 	o.shown = now
 	h := d.hook(o)
-	took := elapsed(now.Sub(o.start))
+	took := jsonui.Elapsed(now.Sub(o.start))
 	h["elapsed_seconds"] = took.Seconds()
 	if o.last.Message != "" {
 		h["message"] = o.last.Message
@@ -555,7 +519,7 @@ func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 			h["bytes_per_second"] = int64(r)
 		}
 	}
-	d.v.emit("info", "apply_progress", fmt.Sprintf("%s: Still %s... [%s elapsed]", o.addr, tfProgressVerb[o.action], took), map[string]any{"hook": h})
+	d.v.Emit("info", "apply_progress", jsonui.ApplyProgressText(o.addr, o.action, took), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) progress(addr string, p sdk.Progress) {
@@ -596,20 +560,20 @@ func (d *jsonDisplay) finish(addr string, a plans.Action, took time.Duration, er
 		sensitive = c.SensitiveAttrs
 	}
 	d.mu.Unlock()
-	took = elapsed(took)
+	took = jsonui.Elapsed(took)
 	h["elapsed_seconds"] = took.Seconds()
 	if err != nil {
-		d.v.emit("info", "apply_errored", fmt.Sprintf("%s: %s errored after %s", addr, tfNoun[a], took), map[string]any{"hook": h})
+		d.v.Emit("info", "apply_errored", jsonui.ApplyErroredText(addr, a, took), map[string]any{"hook": h})
 		return
 	}
 	var k, v string
 	if hasObj {
-		k, v = objectID(obj, sensitive)
+		k, v = jsonui.ObjectID(obj, sensitive)
 	}
 	if k != "" {
 		h["id_key"], h["id_value"] = k, v
 	}
-	d.v.emit("info", "apply_complete", fmt.Sprintf("%s: %s complete after %s%s", addr, tfNoun[a], took, idSuffix(k, v)), map[string]any{"hook": h})
+	d.v.Emit("info", "apply_complete", jsonui.ApplyCompleteText(addr, a, took, k, v), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) close() {

@@ -22,7 +22,7 @@ func (m *meta) plainProgress() bool {
 // first message.
 func (m *meta) startJSON() *jsonView {
 	s := newJSONView(m.stdout)
-	s.version()
+	s.Version("sparkform", version)
 	return s
 }
 

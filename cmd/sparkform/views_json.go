@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/plans"
 )
@@ -30,7 +31,7 @@ func (v *jsonStreamView) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.F
 
 func (v *jsonStreamView) fail(err error) { v.s.errorDiag(err) }
 
-func (v *jsonStreamView) warn(msg string) { v.s.log("warn", "Warning: "+msg) }
+func (v *jsonStreamView) warn(msg string) { v.s.Log("warn", "Warning: "+msg) }
 
 // jsonOperation is the -json stream of plan, apply and destroy.
 type jsonOperation struct {
@@ -53,7 +54,7 @@ func (v *jsonOperation) refresh() refreshView { return v.s }
 func (v *jsonOperation) escape() bool { return false }
 
 func (v *jsonOperation) planned(p *plans.Plan, cost refreshCost) {
-	v.s.emit("info", "refresh_summary", fmt.Sprintf("Refreshed with %d ReadResources %s, %d remote round trips",
+	v.s.Emit("info", "refresh_summary", fmt.Sprintf("Refreshed with %d ReadResources %s, %d remote round trips",
 		cost.calls, plural(cost.calls, "call", "calls"), cost.roundTrips),
 		map[string]any{"refresh": jsonRefresh{ReadResourcesCalls: cost.calls, RemoteRoundTrips: cost.roundTrips, RPCs: cost.rpcs}})
 	v.s.plan(p)
@@ -69,7 +70,7 @@ func (v *jsonOperation) applying(p *plans.Plan, saved bool) {
 }
 
 func (v *jsonOperation) nothingToApply(p *plans.Plan) {
-	v.s.changeSummary(jsonOperationName(p), appliedMessage(p, 0, 0, 0), 0, 0, 0)
+	v.s.ChangeSummary(jsonOperationName(p), appliedMessage(p, 0, 0, 0), 0, 0, 0)
 }
 
 // applied ends the stream as Terraform's does: a change_summary and the
@@ -80,11 +81,11 @@ func (v *jsonOperation) applied(p *plans.Plan, res *engine.ApplyResult, failed, 
 	a := res.Applied
 	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
 	if failed || interrupted {
-		v.s.log("error", fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
+		v.s.Log("error", fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
 			applyWord(p), added, a[plans.Update], a[plans.Delete]))
 		return
 	}
-	v.s.changeSummary(jsonOperationName(p), appliedMessage(p, added, a[plans.Update], a[plans.Delete]), added, a[plans.Update], a[plans.Delete])
+	v.s.ChangeSummary(jsonOperationName(p), appliedMessage(p, added, a[plans.Update], a[plans.Delete]), added, a[plans.Update], a[plans.Delete])
 	if p.Mode != plans.DestroyMode && len(res.Outputs) > 0 {
 		v.s.outputs(res.Outputs, func(n string) bool { o := p.Outputs[n]; return o != nil && o.Sensitive })
 	}
@@ -102,7 +103,7 @@ func appliedMessage(p *plans.Plan, add, change, destroy int) string {
 // ReadResources call of a provider on a node) under sparkform's own
 // names: Terraform's refresh_start and refresh_complete are per instance.
 func (v *jsonView) refreshStart(provider, node string, n int) {
-	v.emit("info", "provider_refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
+	v.Emit("info", "provider_refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
 		map[string]any{"refresh": map[string]any{"provider": provider, "node": node, "instances": n}})
 }
 
@@ -111,7 +112,7 @@ func (v *jsonView) refreshDone(provider, node string, n int, took time.Duration,
 	if err != nil {
 		level, msg = "error", fmt.Sprintf("%s: Refresh errored after %s", orLocal(node), took.Round(time.Millisecond))
 	}
-	v.emit(level, "provider_refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
+	v.Emit(level, "provider_refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
 		"instances": n, "remote_round_trips": roundTrips, "elapsed_seconds": took.Seconds()}})
 }
 
@@ -120,40 +121,28 @@ func (v *jsonView) refreshDone(provider, node string, n int, took time.Duration,
 // every diagnostic.
 type jsonValidate struct {
 	w     io.Writer
-	diags []jsonDiagnostic
-}
-
-// jsonValidateFormat is the format_version of validate -json.
-const jsonValidateFormat = "1.0"
-
-// jsonValidateOutput is Terraform's validate -json document.
-type jsonValidateOutput struct {
-	FormatVersion string           `json:"format_version"`
-	Valid         bool             `json:"valid"`
-	ErrorCount    int              `json:"error_count"`
-	WarningCount  int              `json:"warning_count"`
-	Diagnostics   []jsonDiagnostic `json:"diagnostics"`
+	diags []jsonui.Diagnostic
 }
 
 func (v *jsonValidate) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
 	for _, d := range dedupe(ds) {
-		v.diags = append(v.diags, newJSONDiagnostic(d, files))
+		v.diags = append(v.diags, jsonui.NewDiagnostic(d, files))
 	}
 }
 
 func (v *jsonValidate) fail(err error) {
 	summary, detail, _ := strings.Cut(err.Error(), "\n")
-	v.diags = append(v.diags, jsonDiagnostic{Severity: "error", Summary: summary, Detail: strings.TrimSpace(detail)})
+	v.diags = append(v.diags, jsonui.Diagnostic{Severity: "error", Summary: summary, Detail: strings.TrimSpace(detail)})
 }
 
 func (v *jsonValidate) warn(msg string) {
-	v.diags = append(v.diags, jsonDiagnostic{Severity: "warning", Summary: msg})
+	v.diags = append(v.diags, jsonui.Diagnostic{Severity: "warning", Summary: msg})
 }
 
 func (v *jsonValidate) result(valid bool) {
-	out := jsonValidateOutput{FormatVersion: jsonValidateFormat, Diagnostics: v.diags}
+	out := jsonui.ValidateOutput{FormatVersion: jsonui.ValidateFormatVersion, Diagnostics: v.diags}
 	if out.Diagnostics == nil {
-		out.Diagnostics = []jsonDiagnostic{}
+		out.Diagnostics = []jsonui.Diagnostic{}
 	}
 	for _, d := range v.diags {
 		if d.Severity == "warning" {
@@ -173,7 +162,7 @@ func (v *jsonValidate) result(valid bool) {
 // errorDiag reports a plain error (no source range) as a diagnostic.
 func (v *jsonView) errorDiag(err error) {
 	summary, detail, _ := strings.Cut(err.Error(), "\n")
-	v.diagnostic(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: strings.TrimSpace(detail)}, nil)
+	v.Diagnostic(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: strings.TrimSpace(detail)}, nil)
 }
 
 // jsonOperationName is the change_summary operation of applying p.
