@@ -25,9 +25,30 @@ type uiHooks struct {
 }
 
 var (
-	_ engine.Hooks       = (*uiHooks)(nil)
-	_ engine.ObjectHooks = (*uiHooks)(nil)
+	_ engine.Hooks                = (*uiHooks)(nil)
+	_ engine.ObjectHooks          = (*uiHooks)(nil)
+	_ engine.InstanceRefreshHooks = (*uiHooks)(nil)
 )
+
+// instanceRefreshView is a refreshView that also reports each instance
+// of a batched read (the -json stream's refresh_start and
+// refresh_complete, as Terraform's).
+type instanceRefreshView interface {
+	instanceRefreshStart(addr string, prior cty.Value, sensitive []string)
+	instanceRefreshDone(addr string, obj cty.Value, sensitive []string)
+}
+
+func (h *uiHooks) PreRefreshInstance(addr string, prior cty.Value, sensitive []string) {
+	if r, ok := h.refresh.(instanceRefreshView); ok {
+		r.instanceRefreshStart(addr, prior, sensitive)
+	}
+}
+
+func (h *uiHooks) PostRefreshInstance(addr string, obj cty.Value, sensitive []string) {
+	if r, ok := h.refresh.(instanceRefreshView); ok {
+		r.instanceRefreshDone(addr, obj, sensitive)
+	}
+}
 
 // newUIHooks reports through v.
 func newUIHooks(v operationView) *uiHooks {

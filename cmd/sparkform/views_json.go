@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine"
@@ -97,6 +98,20 @@ func appliedMessage(p *plans.Plan, add, change, destroy int) string {
 		return fmt.Sprintf("Destroy complete! Resources: %d destroyed.", destroy)
 	}
 	return fmt.Sprintf("Apply complete! Resources: %d added, %d changed, %d destroyed.", add, change, destroy)
+}
+
+var _ instanceRefreshView = (*jsonView)(nil)
+
+// instanceRefreshStart and instanceRefreshDone are Terraform's
+// refresh_start and refresh_complete of one instance of a batched read.
+func (v *jsonView) instanceRefreshStart(addr string, prior cty.Value, sensitive []string) {
+	k, id := jsonui.ObjectID(prior, sensitive)
+	v.Emit("info", "refresh_start", jsonui.RefreshStartText(addr, k, id), map[string]any{"hook": jsonui.RefreshHook(addr, k, id)})
+}
+
+func (v *jsonView) instanceRefreshDone(addr string, obj cty.Value, sensitive []string) {
+	k, id := jsonui.ObjectID(obj, sensitive)
+	v.Emit("info", "refresh_complete", jsonui.RefreshCompleteText(addr, k, id), map[string]any{"hook": jsonui.RefreshHook(addr, k, id)})
 }
 
 // refreshStart and refreshDone send a batched read of the refresh (one

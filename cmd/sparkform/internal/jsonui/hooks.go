@@ -66,3 +66,23 @@ func ApplyErroredText(addr string, a plans.Action, elapsed time.Duration) string
 
 // Elapsed is how long an operation has run, in Terraform's whole seconds.
 func Elapsed(took time.Duration) time.Duration { return took.Round(time.Second) }
+
+// RefreshStartText is refresh_start's @message: "addr: Refreshing state... [id=X]".
+func RefreshStartText(addr, idKey, idValue string) string {
+	return fmt.Sprintf("%s: Refreshing state...%s", addr, idSuffix(idKey, idValue))
+}
+
+// RefreshCompleteText is refresh_complete's: "addr: Refresh complete [id=X]".
+func RefreshCompleteText(addr, idKey, idValue string) string {
+	return fmt.Sprintf("%s: Refresh complete%s", addr, idSuffix(idKey, idValue))
+}
+
+// RefreshHook is the hook of refresh_start and refresh_complete: the
+// resource, and id_key and id_value when the object has one.
+func RefreshHook(addr, idKey, idValue string) map[string]any {
+	h := map[string]any{"resource": Resource(addr, "", "")}
+	if idKey != "" {
+		h["id_key"], h["id_value"] = idKey, idValue
+	}
+	return h
+}
