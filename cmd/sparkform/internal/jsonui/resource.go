@@ -7,30 +7,39 @@ import (
 	"github.com/sparkform/sparkform/engine/plans"
 )
 
+// ResourceObject is Terraform's "resource" object, and the node the
+// instance lives on ("node", sparkform's). Its fields are in the order
+// of their names, as a map's would be.
+type ResourceObject struct {
+	Addr            string `json:"addr"`
+	ImpliedProvider string `json:"implied_provider"`
+	Module          string `json:"module"`
+	Node            string `json:"node,omitempty"`
+	Resource        string `json:"resource"`
+	ResourceKey     any    `json:"resource_key"`
+	ResourceName    string `json:"resource_name"`
+	ResourceType    string `json:"resource_type"`
+}
+
 // Resource describes an instance address as Terraform's "resource"
 // object does (implied_provider: the provider, or as Terraform implies
-// it, the type's name up to its first "_"), plus the node it lives on
-// ("node", sparkform's).
-func Resource(addr, provider, node string) map[string]any {
-	out := map[string]any{"addr": addr, "module": "", "resource": addr, "resource_key": nil,
-		"resource_type": "", "resource_name": "", "implied_provider": provider}
+// it, the type's name up to its first "_"), plus the node it lives on.
+func Resource(addr, provider, node string) *ResourceObject {
+	out := &ResourceObject{Addr: addr, Resource: addr, ImpliedProvider: provider, Node: node}
 	if ri, ds := addrs.ParseResourceInstance(addr); !ds.HasErrors() {
-		out["resource_type"], out["resource_name"] = ri.Resource.Type, ri.Resource.Name
+		out.ResourceType, out.ResourceName = ri.Resource.Type, ri.Resource.Name
 		if mod := ri.Resource.Module; mod != "" {
-			out["module"], out["resource"] = mod, strings.TrimPrefix(addr, mod+".")
+			out.Module, out.Resource = mod, strings.TrimPrefix(addr, mod+".")
 		}
 		switch k := ri.Key.(type) {
 		case addrs.StringKey:
-			out["resource_key"] = string(k)
+			out.ResourceKey = string(k)
 		case addrs.IntKey:
-			out["resource_key"] = int(k)
+			out.ResourceKey = int(k)
 		}
 		if provider == "" {
-			out["implied_provider"], _, _ = strings.Cut(ri.Resource.Type, "_")
+			out.ImpliedProvider, _, _ = strings.Cut(ri.Resource.Type, "_")
 		}
-	}
-	if node != "" {
-		out["node"] = node
 	}
 	return out
 }
