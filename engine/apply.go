@@ -517,6 +517,9 @@ func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func
 		h.Progress(addr, p)
 	})
 	if !start.IsZero() {
+		if oh, ok := h.(ObjectHooks); ok && !resp.OutcomeUnknown && !resp.Diagnostics.HasErrors() {
+			oh.AppliedObject(addr, resp.NewState)
+		}
 		h.PostApply(addr, pa, time.Since(start), resp.Diagnostics.Err())
 	}
 	if resp.OutcomeUnknown && !journaled {

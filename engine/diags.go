@@ -38,6 +38,7 @@ func sdkDiags(ds sdk.Diagnostics, addr string, body func() hcl.Body, rng *hcl.Ra
 		hd := &hcl.Diagnostic{Severity: sev, Summary: d.Summary, Detail: d.Detail}
 		if addr != "" {
 			hd.Detail = strings.TrimSpace(hd.Detail + "\n\n(" + addr + ")")
+			hd.Extra = diagAddress(addr)
 		}
 		if body != nil && len(d.Path) > 0 {
 			hd.Subject = config.AttributeRange(body(), d.Path)
@@ -49,6 +50,17 @@ func sdkDiags(ds sdk.Diagnostics, addr string, body func() hcl.Body, rng *hcl.Ra
 		out = append(out, hd)
 	}
 	return out
+}
+
+// diagAddress is the Extra of a diagnostic about one resource or
+// instance: its address.
+type diagAddress string
+
+// DiagnosticAddress is the address of the resource or instance d is
+// about ("" when it is about none): Terraform's diagnostic "address".
+func DiagnosticAddress(d *hcl.Diagnostic) string {
+	a, _ := hcl.DiagnosticExtra[diagAddress](d)
+	return string(a)
 }
 
 // cannotStart is the diagnostic for a provider that would not start.

@@ -6,9 +6,31 @@ package engine
 import (
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
+
+// ObjectHooks may be implemented by Hooks as well: AppliedObject is called
+// with the object a successful provider call left (null after a delete),
+// just before its PostApply, so a view can name it (Terraform's id_key
+// and id_value). The value is as the provider returned it: sensitive
+// attributes are not marked (the plan's change lists them).
+type ObjectHooks interface {
+	AppliedObject(addr string, obj cty.Value)
+}
+
+// InstanceRefreshHooks may be implemented by Hooks as well: it hears of
+// each instance of a batched read (between PreRefresh and PostRefresh),
+// before the read with its prior object, and after a read that found it
+// with what was read (cty.NilVal: it is gone). An instance the read could
+// not read has no PostRefreshInstance. sensitive are the object's
+// sensitive attributes (the values are not marked).
+type InstanceRefreshHooks interface {
+	PreRefreshInstance(addr string, prior cty.Value, sensitive []string)
+	PostRefreshInstance(addr string, obj cty.Value, sensitive []string)
+}
 
 // Hooks receive progress events; the CLI renders them. Methods may be
 // called concurrently.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -127,6 +128,12 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateObject) (map[string]*stateObject, hcl.Diagnostics, int) {
 	h := e.hooks()
 	h.PreRefresh(g.provider, g.node.Name, len(g.addrs))
+	ih, _ := h.(InstanceRefreshHooks)
+	if ih != nil {
+		for _, addr := range g.addrs {
+			ih.PreRefreshInstance(addr, objs[addr].Value, objs[addr].SensitiveAttrs)
+		}
+	}
 	start := time.Now()
 	p, err := e.Providers.Provider(ctx, g.provider)
 	if err != nil {
@@ -152,6 +159,15 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 		return nil, hcl.Diagnostics{errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err.Error())}, resp.RoundTrips
 	}
 	out, diags, herr := readResults(g.addrs, objs, resp)
+	if ih != nil {
+		for _, addr := range g.addrs {
+			if after, read := out[addr]; read && after != nil {
+				ih.PostRefreshInstance(addr, after.Value, after.SensitiveAttrs)
+			} else if read {
+				ih.PostRefreshInstance(addr, cty.NilVal, nil) // gone
+			}
+		}
+	}
 	h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, herr)
 	return out, diags, resp.RoundTrips
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 )
 
 // writeDiagnostic prints one diagnostic as
@@ -41,7 +43,7 @@ func writeDiagnostic(w io.Writer, d *hcl.Diagnostic, files map[string]*hcl.File,
 		if f := files[s.Filename]; f != nil {
 			src = f.Bytes
 		}
-		if ctx := contextString(files[s.Filename], s); ctx != "" {
+		if ctx := jsonui.ContextString(files[s.Filename], s); ctx != "" {
 			fmt.Fprintf(w, ", in %s", ctx)
 		}
 		fmt.Fprintln(w, ":")
@@ -53,17 +55,6 @@ func writeDiagnostic(w io.Writer, d *hcl.Diagnostic, files map[string]*hcl.File,
 		fmt.Fprintf(w, "\n%s\n", termSafeText(d.Detail))
 	}
 	fmt.Fprintln(w)
-}
-
-func contextString(f *hcl.File, r *hcl.Range) string {
-	if f == nil {
-		return ""
-	}
-	type contextStringer interface{ ContextString(offset int) string }
-	if cs, ok := f.Nav.(contextStringer); ok {
-		return cs.ContextString(r.Start.Byte)
-	}
-	return ""
 }
 
 // writeSnippet prints the lines of r with their numbers and marks the

@@ -1,74 +1,75 @@
 package main
 
 import (
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-// uiHooks reports refresh and apply events through an opDisplay (plain
-// lines, redrawn terminal lines, or the -json stream) and keeps the
-// refresh cost for -json and SPARKFORM_LOG=debug.
+// uiHooks reports refresh and apply events through the operation's view
+// (its display and refresh reports) and keeps the refresh cost for the
+// plan's summary.
 type uiHooks struct {
-	d     opDisplay
-	json  *jsonView // -json: refresh events go to the stream
-	debug bool
+	d       opDisplay
+	refresh refreshView
+	escape  bool // addresses are made safe for a terminal
 
 	mu           sync.Mutex
 	refreshCalls int
 	roundTrips   int
 }
 
-var _ engine.Hooks = (*uiHooks)(nil)
+var (
+	_ engine.Hooks                = (*uiHooks)(nil)
+	_ engine.ObjectHooks          = (*uiHooks)(nil)
+	_ engine.InstanceRefreshHooks = (*uiHooks)(nil)
+)
 
-// newUIHooks picks the display: the stream for -json, redrawn lines on a
-// terminal, plain throttled lines otherwise.
-func (m *meta) newUIHooks(debug bool) *uiHooks {
-	h := &uiHooks{debug: debug, json: m.jsonOut}
-	switch {
-	case m.jsonOut != nil:
-		h.d = newJSONDisplay(m.jsonOut)
-	case m.stdoutIsTerminal() && !m.plainProgress():
-		f, _ := outputFile(m.stdout)
-		h.d = newBarDisplay(m.stdout, int(f.Fd()))
-	default:
-		h.d = newPlainDisplay(m.stdout)
-	}
-	m.onClose(h.d.close)
-	return h
+// instanceRefreshView is a refreshView that also reports each instance
+// of a batched read (the -json stream's refresh_start and
+// refresh_complete, as Terraform's).
+type instanceRefreshView interface {
+	instanceRefreshStart(addr string, prior cty.Value, sensitive []string)
+	instanceRefreshDone(addr string, obj cty.Value, sensitive []string)
 }
 
-func (h *uiHooks) PreRefresh(provider, node string, n int) {
-	if h.json != nil {
-		h.json.emit("info", "refresh_start", fmt.Sprintf("%s: Refreshing %d %s of provider %s...", orLocal(node), n, plural(n, "instance", "instances"), provider),
-			map[string]any{"refresh": map[string]any{"provider": provider, "node": node, "instances": n}})
-		return
+func (h *uiHooks) PreRefreshInstance(addr string, prior cty.Value, sensitive []string) {
+	if r, ok := h.refresh.(instanceRefreshView); ok {
+		r.instanceRefreshStart(addr, prior, sensitive)
 	}
-	h.d.line(fmt.Sprintf("%s: refreshing %d %s of provider %s...", termSafe(orLocal(node)), n, plural(n, "instance", "instances"), provider))
 }
+
+func (h *uiHooks) PostRefreshInstance(addr string, obj cty.Value, sensitive []string) {
+	if r, ok := h.refresh.(instanceRefreshView); ok {
+		r.instanceRefreshDone(addr, obj, sensitive)
+	}
+}
+
+// newUIHooks reports through v.
+func newUIHooks(v operationView) *uiHooks {
+	return &uiHooks{d: v.display(), refresh: v.refresh(), escape: v.escape()}
+}
+
+func (h *uiHooks) PreRefresh(provider, node string, n int) { h.refresh.refreshStart(provider, node, n) }
 
 func (h *uiHooks) PostRefresh(provider, node string, n int, took time.Duration, roundTrips int, err error) {
 	h.mu.Lock()
 	h.refreshCalls++
 	h.roundTrips += roundTrips
 	h.mu.Unlock()
-	if h.json != nil {
-		level, msg := "info", fmt.Sprintf("%s: Refresh complete after %s", orLocal(node), took.Round(time.Millisecond))
-		if err != nil {
-			level, msg = "error", fmt.Sprintf("%s: Refresh errored after %s", orLocal(node), took.Round(time.Millisecond))
-		}
-		h.json.emit(level, "refresh_complete", msg, map[string]any{"refresh": map[string]any{"provider": provider, "node": node,
-			"instances": n, "remote_round_trips": roundTrips, "elapsed_seconds": took.Seconds()}})
-		return
-	}
-	if h.debug {
-		h.d.line(fmt.Sprintf("[DEBUG] refresh %s on %s: %d instances, 1 ReadResources call, %d remote round trips, %s",
-			provider, termSafe(orLocal(node)), n, roundTrips, took.Round(time.Millisecond)))
-	}
+	h.refresh.refreshDone(provider, node, n, took, roundTrips, err)
+}
+
+// cost is what the refresh took so far.
+func (h *uiHooks) cost() refreshCost {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return refreshCost{calls: h.refreshCalls, roundTrips: h.roundTrips}
 }
 
 func orLocal(node string) string {
@@ -91,7 +92,7 @@ var doneVerb = map[plans.Action]string{
 // The display prints addresses for people (escaped, termSafe); the JSON
 // stream takes them as they are (encoding/json escapes them).
 func (h *uiHooks) addr(addr string) string {
-	if h.json != nil {
+	if !h.escape {
 		return addr
 	}
 	return termSafe(addr)
@@ -101,6 +102,14 @@ func (h *uiHooks) PreApply(addr string, a plans.Action) { h.d.start(h.addr(addr)
 func (h *uiHooks) Progress(addr string, p sdk.Progress) { h.d.progress(h.addr(addr), p) }
 func (h *uiHooks) PostApply(addr string, a plans.Action, took time.Duration, err error) {
 	h.d.finish(h.addr(addr), a, took, err)
+}
+
+// AppliedObject hands what an apply left to a display that names it (the
+// -json stream's id_key and id_value).
+func (h *uiHooks) AppliedObject(addr string, obj cty.Value) {
+	if d, ok := h.d.(interface{ appliedObject(string, cty.Value) }); ok {
+		d.appliedObject(h.addr(addr), obj)
+	}
 }
 
 func (h *uiHooks) Note(msg string) {}

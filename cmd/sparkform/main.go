@@ -56,11 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
-	case m.jsonOut != nil:
-		m.fail(err) // a diagnostic line: nothing but JSON on stdout
-		return 1
 	default:
-		fmt.Fprintln(stderr, "Error:", err)
+		m.fail(err) // in the -json stream, a diagnostic: nothing but JSON on stdout
 		return 1
 	}
 }

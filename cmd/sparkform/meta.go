@@ -39,10 +39,9 @@ type meta struct {
 	noColor        bool
 	resetState     bool // -reset-state: see state.Options.ResetState
 
-	// jsonOut, when set (-json on plan, apply, destroy, validate), is the
-	// machine-readable stream: diagnostics and events go there, as JSON
-	// lines on stdout, and nothing else is printed to stdout.
-	jsonOut *jsonView
+	// view is where diagnostics and errors go: the command's view once it
+	// has picked one (see views.go), for people before that.
+	view view
 
 	files map[string]*hcl.File // for rendering diagnostics
 	be    state.Backend        // where state lives (see backend)
@@ -105,13 +104,7 @@ func (m *meta) diags(ds hcl.Diagnostics) bool {
 	if len(ds) == 0 {
 		return false
 	}
-	if m.jsonOut != nil {
-		m.jsonOut.diagnostics(ds, m.files)
-		return ds.HasErrors()
-	}
-	for _, d := range dedupe(ds) {
-		writeDiagnostic(m.stderr, d, m.files, m.color())
-	}
+	m.view.diagnostics(ds, m.files)
 	return ds.HasErrors()
 }
 

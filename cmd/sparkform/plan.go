@@ -90,10 +90,8 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer m.close()
-			if f.json {
-				m.startJSON()
-			}
-			p, _, code := m.makePlan(&f, "sparkform plan")
+			v := m.newOperationView(viewTypeOf(f.json))
+			p, _, code := m.makePlan(v, &f, "sparkform plan")
 			if p == nil {
 				return &exitError{code}
 			}
@@ -101,9 +99,7 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 				if err := plans.WriteFile(m.Path(out), p); err != nil {
 					return fmt.Errorf("writing plan file: %w", err)
 				}
-				if !f.json {
-					fmt.Fprintf(m.stdout, "\nSaved the plan to: %s\n\nTo perform exactly these actions, run:\n  sparkform apply %q\n", out, out)
-				}
+				v.planSaved(out)
 			}
 			if code != 0 {
 				return &exitError{code}
@@ -123,7 +119,7 @@ Exit codes with -detailed-exitcode: 0 no changes, 1 error, 2 changes present.`,
 // makePlan loads config and state and plans. It returns the plan, the
 // engine (for an apply that follows) and an exit code (non-zero: error,
 // already reported).
-func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engine, int) {
+func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.Plan, *engine.Engine, int) {
 	mod, ok := m.loadConfig()
 	if !ok {
 		return nil, nil, 1
@@ -164,7 +160,7 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		return nil, nil, 1
 	}
 	m.onClose(func() { st.Close() })
-	hooks := m.newUIHooks(debugLog())
+	hooks := newUIHooks(v)
 	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
 	if err != nil {
 		m.fail(err)
@@ -183,21 +179,11 @@ func (m *meta) makePlan(f *planFlags, command string) (*plans.Plan, *engine.Engi
 		return nil, nil, 1
 	}
 	p.ConfigDigest = configDigest(mod)
-	if m.jsonOut != nil {
-		var rpcs map[string]map[string]int64
-		if m.host != nil {
-			rpcs = m.host.Stats()
-		}
-		m.jsonOut.emit("info", "refresh_summary", fmt.Sprintf("Refreshed with %d ReadResources %s, %d remote round trips",
-			hooks.refreshCalls, plural(hooks.refreshCalls, "call", "calls"), hooks.roundTrips),
-			map[string]any{"refresh": jsonRefresh{ReadResourcesCalls: hooks.refreshCalls, RemoteRoundTrips: hooks.roundTrips, RPCs: rpcs}})
-		m.jsonOut.plan(p)
-	} else {
-		if hooks.refreshCalls > 0 {
-			fmt.Fprintln(m.stdout)
-		}
-		m.renderPlan(p)
+	cost := hooks.cost()
+	if m.host != nil {
+		cost.rpcs = m.host.Stats()
 	}
+	v.planned(p, cost)
 	m.flush()
 	return p, eng, 0
 }
@@ -239,30 +225,20 @@ parameters observed before the first apply. Same as apply -destroy.`
 			if destroy {
 				f.destroy = true
 			}
-			if f.json {
-				m.startJSON()
-			}
-			if !f.lock {
-				m.fail(fmt.Errorf("-lock=false is for read-only use (plan); %s changes the nodes and always takes the state lock", cmd.Name()))
-				return &exitError{1}
-			}
-			if len(args) == 0 && !autoApprove && f.json {
-				// Nobody reads a question in the stream: refuse before planning.
-				m.fail(fmt.Errorf("%s -json needs -auto-approve (or a saved plan file): there is no one to ask for approval", cmd.Name()))
-				return &exitError{1}
+			v := m.newOperationView(viewTypeOf(f.json))
+			if err := f.checkApply(cmd, args, autoApprove); err != nil {
+				return m.failed(err)
 			}
 			if len(args) == 1 {
-				return m.applySaved(args[0], &f)
+				return m.applySaved(v, args[0], &f)
 			}
-			p, eng, code := m.makePlan(&f, "sparkform "+cmd.Name())
+			p, eng, code := m.makePlan(v, &f, "sparkform "+cmd.Name())
 			if p == nil {
 				return &exitError{code}
 			}
 			if !p.HasChanges() {
 				if f.mode() == plans.RefreshOnlyMode || len(p.Drift) == 0 {
-					if m.jsonOut != nil {
-						m.jsonOut.changeSummary(jsonOperation(p), fmt.Sprintf("%s complete! Resources: 0 added, 0 changed, 0 destroyed.", applyWord(p)), 0, 0, 0)
-					}
+					v.nothingToApply(p)
 					return nil
 				}
 			}
@@ -280,7 +256,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 					return &exitError{1}
 				}
 			}
-			return m.runApply(eng, p, &f)
+			return m.runApply(v, eng, p, false)
 		},
 	}
 	addPlanFlags(cmd, m, &f, !destroy)
@@ -289,7 +265,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 }
 
 // applySaved applies a plan file.
-func (m *meta) applySaved(path string, f *planFlags) error {
+func (m *meta) applySaved(v operationView, path string, f *planFlags) error {
 	p, err := plans.ReadFile(m.Path(path))
 	if err != nil {
 		return m.failed(fmt.Errorf("reading plan file %s: %w", path, err))
@@ -309,87 +285,41 @@ func (m *meta) applySaved(path string, f *planFlags) error {
 		return m.failed(err)
 	}
 	m.onClose(func() { st.Close() })
-	eng, err := m.newEngine(mod, st, m.newUIHooks(debugLog()), f.parallelism)
+	eng, err := m.newEngine(mod, st, newUIHooks(v), f.parallelism)
 	if err != nil {
 		return m.failed(err)
 	}
-	if m.jsonOut != nil {
-		m.jsonOut.plan(p)
-	}
-	return m.runApply(eng, p, f)
+	return m.runApply(v, eng, p, true)
 }
 
-func (m *meta) runApply(eng *engine.Engine, p *plans.Plan, f *planFlags) error {
+// runApply applies p (saved: read from a plan file, not shown yet) and
+// reports the outcome through v.
+func (m *meta) runApply(v operationView, eng *engine.Engine, p *plans.Plan, saved bool) error {
 	ctx, stop := m.interruptible()
 	defer stop()
-	hooks, _ := eng.Hooks.(*uiHooks)
-	if hooks != nil {
-		n := 0
-		for _, c := range p.Changes {
-			if c.Action != plans.NoOp {
-				n++
-			}
-		}
-		hooks.d.setTotal(n)
-		if jd, ok := hooks.d.(*jsonDisplay); ok {
-			jd.describe(p)
+	n := 0
+	for _, c := range p.Changes {
+		if c.Action != plans.NoOp {
+			n++
 		}
 	}
+	v.applying(p, saved)
+	v.display().setTotal(n)
 	res, ds := eng.Apply(ctx, p)
-	if hooks != nil {
-		hooks.d.close() // the summary below is printed plainly
-	}
+	v.display().close() // the summary below is printed plainly
 	failed := m.diags(ds)
 	if err := m.saveOutputs(eng, res, p); err != nil {
 		m.fail(fmt.Errorf("saving outputs: %w", err))
 		failed = true
 	}
-	a := res.Applied
-	added := a[plans.Create] + a[plans.DeleteThenCreate] + a[plans.CreateThenDelete]
-	if m.jsonOut != nil {
-		op, word := jsonOperation(p), applyWord(p)
-		msg := fmt.Sprintf("%s complete! Resources: %d added, %d changed, %d destroyed.", word, added, a[plans.Update], a[plans.Delete])
-		if failed || ctx.Err() != nil {
-			msg = fmt.Sprintf("%s failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.",
-				word, added, a[plans.Update], a[plans.Delete])
-		}
-		m.jsonOut.changeSummary(op, msg, added, a[plans.Update], a[plans.Delete])
-		if !failed && res != nil && p.Mode != plans.DestroyMode && len(res.Outputs) > 0 {
-			m.jsonOut.outputs(res.Outputs, func(n string) bool { o := p.Outputs[n]; return o != nil && o.Sensitive })
-		}
-		if failed || ctx.Err() != nil {
-			return &exitError{1}
-		}
-		return nil
+	if res == nil {
+		res = &engine.ApplyResult{}
 	}
-	if failed {
-		if p.Mode == plans.DestroyMode {
-			fmt.Fprintf(m.stderr, "\nDestroy failed. What finished is saved in state (%d destroyed); what is left stays in state with what it needs to be restored: fix the cause above, then run destroy again (plan -destroy shows what is left).\n",
-				a[plans.Delete])
-			return &exitError{1}
-		}
-		fmt.Fprintf(m.stderr, "\nApply failed. What finished is saved in state (%d added, %d changed, %d destroyed); run plan to see what is left.\n",
-			added, a[plans.Update], a[plans.Delete])
+	v.applied(p, res, failed, ctx.Err() != nil)
+	if failed || ctx.Err() != nil {
 		return &exitError{1}
 	}
-	if ctx.Err() != nil { // interrupted: said above, not complete
-		return &exitError{1}
-	}
-	word := "Apply"
-	if p.Mode == plans.DestroyMode {
-		word = "Destroy"
-	}
-	fmt.Fprintf(m.stdout, "\n%s complete! Resources: %d added, %d changed, %d destroyed.\n", word, added, a[plans.Update], a[plans.Delete])
-	m.printOutputs(res, p)
 	return nil
-}
-
-// jsonOperation is the change_summary operation of applying p.
-func jsonOperation(p *plans.Plan) string {
-	if p.Mode == plans.DestroyMode {
-		return "destroy"
-	}
-	return "apply"
 }
 
 func applyWord(p *plans.Plan) string {

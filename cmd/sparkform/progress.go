@@ -16,6 +16,9 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
@@ -427,44 +430,59 @@ func (d *barDisplay) close() {
 }
 
 // jsonDisplay sends apply_start, apply_progress (at most one per
-// stillEvery per operation), apply_complete and apply_errored messages.
+// instance per stillEvery) and apply_complete or apply_errored, as
+// Terraform's hooks: their text, level (info, errored included) and
+// hook objects (resource, action, id_key and id_value where the object
+// has an id or a name, elapsed_seconds in whole seconds). Progress a
+// provider reports rides in apply_progress under sparkform's own names
+// (message, current, total, unit, bytes_per_second).
 type jsonDisplay struct {
 	v     *jsonView
 	every time.Duration
-	where map[string][2]string // addr -> provider, node (from the plan)
+	where map[string]*plans.ResourceChange // addr -> its change (from the plan)
 
 	mu    sync.Mutex
 	ops   map[string]*op
+	objs  map[string]cty.Value // addr -> what its apply left (AppliedObject)
 	stop  chan struct{}
 	ended bool
 }
 
 func newJSONDisplay(v *jsonView) *jsonDisplay {
-	d := &jsonDisplay{v: v, every: stillEvery, ops: map[string]*op{}, stop: make(chan struct{})}
+	d := &jsonDisplay{v: v, every: stillEvery, ops: map[string]*op{}, objs: map[string]cty.Value{}, stop: make(chan struct{})}
 	ticking(d.stop, d.tick)
 	return d
 }
 
 func (d *jsonDisplay) setTotal(int) {}
 
-func (d *jsonDisplay) line(s string) { d.v.log("info", s) }
+func (d *jsonDisplay) line(s string) { d.v.Log("info", s) }
 
-// describe takes each instance's provider and node from the plan being
-// applied, for the hook messages' resource objects.
+// describe takes each instance's change from the plan being applied: its
+// provider and node for the resource objects, its prior object's id.
 func (d *jsonDisplay) describe(p *plans.Plan) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.where = map[string][2]string{}
+	d.where = map[string]*plans.ResourceChange{}
 	for _, c := range p.Changes {
-		d.where[c.Addr] = [2]string{c.Provider, c.NodeName()}
+		d.where[c.Addr] = c
 	}
 }
 
-func (d *jsonDisplay) hook(o *op, now time.Time) map[string]any {
-	w := d.where[o.addr]
-	h := map[string]any{"resource": jsonResource(o.addr, w[0], w[1]), "action": uiAction(o.action),
-		"elapsed_seconds": int(now.Sub(o.start).Seconds())}
-	return h
+// appliedObject keeps what the apply of addr left, for its apply_complete.
+func (d *jsonDisplay) appliedObject(addr string, obj cty.Value) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.objs[addr] = obj
+}
+
+// hook is the hook object of o; d.mu is held.
+func (d *jsonDisplay) hook(o *op) map[string]any {
+	var provider, node string
+	if c := d.where[o.addr]; c != nil {
+		provider, node = c.Provider, c.NodeName()
+	}
+	return map[string]any{"resource": jsonui.Resource(o.addr, provider, node), "action": jsonui.Action(o.action)}
 }
 
 func (d *jsonDisplay) start(addr string, a plans.Action) {
@@ -472,15 +490,23 @@ func (d *jsonDisplay) start(addr string, a plans.Action) {
 	o := &op{addr: addr, action: a, start: now, shown: now}
 	d.mu.Lock()
 	d.ops[addr] = o
-	h := d.hook(o, now)
+	h := d.hook(o)
+	var k, v string
+	if c := d.where[addr]; c != nil && a != plans.Create {
+		k, v = jsonui.ObjectID(c.Before, c.BeforeSensitive())
+	}
 	d.mu.Unlock()
-	delete(h, "elapsed_seconds")
-	d.v.emit("info", "apply_start", fmt.Sprintf("%s: %s...", addr, presentVerb[a]), map[string]any{"hook": h})
+	if k != "" {
+		h["id_key"], h["id_value"] = k, v
+	}
+	d.v.Emit("info", "apply_start", jsonui.ApplyStartText(addr, a, k, v), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 	o.shown = now
-	h := d.hook(o, now)
+	h := d.hook(o)
+	took := jsonui.Elapsed(now.Sub(o.start))
+	h["elapsed_seconds"] = took.Seconds()
 	if o.last.Message != "" {
 		h["message"] = o.last.Message
 	}
@@ -493,7 +519,7 @@ func (d *jsonDisplay) sendProgress(o *op, now time.Time) {
 			h["bytes_per_second"] = int64(r)
 		}
 	}
-	d.v.emit("info", "apply_progress", o.stillLine(now), map[string]any{"hook": h})
+	d.v.Emit("info", "apply_progress", jsonui.ApplyProgressText(o.addr, o.action, took), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) progress(addr string, p sdk.Progress) {
@@ -523,19 +549,31 @@ func (d *jsonDisplay) finish(addr string, a plans.Action, took time.Duration, er
 	d.mu.Lock()
 	o := d.ops[addr]
 	delete(d.ops, addr)
-	d.mu.Unlock()
 	if o == nil {
 		o = &op{addr: addr, action: a, start: now.Add(-took)}
 	}
-	d.mu.Lock()
-	h := d.hook(o, now)
+	h := d.hook(o)
+	obj, hasObj := d.objs[addr]
+	delete(d.objs, addr)
+	var sensitive []string
+	if c := d.where[addr]; c != nil {
+		sensitive = c.SensitiveAttrs
+	}
 	d.mu.Unlock()
-	h["elapsed_seconds"] = int(took.Seconds())
+	took = jsonui.Elapsed(took)
+	h["elapsed_seconds"] = took.Seconds()
 	if err != nil {
-		d.v.emit("error", "apply_errored", finishLine(addr, a, took, err), map[string]any{"hook": h})
+		d.v.Emit("info", "apply_errored", jsonui.ApplyErroredText(addr, a, took), map[string]any{"hook": h})
 		return
 	}
-	d.v.emit("info", "apply_complete", finishLine(addr, a, took, nil), map[string]any{"hook": h})
+	var k, v string
+	if hasObj {
+		k, v = jsonui.ObjectID(obj, sensitive)
+	}
+	if k != "" {
+		h["id_key"], h["id_value"] = k, v
+	}
+	d.v.Emit("info", "apply_complete", jsonui.ApplyCompleteText(addr, a, took, k, v), map[string]any{"hook": h})
 }
 
 func (d *jsonDisplay) close() {

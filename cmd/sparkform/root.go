@@ -14,6 +14,7 @@ var version = "0.1.0-dev"
 // started one.
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *meta) {
 	m := &meta{stdin: stdin, stdout: stdout, stderr: stderr}
+	m.view = &humanView{m}
 	root := &cobra.Command{
 		Use:   "sparkform",
 		Short: "Declarative, reversible node configuration for small GPU clusters",

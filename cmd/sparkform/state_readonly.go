@@ -11,12 +11,7 @@ import (
 // lock, so a plan can look while an apply runs (it may see the apply half
 // done). The store refuses writes; a warning says so.
 func (m *meta) openStateUnlocked() (state.Store, error) {
-	warn := "Warning: -lock=false: the state is read without the lock. Another command may be changing it; this plan can be out of date the moment it is printed, and nothing is written to the state."
-	if m.jsonOut != nil {
-		m.jsonOut.emit("warn", "log", warn, nil)
-	} else {
-		fmt.Fprintln(m.stderr, warn)
-	}
+	m.view.warn("-lock=false: the state is read without the lock. Another command may be changing it; this plan can be out of date the moment it is printed, and nothing is written to the state.")
 	st, err := m.openStateReadOnly()
 	if errors.Is(err, state.ErrNoState) {
 		return emptyStore{}, nil

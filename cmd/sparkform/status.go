@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sparkform/sparkform/engine"
-	"github.com/sparkform/sparkform/state"
 )
 
 // Exit statuses of `sparkform status`, for scripts and monitoring.
@@ -48,17 +47,15 @@ Exit status (for scripts and monitoring):
 their instances, facts and errors) instead of the table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			v := m.newStatusView(viewTypeOf(asJSON))
 			st, err := m.openStateReadOnly()
 			if err != nil {
-				if asJSON && errors.Is(err, state.ErrNoState) {
-					return m.statusJSONError(noStateHint(err))
-				}
-				return noStateHint(err)
+				return m.failed(noStateHint(err))
 			}
 			defer st.Close()
 			e, err := m.newEngine(nil, st, nil, parallelism)
 			if err != nil {
-				return err
+				return m.failed(err)
 			}
 			defer m.close()
 			if nodes, diags := e.StateNodes(); !diags.HasErrors() && m.pool != nil {
@@ -70,19 +67,11 @@ their instances, facts and errors) instead of the table.`,
 			defer stop()
 			rep, diags := e.Status(ctx)
 			if diags.HasErrors() {
-				if asJSON {
-					return m.statusJSONError(diags.Errs()[0])
-				}
 				m.diags(diags)
 				return &exitError{statusExitError}
 			}
 			code := statusExit(rep.Verdict)
-			if asJSON {
-				b, _ := json.MarshalIndent(statusJSON(rep, code), "", "  ")
-				fmt.Fprintln(m.stdout, string(b))
-			} else {
-				renderStatus(m, rep)
-			}
+			v.report(rep, code)
 			if code != 0 {
 				return &exitError{code}
 			}
@@ -107,11 +96,10 @@ func statusExit(verdict string) int {
 
 // statusJSONError prints the -json document of a status that could not be
 // read, and exits 1.
-func (m *meta) statusJSONError(err error) error {
+func statusJSONError(w io.Writer, err error) {
 	b, _ := json.MarshalIndent(map[string]any{"format_version": statusFormatVersion, "status": "error",
 		"exit_code": statusExitError, "error": err.Error()}, "", "  ")
-	fmt.Fprintln(m.stdout, string(b))
-	return &exitError{statusExitError}
+	fmt.Fprintln(w, string(b))
 }
 
 // statusDoc is the `status -json` document.

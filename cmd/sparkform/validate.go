@@ -18,32 +18,37 @@ func newValidateCommand(m *meta) *cobra.Command {
 		Long: `Check the syntax and meaning of every *.sf.hcl file: block types, attribute
 names and types against the providers' schemas, references, and the providers'
 own checks. Errors are printed with file:line:col and a source snippet; with
--json, each is a diagnostic message with its range in the machine-readable
-stream, which ends with a "validate" message.`,
+-json, validate prints one JSON document as Terraform's validate -json does:
+format_version, valid, error_count, warning_count and the diagnostics, each
+with its range and snippet.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer m.close()
-			if asJSON {
-				m.startJSON()
-			}
+			v := m.newValidateView(viewTypeOf(asJSON))
 			mod, ok := m.loadConfig()
 			if !ok {
-				return m.validated(false)
+				v.result(false)
+				return &exitError{1}
 			}
 			if mod, ok = m.flatten(mod, nil); !ok {
+				v.result(false)
 				return &exitError{1}
 			}
 			host, err := m.pluginHost()
 			if err != nil {
-				return err
+				m.fail(err)
+				v.result(false)
+				return &exitError{1}
 			}
 			eng := &engine.Engine{Module: mod, Providers: host}
-			if m.diags(eng.Validate(context.Background())) {
-				return m.validated(false)
+			valid := !m.diags(eng.Validate(context.Background()))
+			v.result(valid)
+			if !valid {
+				return &exitError{1}
 			}
-			return m.validated(true)
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output: one JSON object per line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output: one JSON document (Terraform's validate -json format)")
 	return cmd
 }

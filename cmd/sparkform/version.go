@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/state"
 )
@@ -44,7 +45,7 @@ func (m *meta) versionJSON() error {
 		"provider_protocol": 1,
 		"state_format":      state.FormatVersion,
 		"plan_format":       plans.FormatVersion,
-		"ui_format":         jsonUIVersion,
+		"ui_format":         jsonui.UIVersion,
 		"builtin_providers": builtinProviders(),
 	})
 }
