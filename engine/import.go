@@ -25,7 +25,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return d
 	}
 	key := ri.Resource.String()
-	r, ok := e.Module.Resources[key]
+	r, ok := e.module.Resources[key]
 	if !ok {
 		return hcl.Diagnostics{errDiag("Resource not in configuration",
 			fmt.Sprintf("Before importing %s, add a resource block for %s to the configuration: import needs it to know the node.", addr, key))}
@@ -74,14 +74,14 @@ func (e *Engine) importTarget(ctx context.Context, key, addr string, objs map[st
 	}
 	filter := &targetFilter{blocks: map[vertex]bool{}, instances: map[string]bool{addr: true}, whole: map[string]bool{}}
 	filter.expand(cg)
-	ev := newEvaluator(e.Module, cg, vars)
+	ev := newEvaluator(e.module, cg, vars)
 	var found *configInstance
 	fromState := func(_ context.Context, k string) hcl.Diagnostics {
 		cis, b, d := ev.expandResource(k, nil)
 		if d.HasErrors() {
 			return d
 		}
-		schema := cg.schemas[e.Module.Resources[k].Addr.Type]
+		schema := cg.schemas[e.module.Resources[k].Addr.Type]
 		for _, ci := range cis {
 			if k == key && ci.Addr == addr {
 				found = ci

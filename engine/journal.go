@@ -85,7 +85,7 @@ func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*state
 		msg := fmt.Sprintf("%s was interrupted during %s (pid %d, started %s); refreshing it from the node.",
 			in.Address, in.Action, in.PID, in.Started.Format(time.RFC3339))
 		p.Notes = append(p.Notes, msg)
-		e.hooks().Note(msg)
+		e.hooks.Note(msg)
 		if _, ok := insts[in.Address]; ok || in.Resource == nil {
 			continue
 		}
@@ -136,18 +136,18 @@ func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map
 				msg += " as tainted (it will be replaced)"
 			}
 		} else {
-			if err := e.Store.DeleteResource(addr); err != nil && !isNotFound(err) {
+			if err := e.store.DeleteResource(addr); err != nil && !isNotFound(err) {
 				diags = append(diags, errDiag("Cannot update state for "+addr, err.Error()))
 				continue
 			}
 			msg = fmt.Sprintf("%s: nothing found on the node after the interrupted %s; state has no record of it", addr, recovered[addr].Action)
 		}
-		if err := e.Store.DeleteIntent(addr); err != nil {
+		if err := e.store.DeleteIntent(addr); err != nil {
 			diags = append(diags, errDiag("Cannot clear the journal for "+addr, err.Error()))
 			continue
 		}
 		p.Notes = append(p.Notes, msg)
-		e.hooks().Note(msg)
+		e.hooks.Note(msg)
 	}
 	return diags
 }

@@ -28,7 +28,7 @@ import (
 // naming both.
 func (e *Engine) planMoves(objs map[string]*stateObject, p *plans.Plan) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, mv := range e.Module.Moved {
+	for _, mv := range e.module.Moved {
 		from, to := targetString(mv.From), targetString(mv.To)
 		var pairs [][2]string
 		for _, addr := range slices.Sorted(maps.Keys(objs)) {
@@ -68,7 +68,7 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 	if len(p.Moves) == 0 {
 		return nil
 	}
-	recs, err := e.Store.Resources()
+	recs, err := e.store.Resources()
 	if err != nil {
 		return hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
 	}
@@ -81,7 +81,7 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 		if !have[mv.From] && have[mv.To] {
 			continue
 		}
-		if err := e.Store.MoveResource(mv.From, mv.To); err != nil {
+		if err := e.store.MoveResource(mv.From, mv.To); err != nil {
 			diags = append(diags, errDiag("Cannot move "+mv.From+" to "+mv.To, err.Error()+
 				"\n\nNothing of this plan was carried out after it. Run plan again."))
 			return diags

@@ -71,7 +71,7 @@ func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map
 	var stats RefreshStats
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism())
+	lim := make(limiter, e.parallelism)
 	for _, g := range readGroups(objs) {
 		wg.Add(1)
 		go func() {
@@ -125,10 +125,10 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 // to its refreshed object (nil: gone); addresses missing from the map could
 // not be read.
 func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateObject) (map[string]*stateObject, hcl.Diagnostics, int) {
-	h := e.hooks()
+	h := e.hooks
 	h.PreRefresh(g.provider, g.node.Name, len(g.addrs))
 	start := time.Now()
-	p, err := e.Providers.Provider(ctx, g.provider)
+	p, err := e.providers.Provider(ctx, g.provider)
 	if err != nil {
 		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), 0, err)
 		return nil, hcl.Diagnostics{cannotStart(g.provider, err)}, 0

@@ -13,7 +13,7 @@ import (
 // released lists the resources whose body is let go.
 func released(r *run) string {
 	var out []string
-	for key, res := range r.e.Module.Resources {
+	for key, res := range r.e.module.Resources {
 		if res.Released() {
 			out = append(out, key)
 		}

@@ -275,7 +275,7 @@ func (e *Engine) putObject(obj *stateObject) error {
 	if err != nil {
 		return err
 	}
-	return e.Store.PutResource(rec)
+	return e.store.PutResource(rec)
 }
 
 // stateObjectFromRecord decodes a state record.
@@ -470,7 +470,7 @@ func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
 // plan (and of a destroy) reads the state the plan read, and decoding
 // every value again was 0.09 CPU s of a 10,000-instance destroy.
 func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
-	recs, err := e.Store.Resources()
+	recs, err := e.store.Resources()
 	if err != nil {
 		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
 	}
@@ -536,7 +536,7 @@ func (e *Engine) priorOutputs() map[string]cty.Value {
 // sensitive (an output removed from the configuration is still hidden).
 func (e *Engine) priorOutputsSensitive() (map[string]cty.Value, map[string]bool) {
 	out, sens := map[string]cty.Value{}, map[string]bool{}
-	os, ok := e.Store.(outputStore)
+	os, ok := e.store.(outputStore)
 	if !ok {
 		return out, sens
 	}

@@ -104,7 +104,7 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 	groups := readGroups(objs)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism())
+	lim := make(limiter, e.parallelism)
 	for _, g := range groups {
 		ns := byNode[g.node.Name]
 		if ns == nil {
@@ -210,7 +210,7 @@ func (e *Engine) statusGroup(ctx context.Context, g *readGroup, objs map[string]
 	if nodeErr != "" {
 		return out, nodeErr, stats, 0
 	}
-	p, err := e.Providers.Provider(ctx, g.provider)
+	p, err := e.providers.Provider(ctx, g.provider)
 	if err != nil {
 		return out, err.Error(), stats, 0
 	}

@@ -380,7 +380,8 @@ func (m *meta) interruptible() (context.Context, func()) {
 	}
 }
 
-// newEngine wires config, state and providers.
+// newEngine wires config, state (nil: given later, engine.SetStore) and
+// providers into one engine.
 func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks, parallelism int) (*engine.Engine, error) {
 	host, err := m.pluginHost()
 	if err != nil {
@@ -389,7 +390,11 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	// The node check dials from this process, into the pool the relay
 	// serves to the plugins; its notices (a connection being retried) go
 	// straight to stderr (see pluginHost).
-	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.checkNode}, nil
+	opts := engine.Options{Module: mod, Providers: host, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.checkNode}
+	if st != nil { // a nil state.Store is not a nil engine.Store
+		opts.Store = st
+	}
+	return engine.New(opts), nil
 }
 
 // confirm asks the Terraform question; only "yes" approves.

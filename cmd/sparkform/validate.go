@@ -37,7 +37,7 @@ stream, which ends with a "validate" message.`,
 			if err != nil {
 				return err
 			}
-			eng := &engine.Engine{Module: mod, Providers: host}
+			eng := engine.New(engine.Options{Module: mod, Providers: host})
 			if m.diags(eng.Validate(context.Background())) {
 				return m.validated(false)
 			}
