@@ -89,7 +89,7 @@ func (m *meta) Path(p string) string {
 }
 
 // StatePath is where the state lives.
-func (m *meta) StatePath() string { return filepath.Join(m.Dir(), ".sparkform", "state.db") }
+func (m *meta) StatePath() string { return state.DefaultLocalPath(m.Dir()) }
 
 func (m *meta) color() bool {
 	if m.noColor || os.Getenv("NO_COLOR") != "" {
