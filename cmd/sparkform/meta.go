@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ import (
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plugin"
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -230,16 +230,6 @@ func (m *meta) openStateReadOnly() (state.Store, error) {
 	return be.OpenReadOnly()
 }
 
-// builtinProviders are served by this binary.
-func builtinProviders() []string {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // pluginHost starts (lazily) the providers the config uses.
 func (m *meta) pluginHost() (*plugin.Host, error) {
 	if m.host != nil {
@@ -288,7 +278,7 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	} else {
 		m.relay, env = r, r.Env()
 	}
-	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: pluginBuiltins(), InProcess: inProcess, BuiltinFrames: builtinFrames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: registry.PluginNames(), InProcess: registry.InProcess(), BuiltinFrames: registry.Frames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
 	return m.host, nil
 }
 

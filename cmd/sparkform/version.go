@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -24,7 +25,7 @@ func newVersionCommand(m *meta) *cobra.Command {
 				return m.versionJSON()
 			}
 			fmt.Fprintf(m.stdout, "sparkform v%s\non %s_%s, %s, provider protocol 1, state format %d, plan format %d\nbuilt-in providers: %s\n",
-				version, runtime.GOOS, runtime.GOARCH, runtime.Version(), state.FormatVersion, plans.FormatVersion, strings.Join(builtinProviders(), ", "))
+				version, runtime.GOOS, runtime.GOARCH, runtime.Version(), state.FormatVersion, plans.FormatVersion, strings.Join(registry.Names(), ", "))
 			return nil
 		},
 	}
@@ -45,6 +46,6 @@ func (m *meta) versionJSON() error {
 		"state_format":      state.FormatVersion,
 		"plan_format":       plans.FormatVersion,
 		"ui_format":         jsonUIVersion,
-		"builtin_providers": builtinProviders(),
+		"builtin_providers": registry.Names(),
 	})
 }
