@@ -67,7 +67,7 @@ type BoltStore struct {
 	held      bool
 	heldSince time.Time
 
-	roClosed  atomic.Bool // a read-only store was closed
+	roClosed atomic.Bool // a read-only store was closed
 
 	commits atomic.Uint64 // committed write transactions (group-commit evidence)
 

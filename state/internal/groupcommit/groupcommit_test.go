@@ -111,7 +111,9 @@ func etcdStore(t *testing.T) *store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	ctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 10*time.Second) }
+	ctx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 10*time.Second)
+	}
 	return &store{name: "etcd",
 		commit: func(ws []write) error {
 			var ops []clientv3.Op
