@@ -102,8 +102,9 @@ func plural(n int, one, many string) string {
 // SSH debug log on stderr as JSON lines with SPARKFORM_LOG=debug: go-plugin
 // hands them to the sparkform process's logger with their level.
 func servePlugin(names []string) error {
+	var o node.Options
 	if debugLog() {
-		node.SetDebug(hclog.New(&hclog.LoggerOptions{Name: "ssh", Level: hclog.Debug, JSONFormat: true, Output: os.Stderr}).Debug)
+		o.Debug = hclog.New(&hclog.LoggerOptions{Name: "ssh", Level: hclog.Debug, JSONFormat: true, Output: os.Stderr}).Debug
 	}
-	return registry.Serve(names)
+	return registry.Serve(names, o)
 }

@@ -258,7 +258,7 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	// serves it to every plugin through the relay: the node check's
 	// connection is the only handshake with a node. Nothing is dialled
 	// until a node is first needed (never, for -refresh=false).
-	node.Notify = func(msg string) {
+	nodeOpts := node.Options{Notify: func(msg string) {
 		m.noticeMu.Lock() // nodes are dialled in parallel
 		defer m.noticeMu.Unlock()
 		if m.holdNotices {
@@ -266,11 +266,11 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 			return
 		}
 		fmt.Fprintln(m.stderr, msg)
-	}
+	}}
 	if debugLog() {
-		node.SetDebug(logger.Named("ssh").Debug)
+		nodeOpts.Debug = logger.Named("ssh").Debug
 	}
-	m.pool = node.NewPool()
+	m.pool = node.NewPoolWith(nodeOpts)
 	var env []string
 	if r, err := node.NewRelay(m.pool); err != nil {
 		// Plugins then dial the nodes themselves, as before the relay.

@@ -52,20 +52,11 @@ type SSH struct {
 
 	mu   sync.Mutex
 	sftp *sftp.Client
+
+	opts Options // where its command lines go
 }
 
 var _ Conn = (*SSH)(nil)
-
-// Notify receives the lines a dial writes for the user (a connection
-// being retried). The plugin shows them through sdk.Notice; tests and
-// embedders may replace it before dialling.
-var Notify = sdk.Notice
-
-// Debug receives debug log lines (hclog style: a message, then key/value
-// pairs): one per SSH handshake with a node and, once SetDebug set it, one
-// per command. The sparkform process and its plugins point it at their
-// loggers (SPARKFORM_LOG=debug); it discards them by default.
-var Debug = func(msg string, args ...any) {}
 
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
 // node whose connect timeout is timeout: two timeouts, from 5s to 30s
@@ -87,6 +78,12 @@ func RetryWindow(timeout time.Duration) time.Duration {
 // backoff for RetryWindow(n.Timeout), with a Notify line for each retry.
 // A refused host key or login is not retried.
 func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
+	return DialSSHWith(ctx, n, Options{})
+}
+
+// DialSSHWith is DialSSH with o's notices and debug log (for the dial and
+// every command on the connection).
+func DialSSHWith(ctx context.Context, n sdk.Node, o Options) (*SSH, error) {
 	n, err := normalize(n, n.Name)
 	if err != nil {
 		return nil, err
@@ -119,7 +116,7 @@ func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
 		}
 		return s, err
 	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(window), backoff.WithNotify(func(err error, next time.Duration) {
-		Notify(fmt.Sprintf("%s; retrying in %s (attempt %d; sparkform gives up %s after the first)", err, next.Round(10*time.Millisecond), tries+1, window))
+		o.notify(fmt.Sprintf("%s; retrying in %s (attempt %d; sparkform gives up %s after the first)", err, next.Round(10*time.Millisecond), tries+1, window))
 	}))
 	if err != nil {
 		if tries > 1 {
@@ -127,7 +124,8 @@ func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
 		}
 		return nil, err
 	}
-	Debug("ssh handshake", "node", n.Name, "addr", net.JoinHostPort(n.Host, strconv.Itoa(n.Port)), "jumps", len(hops), "attempts", tries, "took", time.Since(start).Round(time.Millisecond).String())
+	s.opts = o
+	o.debug("ssh handshake", "node", n.Name, "addr", net.JoinHostPort(n.Host, strconv.Itoa(n.Port)), "jumps", len(hops), "attempts", tries, "took", time.Since(start).Round(time.Millisecond).String())
 	return s, nil
 }
 
@@ -606,7 +604,7 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(s.node.Name, c); err != nil {
 		return Result{}, err
 	}
-	defer func(start time.Time) { logCommand(s.node.Name, c, start, err) }(time.Now())
+	defer func(start time.Time) { s.opts.logCommand(s.node.Name, c, start, err) }(time.Now())
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)

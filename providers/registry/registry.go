@@ -104,10 +104,11 @@ func Frames() map[string]string {
 
 // Serve serves the named built-in providers over the plugin protocol: one
 // as a plugin of its own (sdk.Serve), several from this one process
-// (sdk.ServeShared) on one node.Pool, as the plugin host starts them.
-func Serve(names []string) error {
+// (sdk.ServeShared) on one node.Pool, as the plugin host starts them. The
+// pool's connections report to o (its debug log: SPARKFORM_LOG=debug).
+func Serve(names []string, o node.Options) error {
 	ps := make(map[string]sdk.Provider, len(names))
-	pool := node.NewPool() // closed when the process exits
+	pool := node.NewPoolWith(o) // closed when the process exits
 	for _, name := range names {
 		b, ok := builtins[name]
 		if !ok {

@@ -29,7 +29,7 @@ func TestBuiltins(t *testing.T) {
 	if f := Frames()["gitkit"]; !strings.HasSuffix(f, "/providers/gitkit.") {
 		t.Errorf("Frames()[gitkit] = %q", f)
 	}
-	if err := Serve([]string{"nosuch"}); err == nil || !strings.Contains(err.Error(), `no built-in provider "nosuch"`) {
+	if err := Serve([]string{"nosuch"}, node.Options{}); err == nil || !strings.Contains(err.Error(), `no built-in provider "nosuch"`) {
 		t.Errorf("Serve(nosuch) = %v", err)
 	}
 }
