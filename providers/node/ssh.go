@@ -174,15 +174,15 @@ func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
 			d := net.Dialer{KeepAlive: 30 * time.Second}
 			conn, err = d.DialContext(dctx, "tcp", addr)
 			if err != nil {
-				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, addr, err)
+				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, where(h, addr), err)
 			} else {
 				conn = quickACK(conn)
 			}
 		} else {
 			conn, err = clients[i-1].DialContext(dctx, "tcp", addr)
 			if err != nil {
-				prev := net.JoinHostPort(all[i-1].Host, strconv.Itoa(all[i-1].Port))
-				err = fmt.Errorf("node %s: jump host %s could not connect to %s: %w", n.Name, prev, addr, err)
+				prev := where(all[i-1], net.JoinHostPort(all[i-1].Host, strconv.Itoa(all[i-1].Port)))
+				err = fmt.Errorf("node %s: jump host %s could not connect to %s: %w", n.Name, prev, where(h, addr), err)
 			}
 		}
 		if err != nil {
@@ -219,6 +219,7 @@ func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
 // handshake runs the SSH handshake for h over conn, bounded by dctx (the
 // attempt's timeout) and ctx; conn is closed on failure.
 func handshake(ctx, dctx context.Context, h sdk.Node, conn net.Conn, addr string) (*ssh.Client, error) {
+	at := where(h, addr) // for messages; addr is what known_hosts knows
 	hostKey, algos, err := hostKeyPolicy(h, addr)
 	if err != nil {
 		conn.Close()
@@ -255,15 +256,15 @@ func handshake(ctx, dctx context.Context, h sdk.Node, conn net.Conn, addr string
 			return nil, hk
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", h.Name, h.User, addr, authDesc(h), err)
+			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", h.Name, h.User, at, authDesc(h), err)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, ctx.Err())
+			return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, at, ctx.Err())
 		}
 		if dctx.Err() != nil {
-			return nil, fmt.Errorf("node %s: ssh %s: timeout: no SSH answer within %s: %w", h.Name, addr, h.Timeout, dctx.Err())
+			return nil, fmt.Errorf("node %s: ssh %s: timeout: no SSH answer within %s: %w", h.Name, at, h.Timeout, dctx.Err())
 		}
-		return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, err)
+		return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, at, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), nil
@@ -694,4 +695,14 @@ func (s *SSH) Dial(ctx context.Context, network, addr string) (io.ReadWriteClose
 		return nil, s.connErr("dial "+network+" "+addr, err)
 	}
 	return c, nil
+}
+
+// where names the address addr of h for messages: with the ssh_config
+// alias the configuration wrote, "spark-01 (127.0.0.1:2412)", so the user
+// finds the node they named; else addr alone.
+func where(h sdk.Node, addr string) string {
+	if h.HostAlias == "" {
+		return addr
+	}
+	return h.HostAlias + " (" + addr + ")"
 }
