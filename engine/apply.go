@@ -19,6 +19,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -71,7 +72,7 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	// Results are queued (Store.Complete): all are durable before Apply
 	// returns, and one that could not be stored is an error here.
 	if err := e.store.Flush(); err != nil {
-		diags = append(diags, errDiag("Cannot store results", err.Error()+
+		diags = append(diags, tfdiags.FromError("Cannot store results", err,
 			"\n\nThe journal still records each such instance: the next plan refreshes it from its node."))
 		ap.uncountUnstored()
 	}
@@ -134,10 +135,10 @@ type applier struct {
 func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult) (*applier, hcl.Diagnostics) {
 	meta, err := e.store.Meta()
 	if err != nil {
-		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
-		return nil, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Saved plan is stale", err, "")}
 	}
 	// The plan's moves first: its changes name the objects where they go.
 	if d := e.applyMoves(p); d.HasErrors() {
@@ -214,7 +215,7 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 	ap.e.releaseGraph()
 	ap.addDestroySteps(g)
 	if err := g.g.Validate(); err != nil {
-		return nil, append(diags, errDiag("Cannot order the changes", err.Error()))
+		return nil, append(diags, tfdiags.FromError("Cannot order the changes", err, ""))
 	}
 	return g, diags
 }
@@ -230,7 +231,7 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 		}
 		if d.After.IsNull() {
 			if err := e.store.DeleteResource(d.Addr); err != nil && !isNotFound(err) {
-				diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+				diags = append(diags, tfdiags.FromError("Cannot update state for "+d.Addr, err, ""))
 			}
 			delete(insts, d.Addr)
 			continue
@@ -241,7 +242,7 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 			cp.Private = c.PriorPrivate
 		}
 		if err := e.putObject(&cp); err != nil {
-			diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+			diags = append(diags, tfdiags.FromError("Cannot update state for "+d.Addr, err, ""))
 			continue
 		}
 		insts[d.Addr] = &cp
@@ -309,7 +310,7 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 			cp := *obj
 			cp.SensitiveAttrs = c.SensitiveAttrs
 			if err := ap.store(&cp); err != nil {
-				return true, hcl.Diagnostics{errDiag("Cannot store "+addr, err.Error())}
+				return true, hcl.Diagnostics{tfdiags.FromError("Cannot store "+addr, err, "")}
 			}
 		}
 	default:
@@ -342,7 +343,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		diags = append(diags, d...)
 		mu.Unlock()
 	}); err != nil {
-		diags = append(diags, errDiag("Apply interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Apply interrupted", err, ""))
 	}
 	return diags
 }
@@ -386,7 +387,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		// The old object steps aside under a deposed address until the
 		// new one is in place; then its destroy step removes it.
 		if err := ap.moveToDeposed(c.Addr); err != nil {
-			return cty.NilVal, hcl.Diagnostics{errDiag("Cannot depose "+c.Addr, err.Error())}
+			return cty.NilVal, hcl.Diagnostics{tfdiags.FromError("Cannot depose "+c.Addr, err, "")}
 		}
 	}
 	prior, priorPrivate := c.Before, c.PriorPrivate
@@ -416,7 +417,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		secrets = secretStrings(c.BeforeSensitive(), c.Before, cfg)
 	}
 	if err != nil {
-		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, redactString(err.Error(), secrets))}
+		return cty.NilVal, hcl.Diagnostics{tfdiags.Attach(errDiag("Cannot apply "+ci.Addr, redactString(err.Error(), secrets)), redactedError(err, secrets))}
 	}
 	diags := redact(sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng), secrets)
 	if resp.OutcomeUnknown {
@@ -433,7 +434,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		}
 		if !ap.local(ctx, r.Addr.Type) {
 			if err := ap.e.store.DeleteIntent(ci.Addr); err != nil {
-				diags = append(diags, errDiag("Cannot clear the journal for "+ci.Addr, err.Error()))
+				diags = append(diags, tfdiags.FromError("Cannot clear the journal for "+ci.Addr, err, ""))
 			}
 		}
 		return cty.NilVal, diags
@@ -459,7 +460,7 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
 	serr := ap.store(obj)
 	if serr != nil {
-		diags = append(diags, errDiag("Cannot store "+obj.Addr, serr.Error()+
+		diags = append(diags, tfdiags.FromError("Cannot store "+obj.Addr, serr,
 			"\n\nThe provider's result is not in state and is not counted; the journal still records the instance, so the next plan refreshes it from its node."))
 	}
 	ap.count(obj.Addr, c.Action, resp.Diagnostics.HasErrors() || serr != nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -60,7 +61,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version,
 		SensitiveAttrs: instanceSensitive(cg.schemas[r.Addr.Type].Block, found.SensitiveAttrs)}
 	if err := e.putObject(in); err != nil {
-		return append(diags, errDiag("Cannot store "+addr, err.Error()))
+		return append(diags, tfdiags.FromError("Cannot store "+addr, err, ""))
 	}
 	return diags
 }

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // TestModuleFailureHoldsBackOnlyItsNode: the graph is one graph of

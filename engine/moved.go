@@ -15,6 +15,7 @@ import (
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -70,7 +71,7 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 	}
 	recs, err := e.store.Resources()
 	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	have := make(map[string]bool, len(recs))
 	for _, r := range recs {
@@ -82,7 +83,7 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 			continue
 		}
 		if err := e.store.MoveResource(mv.From, mv.To); err != nil {
-			diags = append(diags, errDiag("Cannot move "+mv.From+" to "+mv.To, err.Error()+
+			diags = append(diags, tfdiags.FromError("Cannot move "+mv.From+" to "+mv.To, err,
 				"\n\nNothing of this plan was carried out after it. Run plan again."))
 			return diags
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -47,8 +48,8 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 		if err == nil {
 			continue
 		}
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot reach " + nodeLabel(nodes[i]),
-			Detail: err.Error() + "\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone."}
+		d := tfdiags.FromError("Cannot reach "+nodeLabel(nodes[i]), err,
+			"\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone.")
 		if nb := e.module.Nodes[nodeBlockName(nodes[i].Name)]; nb != nil {
 			rng := nb.DeclRange
 			d.Subject = &rng
@@ -56,7 +57,7 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 		diags = append(diags, d)
 	}
 	if err := ctx.Err(); err != nil {
-		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Planning interrupted", err, ""))
 	}
 	return diags
 }

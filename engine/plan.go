@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -118,7 +119,7 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	diags = append(diags, e.settleIntents(recovered, prior, p)...)
 	meta, err := e.store.Meta()
 	if err != nil {
-		return nil, append(diags, errDiag("Cannot read state", err.Error()))
+		return nil, append(diags, tfdiags.FromError("Cannot read state", err, ""))
 	}
 	p.Lineage, p.Serial = meta.Lineage, meta.Serial
 	return &planInputs{filter: filter, cg: cg, ev: ev, prior: prior}, diags
@@ -133,7 +134,7 @@ func (e *Engine) priorState(p *plans.Plan) (map[string]*stateObject, map[string]
 	}
 	intents, err := e.store.Intents()
 	if err != nil {
-		return nil, nil, append(diags, errDiag("Cannot read the state journal", err.Error()))
+		return nil, nil, append(diags, tfdiags.FromError("Cannot read the state journal", err, ""))
 	}
 	return objs, e.recoverIntents(intents, objs, p), diags
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -90,7 +91,7 @@ func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues
 		diags = append(diags, d...)
 		mu.Unlock()
 	}); err != nil {
-		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Planning interrupted", err, ""))
 	}
 	return diags
 }

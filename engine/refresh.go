@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -90,7 +91,7 @@ func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		diags = append(diags, errDiag("Refresh interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Refresh interrupted", err, ""))
 	}
 	sort.Slice(drift, func(i, j int) bool { return drift[i].Addr < drift[j].Addr })
 	return out, drift, stats, diags
@@ -149,7 +150,7 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 			err = errors.New(redactString(err.Error(), secrets))
 		}
 		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, err)
-		return nil, hcl.Diagnostics{errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err.Error())}, resp.RoundTrips
+		return nil, hcl.Diagnostics{tfdiags.FromError(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err, "")}, resp.RoundTrips
 	}
 	out, diags, herr := readResults(g.addrs, objs, resp)
 	h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, herr)

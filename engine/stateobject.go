@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -472,7 +473,7 @@ func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
 func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 	recs, err := e.store.Resources()
 	if err != nil {
-		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	e.valuesMu.Lock()
 	defer e.valuesMu.Unlock()
@@ -496,7 +497,7 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 		}
 		in := &objs[i]
 		if err := fillStateObject(in, r, v, nodes); err != nil {
-			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
+			return nil, hcl.Diagnostics{tfdiags.FromError("Corrupt state record", err, "")}
 		}
 		if r.ValueType != nil {
 			d := &decoded[i]

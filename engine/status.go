@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -132,7 +133,7 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, hcl.Diagnostics{errDiag("Status interrupted", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Status interrupted", err, "")}
 	}
 	// By name; what lives on no node (sparkform_data) last.
 	sort.Slice(rep.Nodes, func(i, j int) bool {
