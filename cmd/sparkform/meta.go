@@ -197,7 +197,7 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 			if le.Holder != nil {
 				unlock += " " + le.Holder.ID()
 			}
-			return nil, fmt.Errorf("%v\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `%s`", err, unlock)
+			return nil, fmt.Errorf("%w\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `%s`", err, unlock)
 		}
 		return nil, err
 	}
