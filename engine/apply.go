@@ -19,6 +19,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -70,15 +71,15 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	}
 	// Results are queued (Store.Complete): all are durable before Apply
 	// returns, and one that could not be stored is an error here.
-	if err := e.Store.Flush(); err != nil {
-		diags = append(diags, errDiag("Cannot store results", err.Error()+
+	if err := e.store.Flush(); err != nil {
+		diags = append(diags, tfdiags.FromError("Cannot store results", err,
 			"\n\nThe journal still records each such instance: the next plan refreshes it from its node."))
 		ap.uncountUnstored()
 	}
 	switch {
 	case p.Mode == plans.NormalMode:
 		for name := range res.Outputs {
-			if e.Module.Outputs[name] == nil {
+			if e.module.Outputs[name] == nil {
 				delete(res.Outputs, name) // removed from the configuration
 			}
 		}
@@ -132,12 +133,12 @@ type applier struct {
 // whose values do not fit their schemas or that the nodes no longer
 // match) and stores what refresh found.
 func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult) (*applier, hcl.Diagnostics) {
-	meta, err := e.Store.Meta()
+	meta, err := e.store.Meta()
 	if err != nil {
-		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	if err := p.CheckFresh(meta.Lineage, meta.Serial); err != nil {
-		return nil, hcl.Diagnostics{errDiag("Saved plan is stale", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Saved plan is stale", err, "")}
 	}
 	// The plan's moves first: its changes name the objects where they go.
 	if d := e.applyMoves(p); d.HasErrors() {
@@ -170,11 +171,11 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 	// What refresh found is the truth: store it first.
 	diags = append(diags, e.storeDrift(p, objs, changes, storeOnly)...)
 	ap := &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
-		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
+		lim: make(limiter, e.parallelism), localLim: e.localLimiter(),
 		created: map[string]bool{}, deleted: map[string]bool{}}
 	// Intents already in the journal (usually none) are not this apply's
 	// results: a failed Flush must not take them from the counts.
-	if intents, err := e.Store.Intents(); err == nil {
+	if intents, err := e.store.Intents(); err == nil {
 		for _, in := range intents {
 			ap.notCounted(in.Address)
 		}
@@ -192,14 +193,15 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 		if diags = append(diags, d...); d.HasErrors() {
 			return nil, diags
 		}
-		filter, d := parseTargets(ap.plan.Targets)
+		targets, d := addrs.ParseTargets(ap.plan.Targets) // checked when the plan was made
 		diags = append(diags, d...)
+		filter := newTargetFilter(targets)
 		filter.expand(cg)
-		ev := newEvaluator(ap.e.Module, cg, ap.plan.Variables)
+		ev := newEvaluator(ap.e.module, cg, ap.plan.Variables)
 		if d := ap.e.expandStatic(cg, ev); d.HasErrors() {
 			return nil, append(diags, d...)
 		}
-		g = cg.walkGraph(ap.e.Module, filter.vertex, filter.instance)
+		g = cg.walkGraph(ap.e.module, filter.vertex, filter.instance)
 		// The walk needs the graph's references, schemas and decoders,
 		// not its vertices and edges (this copy's; the engine's own is
 		// let go below).
@@ -213,7 +215,7 @@ func (ap *applier) graph(ctx context.Context) (*walkGraph, hcl.Diagnostics) {
 	ap.e.releaseGraph()
 	ap.addDestroySteps(g)
 	if err := g.g.Validate(); err != nil {
-		return nil, append(diags, errDiag("Cannot order the changes", err.Error()))
+		return nil, append(diags, tfdiags.FromError("Cannot order the changes", err, ""))
 	}
 	return g, diags
 }
@@ -228,8 +230,8 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 			continue
 		}
 		if d.After.IsNull() {
-			if err := e.Store.DeleteResource(d.Addr); err != nil && !isNotFound(err) {
-				diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+			if err := e.store.DeleteResource(d.Addr); err != nil && !isNotFound(err) {
+				diags = append(diags, tfdiags.FromError("Cannot update state for "+d.Addr, err, ""))
 			}
 			delete(insts, d.Addr)
 			continue
@@ -240,7 +242,7 @@ func (e *Engine) storeDrift(p *plans.Plan, insts map[string]*stateObject, change
 			cp.Private = c.PriorPrivate
 		}
 		if err := e.putObject(&cp); err != nil {
-			diags = append(diags, errDiag("Cannot update state for "+d.Addr, err.Error()))
+			diags = append(diags, tfdiags.FromError("Cannot update state for "+d.Addr, err, ""))
 			continue
 		}
 		insts[d.Addr] = &cp
@@ -289,7 +291,7 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 	switch {
 	case c == nil || !ap.filter.instance(addr):
 		obj, _ := ap.object(addr)
-		schema := ap.cg.schemas[ap.e.Module.Resources[key].Addr.Type]
+		schema := ap.cg.schemas[ap.e.module.Resources[key].Addr.Type]
 		// An instance outside -target is not evaluated: what its last
 		// change hid is in its state.
 		sens := instanceSensitive(schema.Block, nil)
@@ -308,7 +310,7 @@ func (ap *applier) settled(key string, b *blockValues, k addrs.InstanceKey, addr
 			cp := *obj
 			cp.SensitiveAttrs = c.SensitiveAttrs
 			if err := ap.store(&cp); err != nil {
-				return true, hcl.Diagnostics{errDiag("Cannot store "+addr, err.Error())}
+				return true, hcl.Diagnostics{tfdiags.FromError("Cannot store "+addr, err, "")}
 			}
 		}
 	default:
@@ -323,12 +325,12 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 	if len(cis) == 0 {
 		return nil
 	}
-	prov, diags := ap.e.provider(ctx, sdk.ProviderNameOf(ap.e.Module.Resources[key].Addr.Type))
+	prov, diags := ap.e.provider(ctx, sdk.ProviderNameOf(ap.e.module.Resources[key].Addr.Type))
 	if diags.HasErrors() {
 		return diags
 	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.Module.Resources[key].Addr.Type), len(cis), func(i int) {
+	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.module.Resources[key].Addr.Type), len(cis), func(i int) {
 		ci := cis[i]
 		c := ap.changes[ci.Addr]
 		ap.reached(ap.created, ci.Addr)
@@ -341,7 +343,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		diags = append(diags, d...)
 		mu.Unlock()
 	}); err != nil {
-		diags = append(diags, errDiag("Apply interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Apply interrupted", err, ""))
 	}
 	return diags
 }
@@ -377,7 +379,7 @@ func (ap *applier) local(ctx context.Context, typeName string) bool {
 // (sdk.PlanAndApply); the result is stored. It returns the value
 // dependents see.
 func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key string, ci *configInstance, c *plans.ResourceChange) (cty.Value, hcl.Diagnostics) {
-	r := ap.e.Module.Resources[key]
+	r := ap.e.module.Resources[key]
 	schema := ap.cg.schemas[r.Addr.Type]
 	ty := ap.cg.types[r.Addr.Type]
 	rng := r.DeclRange
@@ -385,7 +387,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		// The old object steps aside under a deposed address until the
 		// new one is in place; then its destroy step removes it.
 		if err := ap.moveToDeposed(c.Addr); err != nil {
-			return cty.NilVal, hcl.Diagnostics{errDiag("Cannot depose "+c.Addr, err.Error())}
+			return cty.NilVal, hcl.Diagnostics{tfdiags.FromError("Cannot depose "+c.Addr, err, "")}
 		}
 	}
 	prior, priorPrivate := c.Before, c.PriorPrivate
@@ -415,7 +417,7 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 		secrets = secretStrings(c.BeforeSensitive(), c.Before, cfg)
 	}
 	if err != nil {
-		return cty.NilVal, hcl.Diagnostics{errDiag("Cannot apply "+ci.Addr, redactString(err.Error(), secrets))}
+		return cty.NilVal, hcl.Diagnostics{tfdiags.Attach(errDiag("Cannot apply "+ci.Addr, redactString(err.Error(), secrets)), redactedError(err, secrets))}
 	}
 	diags := redact(sdkDiags(resp.Diagnostics, ci.Addr, r.Body, &rng), secrets)
 	if resp.OutcomeUnknown {
@@ -431,8 +433,8 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 					ci.Addr, c.Provider, sdk.DescribePath(pr.Changed)), Subject: &rng})
 		}
 		if !ap.local(ctx, r.Addr.Type) {
-			if err := ap.e.Store.DeleteIntent(ci.Addr); err != nil {
-				diags = append(diags, errDiag("Cannot clear the journal for "+ci.Addr, err.Error()))
+			if err := ap.e.store.DeleteIntent(ci.Addr); err != nil {
+				diags = append(diags, tfdiags.FromError("Cannot clear the journal for "+ci.Addr, err, ""))
 			}
 		}
 		return cty.NilVal, diags
@@ -458,7 +460,7 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
 	serr := ap.store(obj)
 	if serr != nil {
-		diags = append(diags, errDiag("Cannot store "+obj.Addr, serr.Error()+
+		diags = append(diags, tfdiags.FromError("Cannot store "+obj.Addr, serr,
 			"\n\nThe provider's result is not in state and is not counted; the journal still records the instance, so the next plan refreshes it from its node."))
 	}
 	ap.count(obj.Addr, c.Action, resp.Diagnostics.HasErrors() || serr != nil)
@@ -478,7 +480,7 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 // (found at the first message).
 func (ap *applier) callApply(ctx context.Context, inst *stateObject, intent func() cty.Value, addr, action string, secrets func() []string,
 	call func(ctx context.Context, started func(at time.Time), progress func(sdk.Progress)) sdk.ApplyResponse) (sdk.ApplyResponse, error) {
-	h := ap.e.hooks()
+	h := ap.e.hooks
 	// A call that reaches no node changes nothing a crash could leave
 	// uncertain: a lost result is planned again from state. It writes no
 	// intent and waits for no commit; its result rides in the next commit
@@ -541,7 +543,7 @@ func (ap *applier) putIntent(inst *stateObject, action string) error {
 	if err != nil {
 		return err
 	}
-	if err := ap.e.Store.PutIntent(intent); err != nil {
+	if err := ap.e.store.PutIntent(intent); err != nil {
 		return fmt.Errorf("writing the journal intent: %w", err)
 	}
 	return nil
@@ -562,7 +564,7 @@ func (ap *applier) store(inst *stateObject) error {
 	// not waited for: it is durable before any later intent (a dependent's
 	// included), and Apply flushes it at the end. A crash before then
 	// leaves the intent, which the next plan recovers.
-	if err := ap.e.Store.Complete(inst.Addr, rec); err != nil {
+	if err := ap.e.store.Complete(inst.Addr, rec); err != nil {
 		return err
 	}
 	ap.mu.Lock()
@@ -633,7 +635,7 @@ func (ap *applier) moveToDeposed(addr string) error {
 	ap.mu.Lock()
 	ap.objs[cp.Addr] = &cp // its destroy step reads it
 	ap.mu.Unlock()
-	return ap.e.Store.DeleteResource(addr)
+	return ap.e.store.DeleteResource(addr)
 }
 
 // count counts addr's result under a unless the call failed or its
@@ -662,7 +664,7 @@ func (ap *applier) notCounted(addr string) {
 // a result that state does not hold. (The results of types that write no
 // intent are planned again from state; a lost one is not seen here.)
 func (ap *applier) uncountUnstored() {
-	intents, err := ap.e.Store.Intents()
+	intents, err := ap.e.store.Intents()
 	if err != nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -179,7 +180,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 		})
 	}); lerr != nil {
 		// Worded as an apply's own, so that the CLI shows it once.
-		return hcl.Diagnostics{errDiag("Apply interrupted", lerr.Error())}
+		return hcl.Diagnostics{tfdiags.FromError("Apply interrupted", lerr, "")}
 	}
 	inst.stored = nil // Value changes below
 	var secrets []string
@@ -187,7 +188,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 		secrets = secretStrings(c.BeforeSensitive(), c.Before)
 	}
 	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot destroy "+addr, redactString(err.Error(), secrets))}
+		return hcl.Diagnostics{tfdiags.Attach(errDiag("Cannot destroy "+addr, redactString(err.Error(), secrets)), redactedError(err, secrets))}
 	}
 	diags = redact(sdkDiags(resp.Diagnostics, addr, nil, nil), secrets)
 	if resp.OutcomeUnknown {
@@ -198,7 +199,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 		// Not gone: keep the object and its restore data in state.
 		inst.Value, inst.Private = unknownAsNull(resp.NewState), resp.Private
 		if serr := ap.store(inst); serr != nil {
-			diags = append(diags, errDiag("Cannot store "+addr, serr.Error()))
+			diags = append(diags, tfdiags.FromError("Cannot store "+addr, serr, ""))
 		}
 		if !resp.Diagnostics.HasErrors() {
 			diags = append(diags, errDiag("Provider did not destroy "+addr,
@@ -207,7 +208,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	} else {
 		inst.Value = cty.NullVal(c.Before.Type())
 		if serr := ap.store(inst); serr != nil {
-			diags = append(diags, errDiag("Cannot update state for "+addr, serr.Error()))
+			diags = append(diags, tfdiags.FromError("Cannot update state for "+addr, serr, ""))
 		}
 	}
 	ap.count(stateAddr, plans.Delete, diags.HasErrors())

@@ -57,7 +57,7 @@ type configGraph struct {
 func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnostics) {
 	e.graphMu.Lock()
 	defer e.graphMu.Unlock()
-	if b := e.graph; b != nil && b.mod == e.Module {
+	if b := e.graph; b != nil && b.mod == e.module {
 		cg := *b.cg
 		cg.expansions = nil
 		return &cg, b.diags
@@ -65,7 +65,7 @@ func (e *Engine) buildConfigGraph(ctx context.Context) (*configGraph, hcl.Diagno
 	cg, diags := e.newConfigGraph(ctx)
 	if cg != nil && !diags.HasErrors() {
 		shared := *cg
-		e.graph = &builtGraph{mod: e.Module, cg: &shared, diags: diags}
+		e.graph = &builtGraph{mod: e.module, cg: &shared, diags: diags}
 	}
 	return cg, diags
 }
@@ -78,20 +78,20 @@ func (e *Engine) newConfigGraph(ctx context.Context) (*configGraph, hcl.Diagnost
 		return nil, diags
 	}
 	// Reported with the graph's own errors, not instead of them.
-	ignoreDiags := checkIgnoreChanges(e.Module, cg.schemas)
+	ignoreDiags := checkIgnoreChanges(e.module, cg.schemas)
 	cg.types = make(map[string]cty.Type, len(cg.schemas))
 	for name, s := range cg.schemas {
 		cg.types[name] = s.Block.ImpliedType()
 	}
-	parsed, diags := cg.addBlocks(e.Module)
+	parsed, diags := cg.addBlocks(e.module)
 	if diags.HasErrors() {
 		return nil, append(diags, ignoreDiags...)
 	}
-	if diags = append(cg.connectReferences(e.Module, parsed), ignoreDiags...); diags.HasErrors() {
+	if diags = append(cg.connectReferences(e.module, parsed), ignoreDiags...); diags.HasErrors() {
 		return nil, diags
 	}
 	cg.refs = walkRefs(parsed)
-	for key, r := range e.Module.Resources {
+	for key, r := range e.module.Resources {
 		cg.resourceDeps[key] = cg.resourceClosure(resourceV(key))
 		if same := sameKeyReferences(r); len(same) > 0 {
 			cg.sameKeyDeps[key] = same // most blocks have none: no entry
@@ -121,7 +121,7 @@ func (e *Engine) releaseGraph() {
 // node expression), so pages freed a few objects each and none went back.
 func (e *Engine) releaseBodies() {
 	e.releaseGraph()
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		r.ReleaseBody()
 	}
 }
@@ -135,7 +135,7 @@ func (e *Engine) releaseBodies() {
 // names an attribute parses it again (sdkDiags). A module's blocks keep
 // theirs (their instances share it; ReleaseBodyFor refuses).
 func (e *Engine) releaseRootBodies(cg *configGraph) {
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		if r.Scope != nil || r.Released() { // a module's body stays anyway
 			continue
 		}
@@ -154,7 +154,7 @@ func (e *Engine) releaseRootBodies(cg *configGraph) {
 // uses, in parallel: providers start lazily and concurrently.
 func (e *Engine) resourceSchemas(ctx context.Context) (map[string]*sdk.ResourceSchema, hcl.Diagnostics) {
 	types := map[string]*config.Resource{}
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		types[r.Addr.Type] = r
 	}
 	schemas := map[string]*sdk.ResourceSchema{}

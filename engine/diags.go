@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -65,7 +66,7 @@ func DiagnosticAddress(d *hcl.Diagnostic) string {
 
 // cannotStart is the diagnostic for a provider that would not start.
 func cannotStart(provider string, err error) *hcl.Diagnostic {
-	return errDiag("Cannot start provider "+provider, err.Error())
+	return tfdiags.FromError("Cannot start provider "+provider, err, "")
 }
 
 // filterWarnings keeps the warnings of ds.
@@ -206,3 +207,19 @@ func replaceAlone(msg, s string) string {
 }
 
 func wordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// redactedErr is err with the secrets in its message redacted: what a
+// diagnostic whose detail is redacted carries (tfdiags), so that printing
+// the carried error shows no more than the diagnostic did, while
+// errors.Is and errors.As still see err.
+type redactedErr struct {
+	msg string
+	err error
+}
+
+func (e *redactedErr) Error() string { return e.msg }
+func (e *redactedErr) Unwrap() error { return e.err }
+
+func redactedError(err error, secrets []string) error {
+	return &redactedErr{msg: redactString(err.Error(), secrets), err: err}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -26,19 +27,53 @@ type Providers interface {
 	Schema(ctx context.Context, name string) (*sdk.Schema, error)
 }
 
-// Engine plans and applies one configuration against one state.
-type Engine struct {
-	Module    *config.Module
+// Options is everything an Engine is built from (see New). The zero value
+// of each field is documented: an Engine from Options{Providers: p} can
+// validate a configuration-less module and nothing else.
+type Options struct {
+	// Module is the flattened configuration (config.Flatten). Nil: there is
+	// no configuration, as for status and logs, which read only state; Plan,
+	// Validate, Import and GraphDOT need one.
+	Module *config.Module
+	// Providers is the plugin host that starts providers and gives their
+	// schemas. It is required: every phase but StateNodes uses it.
 	Providers Providers
-	Store     Store
-	Hooks     Hooks
-	// Parallelism bounds concurrent provider operations (default 10).
+	// Store is the state. Nil: no state is open yet, so only Validate and
+	// GraphDOT can run; the CLI validates first and gives the store it then
+	// opens (and locks) with SetStore before Plan, Apply, Import, Status or
+	// Logs. Bad configuration thus never creates or locks a state.
+	Store Store
+	// Hooks receive progress events (refresh, apply, notes). Nil: NoHooks,
+	// nothing is reported.
+	Hooks Hooks
+	// Parallelism bounds concurrent provider operations. Zero or less: 10,
+	// Terraform's default.
 	Parallelism int
-	// NodeCheck, when set, is how a plan reaches each node first (see
-	// checkNodes); nil plans without that check.
+	// NodeCheck is how a plan reaches each node before it reads anything
+	// (see checkNodes): host key, login, sudo -n for become. Nil: plans go
+	// without that check (each provider call then fails on its own).
 	NodeCheck NodeChecker
+}
 
-	// graph is the configuration graph of Module, built by the first
+// defaultParallelism is the bound on provider operations when
+// Options.Parallelism is not positive.
+const defaultParallelism = 10
+
+// Engine plans and applies one configuration against one state. Build it
+// with New; its options do not change afterwards but for the store
+// (SetStore).
+type Engine struct {
+	module      *config.Module
+	providers   Providers
+	store       Store
+	hooks       Hooks
+	parallelism int
+	nodeCheck   NodeChecker
+
+	// opts is what New was given, for Options.
+	opts Options
+
+	// graph is the configuration graph of module, built by the first
 	// phase that needs it and shared by the next ones (validate, plan and
 	// apply of one run build the same graph; at 10,000 blocks each build
 	// was ~45 MB of garbage). See buildConfigGraph.
@@ -63,37 +98,58 @@ type builtGraph struct {
 	diags hcl.Diagnostics
 }
 
+// New returns an Engine built from o (see Options for each field's
+// default).
+func New(o Options) *Engine {
+	e := &Engine{module: o.Module, providers: o.Providers, store: o.Store, hooks: o.Hooks,
+		parallelism: o.Parallelism, nodeCheck: o.NodeCheck, opts: o}
+	if e.hooks == nil {
+		e.hooks = NoHooks{}
+	}
+	if e.parallelism < 1 {
+		e.parallelism = defaultParallelism
+	}
+	return e
+}
+
+// Options returns what the engine was built with (its Store as SetStore
+// last set it); zero fields are returned as given, not as defaulted.
+func (e *Engine) Options() Options {
+	o := e.opts
+	o.Store = e.store
+	return o
+}
+
+// SetStore gives the engine its state once the caller has opened it:
+// validation reads no state, so a CLI validates the configuration (and the
+// configuration graph it builds is kept for the plan) before it opens and
+// locks the state. Call it before Plan, Apply, Import, Status or Logs,
+// never during one.
+func (e *Engine) SetStore(st Store) { e.store = st }
+
 // PlanOptions are the knobs of one plan.
 type PlanOptions struct {
-	Mode        plans.Mode
-	Variables   map[string]cty.Value
+	// Mode is the kind of plan. Empty: plans.NormalMode.
+	Mode plans.Mode
+	// Variables are the root module's input values, as resolved by the
+	// caller (config.ResolveVariables); a plan stores them. Nil: none.
+	Variables map[string]cty.Value
+	// SkipRefresh plans from state as stored: no node is reached and
+	// nothing is read (-refresh=false). False: nodes are checked and
+	// refreshed first.
 	SkipRefresh bool
-	// Targets limit the plan to these resources or instances (and what
-	// they depend on).
-	Targets []string
-	// Replace forces replacement of these instances.
-	Replace []string
-}
-
-func (e *Engine) hooks() Hooks {
-	if e.Hooks == nil {
-		return NoHooks{}
-	}
-	return e.Hooks
-}
-
-func (e *Engine) parallelism() int {
-	if e.Parallelism < 1 {
-		return 10
-	}
-	return e.Parallelism
+	// Targets limit the plan to these resources, instances or modules (and
+	// what they depend on). Empty: the whole configuration.
+	Targets []addrs.Target
+	// Replace forces replacement of these instances. Empty: none.
+	Replace []addrs.ResourceInstance
 }
 
 // schemaFor returns the schema of a resource type, starting its provider
 // on first use.
 func (e *Engine) schemaFor(ctx context.Context, typeName string) (*sdk.ResourceSchema, error) {
 	pname := sdk.ProviderNameOf(typeName)
-	s, err := e.Providers.Schema(ctx, pname)
+	s, err := e.providers.Schema(ctx, pname)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +167,7 @@ func (e *Engine) schemaFor(ctx context.Context, typeName string) (*sdk.ResourceS
 
 // provider starts (or returns the running) provider name.
 func (e *Engine) provider(ctx context.Context, name string) (sdk.Provider, hcl.Diagnostics) {
-	p, err := e.Providers.Provider(ctx, name)
+	p, err := e.providers.Provider(ctx, name)
 	if err != nil {
 		return nil, hcl.Diagnostics{cannotStart(name, err)}
 	}

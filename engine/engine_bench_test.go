@@ -59,7 +59,7 @@ func (cb *chainBench) engine(b *testing.B, name string) (*Engine, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &Engine{Module: cb.mod, Providers: cb.provs, Store: st}, func() { _ = st.Close() }
+	return New(Options{Module: cb.mod, Providers: cb.provs, Store: st}), func() { _ = st.Close() }
 }
 
 func mustPlan(b *testing.B, e *Engine, opts PlanOptions) *plans.Plan {
@@ -99,7 +99,7 @@ func BenchmarkLoad(b *testing.B) {
 // cached after the first iteration, as in one run).
 func BenchmarkGraphBuild(b *testing.B) {
 	cb := newChainBench(b, 1000)
-	e := &Engine{Module: cb.mod, Providers: cb.provs}
+	e := New(Options{Module: cb.mod, Providers: cb.provs})
 	for b.Loop() {
 		if _, diags := e.newConfigGraph(context.Background()); diags.HasErrors() {
 			b.Fatal(diagString(diags))

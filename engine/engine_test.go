@@ -191,7 +191,7 @@ func TestTargets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBed(t)
 			r := b.cfg(c.fixture)
-			p := r.plan(PlanOptions{Targets: c.targets})
+			p := r.plan(PlanOptions{Targets: mustTargets(c.targets...)})
 			if got := actions(p); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("targeted plan = %v; want %v", got, c.want)
 			}
@@ -219,7 +219,7 @@ func TestTargetedDestroyKeepsDependencies(t *testing.T) {
 	b := newBed(t)
 	r := b.cfg("chain")
 	r.converge()
-	p := r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: []string{thB}})
+	p := r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: mustTargets(thB)})
 	want := map[string]plans.Action{thB: plans.Delete, thC: plans.Delete}
 	if got := actions(p); !reflect.DeepEqual(got, want) {
 		t.Fatalf("targeted destroy = %v; want %v", got, want)
@@ -237,7 +237,7 @@ func TestReplaceFlag(t *testing.T) {
 	r := b.cfg("chain")
 	r.converge()
 	oldA := b.attr(thA, "id")
-	p := r.plan(PlanOptions{Replace: []string{thA}})
+	p := r.plan(PlanOptions{Replace: mustInstances(thA)})
 	want := map[string]plans.Action{thA: plans.DeleteThenCreate, thB: plans.Update}
 	if got := actions(p); !reflect.DeepEqual(got, want) {
 		t.Fatalf("plan = %v; want %v", got, want)
@@ -260,7 +260,7 @@ func TestReplaceFlag(t *testing.T) {
 		t.Errorf("changes after replace: %v", actions(p))
 	}
 	// A -replace that names nothing is a warning, not a silent no-op.
-	p, diags := r.planE(PlanOptions{Replace: []string{`sftest_thing.nosuch`}})
+	p, diags := r.planE(PlanOptions{Replace: mustInstances(`sftest_thing.nosuch`)})
 	if diags.HasErrors() || p.HasChanges() {
 		t.Fatalf("plan with a -replace of nothing: %s %v", diagString(diags), actions(p))
 	}
@@ -504,7 +504,7 @@ func TestLifecycleGuards(t *testing.T) {
 		{name: "destroy refused", opts: PlanOptions{Mode: plans.DestroyMode},
 			wantErr: "sftest_thing.kept has lifecycle.prevent_destroy set, but the plan would destroy it"},
 		{name: "ignored attribute", vars: []string{"value=v2"}, want: map[string]plans.Action{}},
-		{name: "target avoids the guarded one", vars: []string{"key=k2"}, opts: PlanOptions{Targets: []string{"sftest_thing.ignoring"}},
+		{name: "target avoids the guarded one", vars: []string{"key=k2"}, opts: PlanOptions{Targets: mustTargets("sftest_thing.ignoring")},
 			want: map[string]plans.Action{"sftest_thing.ignoring": plans.DeleteThenCreate}},
 	}
 	for _, c := range cases {
@@ -561,7 +561,7 @@ func (b *bed) writeIntent(addr, action string, value cty.Value) {
 // nodeOf is the local node as the fixtures declare it.
 func (r *run) nodeOf(t *testing.T) sdk.Node {
 	t.Helper()
-	p := r.plan(PlanOptions{Targets: []string{thA}})
+	p := r.plan(PlanOptions{Targets: mustTargets(thA)})
 	if c := p.Change(thA); c != nil && c.Node != nil {
 		return *c.Node
 	}
@@ -814,7 +814,7 @@ func TestStalePlan(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	b := newBed(t)
 	r := b.cfg("many")
-	r.e.Parallelism = 1
+	r.e.parallelism = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.hooks.postApply = func(string, error) { cancel() }
@@ -879,7 +879,7 @@ func TestOutputsSurviveTargetedApply(t *testing.T) {
 	r := b.cfg("data")
 	r.converge()
 	id := b.attr(dataX, "id")
-	p := r.plan(PlanOptions{Targets: []string{dataCount0}, Replace: []string{dataCount0}})
+	p := r.plan(PlanOptions{Targets: mustTargets(dataCount0), Replace: mustInstances(dataCount0)})
 	if got := actions(p); !reflect.DeepEqual(got, map[string]plans.Action{dataCount0: plans.DeleteThenCreate}) {
 		t.Fatalf("plan = %v", got)
 	}
@@ -993,7 +993,7 @@ func TestFailureIsolatedPerInstance(t *testing.T) {
 func TestBatchWithOneFailure(t *testing.T) {
 	b := newBed(t)
 	r := b.cfg("batchfail", "fail=create")
-	r.e.Parallelism = 30
+	r.e.parallelism = 30
 	_, diags := r.applyE(context.Background(), r.plan(PlanOptions{}))
 	if !hasErrorContaining(diags, `sftest_thing.many["k07"]`) {
 		t.Fatalf("diagnostics do not name the failed instance: %s", diagString(diags))

@@ -56,12 +56,12 @@ func TestScopeCostsOnlyReferences(t *testing.T) {
 // each gets its own expansions.
 func TestConfigGraphBuiltOnce(t *testing.T) {
 	sr := newShapeRun(t, "count", 100)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	e := New(Options{Module: sr.mod, Providers: sr.provs})
 	a, diags := e.buildConfigGraph(context.Background())
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
-	if diags := e.expandStatic(a, newEvaluator(e.Module, a, nil)); diags.HasErrors() {
+	if diags := e.expandStatic(a, newEvaluator(e.module, a, nil)); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	b, _ := e.buildConfigGraph(context.Background())
@@ -71,7 +71,7 @@ func TestConfigGraphBuiltOnce(t *testing.T) {
 	if b.expansions != nil || len(a.expansions) != 10 {
 		t.Errorf("expansions are shared: %d and %d", len(a.expansions), len(b.expansions))
 	}
-	e.Module = loadShape(t, sr.dir)
+	e.module = loadShape(t, sr.dir)
 	if c, _ := e.buildConfigGraph(context.Background()); c.g == a.g {
 		t.Errorf("a new module got the old module's graph")
 	}
@@ -112,7 +112,7 @@ func TestResolveRef(t *testing.T) {
 	ev.resourceValues("sparkform_data.c1_3").set(addrs.NoKey, prev)
 	// Every block's value, as an instance's context holds those it names.
 	all := map[string]cty.Value{}
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		all[r.Addr.Name] = ev.res[r.Addr.String()].value()
 	}
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"sparkform_data": cty.ObjectVal(all)}}
@@ -165,7 +165,7 @@ func BenchmarkEvalWalk(b *testing.B) {
 		b.Run(shape, func(b *testing.B) {
 			const n = 1000
 			sr := newShapeRun(b, shape, n)
-			e := &Engine{Module: sr.mod, Providers: sr.provs}
+			e := New(Options{Module: sr.mod, Providers: sr.provs})
 			cg, diags := e.buildConfigGraph(context.Background())
 			if diags.HasErrors() {
 				b.Fatal(diagString(diags))
@@ -184,11 +184,11 @@ func BenchmarkEvalWalk(b *testing.B) {
 // evalWalk walks cg as a plan does, each instance planned as its config
 // with a known id.
 func evalWalk(e *Engine, cg *configGraph) hcl.Diagnostics {
-	ev := newEvaluator(e.Module, cg, nil)
+	ev := newEvaluator(e.module, cg, nil)
 	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
 		return diags
 	}
-	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 	return e.walk(context.Background(), g, ev, walkFuncs{instance: func(_ context.Context, iv *instanceVertex) hcl.Diagnostics {
 		ci, diags := ev.evalInstance(iv)
 		if diags.HasErrors() {
@@ -289,11 +289,11 @@ resource "sparkform_data" "checked" {
 	ev.nodes["local"] = &blockValues{mode: singleMode, vals: map[addrs.InstanceKey]cty.Value{}}
 	checkInstanceNodes(t, e, cg, ev, true)
 	ev.bases = nil
-	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 	if diags := e.walk(context.Background(), g, ev, walkFuncs{}); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
-	g2 := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	g2 := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 	if n := checkInstanceNodes(t, e, cg, ev, false); n != 8 {
 		t.Errorf("%d instances took their node block's node, want 8 (counted, one, m2's via_var, own and deeper's deep)", n)
 	}
@@ -301,7 +301,7 @@ resource "sparkform_data" "checked" {
 	// not evaluated in a context built for the instance and converted
 	// (what every instance of a module used to cost).
 	for addr, iv := range g2.instances {
-		r := e.Module.Resources[iv.block]
+		r := e.module.Resources[iv.block]
 		if r.NodeBlock == "" {
 			continue
 		}
@@ -321,7 +321,7 @@ resource "sparkform_data" "checked" {
 		`module.checked.sparkform_data.checked`:       "",
 		`sparkform_data.one`:                          "",
 	} {
-		r := e.Module.Resources[addr]
+		r := e.module.Resources[addr]
 		if r == nil {
 			t.Errorf("no resource %s", addr)
 			continue
@@ -337,9 +337,9 @@ resource "sparkform_data" "checked" {
 func checkInstanceNodes(t *testing.T, e *Engine, cg *configGraph, ev *evaluator, wantErr bool) int {
 	t.Helper()
 	short := 0
-	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 	for addr, iv := range g.instances {
-		r := e.Module.Resources[iv.block]
+		r := e.module.Resources[iv.block]
 		if wantErr && r.NodeBlock != "" {
 			continue
 		}
@@ -446,7 +446,7 @@ resource "sparkform_data" "plain_local" {
 	}
 	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
 		ev := newStaticEvaluator(t, e, cg)
-		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+		g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 		got := map[string]*configInstance{}
 		var mu sync.Mutex
 		diags := e.walk(context.Background(), g, ev, walkFuncs{instance: func(_ context.Context, iv *instanceVertex) hcl.Diagnostics {
@@ -479,11 +479,11 @@ resource "sparkform_data" "plain_local" {
 // fullScopeInstance evaluates iv the straightforward way, after the walk.
 func fullScopeInstance(t *testing.T, e *Engine, cg *configGraph, ev *evaluator, iv *instanceVertex) *configInstance {
 	t.Helper()
-	s := &config.Scope{BaseDir: e.Module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
+	s := &config.Scope{BaseDir: e.module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
 	for name, b := range ev.nodes {
 		s.Nodes[name] = b.value()
 	}
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		if s.Resources[r.Addr.Type] == nil {
 			s.Resources[r.Addr.Type] = map[string]cty.Value{}
 		}
@@ -495,7 +495,7 @@ func fullScopeInstance(t *testing.T, e *Engine, cg *configGraph, ev *evaluator, 
 		s.CountIndex = iv.key.Value()
 	}
 	ctx := s.EvalContext()
-	r := e.Module.Resources[iv.block]
+	r := e.module.Resources[iv.block]
 	nv, diags := r.NodeExpr.Value(ctx)
 	nv, _ = nv.UnmarkDeep()
 	node, err := nodeFromValue(nv)
@@ -535,7 +535,7 @@ func TestSameKeyContextAllocations(t *testing.T) {
 	e, cg, ev := shapeEvaluator(t, "count", 100)
 	prev := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc")})
 	ev.resourceValues("sparkform_data.r3").set(addrs.IntKey(5), prev)
-	g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+	g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 	iv := g.instances[`sparkform_data.r4[5]`]
 	if iv == nil || len(iv.sameKeyDeps) != 1 {
 		t.Fatalf("instance vertex %+v, want one same-key block", iv)
@@ -651,7 +651,7 @@ output "out" {
 	var ev *evaluator
 	for _, known := range []bool{false, true} { // planned (ids unknown), then applied
 		ev = newStaticEvaluator(t, e, cg)
-		g := cg.walkGraph(e.Module, func(vertex) bool { return true }, func(string) bool { return true })
+		g := cg.walkGraph(e.module, func(vertex) bool { return true }, func(string) bool { return true })
 		var mu sync.Mutex
 		lazy := 0
 		diags := e.walk(context.Background(), g, ev, walkFuncs{instance: func(_ context.Context, iv *instanceVertex) hcl.Diagnostics {
@@ -659,7 +659,7 @@ output "out" {
 			if diags.HasErrors() {
 				return diags
 			}
-			r := e.Module.Resources[iv.block]
+			r := e.module.Resources[iv.block]
 			want, wantD := ev.decodeInstance(r, ev.decoder(r), iv.addr, iv.key, &instanceEval{ctx: ev.instanceContext(iv)})
 			if wantD.HasErrors() || !ci.Config.RawEquals(want.Config) || !reflect.DeepEqual(ci.Node, want.Node) || !reflect.DeepEqual(ci.SensitiveAttrs, want.SensitiveAttrs) {
 				t.Errorf("%s:\n got %#v %+v %q\nwant %#v %+v %q %s", iv.addr, ci.Config, ci.Node, ci.SensitiveAttrs, want.Config, want.Node, want.SensitiveAttrs, diagString(wantD))
@@ -682,10 +682,10 @@ output "out" {
 	// The module's plain references resolve, to what the context gives
 	// them; the others do not.
 	iv := &instanceVertex{block: `module.m["a"].sparkform_data.r3`, key: addrs.NoKey, addr: `module.m["a"].sparkform_data.r3`}
-	r := e.Module.Resources[iv.block]
+	r := e.module.Resources[iv.block]
 	// The flat context of every local and block (as fullScopeInstance).
-	full := &config.Scope{BaseDir: e.Module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
-	for _, r := range e.Module.Resources {
+	full := &config.Scope{BaseDir: e.module.Dir, Locals: ev.locals, Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
+	for _, r := range e.module.Resources {
 		if full.Resources[r.Addr.Type] == nil {
 			full.Resources[r.Addr.Type] = map[string]cty.Value{}
 		}
@@ -720,7 +720,7 @@ output "out" {
 func shapeEvaluator(t testing.TB, shape string, n int) (*Engine, *configGraph, *evaluator) {
 	t.Helper()
 	sr := newShapeRun(t, shape, n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	e := New(Options{Module: sr.mod, Providers: sr.provs})
 	cg, ev := staticEvaluator(t, e)
 	return e, cg, ev
 }
@@ -739,7 +739,7 @@ func staticEvaluator(t testing.TB, e *Engine) (*configGraph, *evaluator) {
 // newStaticEvaluator is a new evaluator of cg with expandStatic done.
 func newStaticEvaluator(t testing.TB, e *Engine, cg *configGraph) *evaluator {
 	t.Helper()
-	ev := newEvaluator(e.Module, cg, nil)
+	ev := newEvaluator(e.module, cg, nil)
 	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
@@ -758,7 +758,7 @@ func engineOfFiles(t *testing.T, dir string, files map[string]string) *Engine {
 			t.Fatal(err)
 		}
 	}
-	return &Engine{Module: loadShape(t, dir), Providers: newShapeRun(t, "count", 10).provs}
+	return New(Options{Module: loadShape(t, dir), Providers: newShapeRun(t, "count", 10).provs})
 }
 
 // publishData sets iv's value as sparkform_data's plan (known false: id

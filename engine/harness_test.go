@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/builtin"
@@ -183,7 +184,7 @@ func (b *bed) cfg(fixture string, vars ...string) *run {
 	if diags.HasErrors() {
 		b.t.Fatalf("modules of %s: %s", fixture, diagString(diags))
 	}
-	return &run{b: b, vars: vals, e: &Engine{Module: mod, Providers: b.provs, Store: b.st, Hooks: b.hooks, Parallelism: 4}}
+	return &run{b: b, vars: vals, e: New(Options{Module: mod, Providers: b.provs, Store: b.st, Hooks: b.hooks, Parallelism: 4})}
 }
 
 func diagString(ds hcl.Diagnostics) string {
@@ -361,4 +362,22 @@ func hasErrorContaining(ds hcl.Diagnostics, sub string) bool {
 		}
 	}
 	return false
+}
+
+// mustTargets and mustInstances parse -target and -replace addresses as
+// the CLI does.
+func mustTargets(ss ...string) []addrs.Target {
+	ts, diags := addrs.ParseTargets(ss)
+	if diags.HasErrors() {
+		panic(diags.Error())
+	}
+	return ts
+}
+
+func mustInstances(ss ...string) []addrs.ResourceInstance {
+	rs, diags := addrs.ParseResourceInstances(ss)
+	if diags.HasErrors() {
+		panic(diags.Error())
+	}
+	return rs
 }

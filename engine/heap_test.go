@@ -15,12 +15,12 @@ func liveHeap() uint64 { return heaptest.Live() }
 func staticGraph(t *testing.T, shape string, n int) (*Engine, *configGraph) {
 	t.Helper()
 	sr := newShapeRun(t, shape, n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	e := New(Options{Module: sr.mod, Providers: sr.provs})
 	cg, diags := e.buildConfigGraph(context.Background())
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
-	if diags := e.expandStatic(cg, newEvaluator(e.Module, cg, nil)); diags.HasErrors() {
+	if diags := e.expandStatic(cg, newEvaluator(e.module, cg, nil)); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	return e, cg

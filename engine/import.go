@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -25,7 +26,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		return d
 	}
 	key := ri.Resource.String()
-	r, ok := e.Module.Resources[key]
+	r, ok := e.module.Resources[key]
 	if !ok {
 		return hcl.Diagnostics{errDiag("Resource not in configuration",
 			fmt.Sprintf("Before importing %s, add a resource block for %s to the configuration: import needs it to know the node.", addr, key))}
@@ -60,7 +61,7 @@ func (e *Engine) Import(ctx context.Context, addr, id string, vars map[string]ct
 		Value: unknownAsNull(resp.State), Private: resp.Private, Dependencies: cg.resourceDeps[key], SchemaVersion: cg.schemas[r.Addr.Type].Version,
 		SensitiveAttrs: instanceSensitive(cg.schemas[r.Addr.Type].Block, found.SensitiveAttrs)}
 	if err := e.putObject(in); err != nil {
-		return append(diags, errDiag("Cannot store "+addr, err.Error()))
+		return append(diags, tfdiags.FromError("Cannot store "+addr, err, ""))
 	}
 	return diags
 }
@@ -74,14 +75,14 @@ func (e *Engine) importTarget(ctx context.Context, key, addr string, objs map[st
 	}
 	filter := &targetFilter{blocks: map[vertex]bool{}, instances: map[string]bool{addr: true}, whole: map[string]bool{}}
 	filter.expand(cg)
-	ev := newEvaluator(e.Module, cg, vars)
+	ev := newEvaluator(e.module, cg, vars)
 	var found *configInstance
 	fromState := func(_ context.Context, k string) hcl.Diagnostics {
 		cis, b, d := ev.expandResource(k, nil)
 		if d.HasErrors() {
 			return d
 		}
-		schema := cg.schemas[e.Module.Resources[k].Addr.Type]
+		schema := cg.schemas[e.module.Resources[k].Addr.Type]
 		for _, ci := range cis {
 			if k == key && ci.Addr == addr {
 				found = ci

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -85,7 +86,7 @@ func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*state
 		msg := fmt.Sprintf("%s was interrupted during %s (pid %d, started %s); refreshing it from the node.",
 			in.Address, in.Action, in.PID, in.Started.Format(time.RFC3339))
 		p.Notes = append(p.Notes, msg)
-		e.hooks().Note(msg)
+		e.hooks.Note(msg)
 		if _, ok := insts[in.Address]; ok || in.Resource == nil {
 			continue
 		}
@@ -128,7 +129,7 @@ func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map
 		var msg string
 		if in, ok := refreshed[addr]; ok {
 			if err := e.putObject(in); err != nil {
-				diags = append(diags, errDiag("Cannot store recovered instance "+addr, err.Error()))
+				diags = append(diags, tfdiags.FromError("Cannot store recovered instance "+addr, err, ""))
 				continue
 			}
 			msg = fmt.Sprintf("%s: found on the node after the interrupted %s; state now records it", addr, recovered[addr].Action)
@@ -136,18 +137,18 @@ func (e *Engine) settleIntents(recovered map[string]*state.Intent, refreshed map
 				msg += " as tainted (it will be replaced)"
 			}
 		} else {
-			if err := e.Store.DeleteResource(addr); err != nil && !isNotFound(err) {
-				diags = append(diags, errDiag("Cannot update state for "+addr, err.Error()))
+			if err := e.store.DeleteResource(addr); err != nil && !isNotFound(err) {
+				diags = append(diags, tfdiags.FromError("Cannot update state for "+addr, err, ""))
 				continue
 			}
 			msg = fmt.Sprintf("%s: nothing found on the node after the interrupted %s; state has no record of it", addr, recovered[addr].Action)
 		}
-		if err := e.Store.DeleteIntent(addr); err != nil {
-			diags = append(diags, errDiag("Cannot clear the journal for "+addr, err.Error()))
+		if err := e.store.DeleteIntent(addr); err != nil {
+			diags = append(diags, tfdiags.FromError("Cannot clear the journal for "+addr, err, ""))
 			continue
 		}
 		p.Notes = append(p.Notes, msg)
-		e.hooks().Note(msg)
+		e.hooks.Note(msg)
 	}
 	return diags
 }

@@ -22,7 +22,7 @@ const localParallelism = 256
 // localLimiter returns a limiter for calls that reach no node: wider than
 // the engine's parallelism, never narrower.
 func (e *Engine) localLimiter() limiter {
-	return make(limiter, max(e.parallelism(), localParallelism))
+	return make(limiter, max(e.parallelism, localParallelism))
 }
 
 // walkWidth is how many graph vertices a walk keeps in flight: every
@@ -33,7 +33,7 @@ func (e *Engine) localLimiter() limiter {
 // 10,000-block apply with 266 in flight took ~25 MiB more peak RSS than
 // with 74 for no less CPU (the commits share ~64 intents either way).
 func (e *Engine) walkWidth() int {
-	return e.parallelism() + walkParallelism
+	return e.parallelism + walkParallelism
 }
 
 func (l limiter) do(ctx context.Context, fn func()) error {

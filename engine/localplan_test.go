@@ -111,7 +111,7 @@ func wideBed(t *testing.T) (b *bed, r *run, local, onNode *wideThing) {
 	b.provs.provs["sfwide"] = sdktest.GRPC(t, &sdk.Router{Name: "sfwide",
 		Resources: map[string]sdk.Resource{"sfwide_local": local, "sfwide_node": onNode}})
 	r = b.cfg("localplan")
-	r.e.Parallelism = 2
+	r.e.parallelism = 2
 	return b, r, local, onNode
 }
 
@@ -168,7 +168,7 @@ func TestLocalAppliesRunWiderThanParallelism(t *testing.T) {
 func TestLocalAppliesWriteNoIntent(t *testing.T) {
 	b, r, _, _ := wideBed(t)
 	log := &intentLog{BoltStore: b.st}
-	r.e.Store = log
+	r.e.store = log
 	for _, mode := range []plans.Mode{plans.NormalMode, plans.DestroyMode} {
 		log.intents = nil
 		p := r.plan(PlanOptions{Mode: mode})

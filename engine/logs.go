@@ -113,7 +113,7 @@ func (e *Engine) Logs(ctx context.Context, target string, opts LogsOptions, emit
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := e.Providers.Provider(ctx, in.Provider)
+			p, err := e.providers.Provider(ctx, in.Provider)
 			var ds sdk.Diagnostics
 			if err != nil {
 				ds = sdk.Diagnostics{sdk.FromError("Cannot start provider "+in.Provider, err)}

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // TestModuleFailureHoldsBackOnlyItsNode: the graph is one graph of
@@ -61,7 +62,7 @@ func TestModuleFailureHoldsBackOnlyItsNode(t *testing.T) {
 		t.Errorf("not converged: %v", actions(p))
 	}
 	// A targeted destroy of one module instance leaves the other.
-	p = r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: []string{`module.stack["s1"]`}})
+	p = r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: mustTargets(`module.stack["s1"]`)})
 	for a, act := range actions(p) {
 		if act != plans.Delete || !strings.HasPrefix(a, `module.stack["s1"].`) {
 			t.Errorf("targeted destroy plans %s %s", act, a)

@@ -15,6 +15,7 @@ import (
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -28,7 +29,7 @@ import (
 // naming both.
 func (e *Engine) planMoves(objs map[string]*stateObject, p *plans.Plan) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, mv := range e.Module.Moved {
+	for _, mv := range e.module.Moved {
 		from, to := targetString(mv.From), targetString(mv.To)
 		var pairs [][2]string
 		for _, addr := range slices.Sorted(maps.Keys(objs)) {
@@ -68,9 +69,9 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 	if len(p.Moves) == 0 {
 		return nil
 	}
-	recs, err := e.Store.Resources()
+	recs, err := e.store.Resources()
 	if err != nil {
-		return hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	have := make(map[string]bool, len(recs))
 	for _, r := range recs {
@@ -81,8 +82,8 @@ func (e *Engine) applyMoves(p *plans.Plan) hcl.Diagnostics {
 		if !have[mv.From] && have[mv.To] {
 			continue
 		}
-		if err := e.Store.MoveResource(mv.From, mv.To); err != nil {
-			diags = append(diags, errDiag("Cannot move "+mv.From+" to "+mv.To, err.Error()+
+		if err := e.store.MoveResource(mv.From, mv.To); err != nil {
+			diags = append(diags, tfdiags.FromError("Cannot move "+mv.From+" to "+mv.To, err,
 				"\n\nNothing of this plan was carried out after it. Run plan again."))
 			return diags
 		}

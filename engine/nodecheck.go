@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -27,18 +28,18 @@ type NodeChecker func(ctx context.Context, n sdk.Node) error
 // parallel: the configuration's nodes and the nodes of what is in state.
 // Each failure is one diagnostic pointing at the node block.
 func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject) hcl.Diagnostics {
-	if e.NodeCheck == nil {
+	if e.nodeCheck == nil {
 		return nil
 	}
 	nodes := nodesToReach(cfgNodes, insts)
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism())
+	lim := make(limiter, e.parallelism)
 	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = lim.do(ctx, func() { errs[i] = e.NodeCheck(ctx, n) })
+			_ = lim.do(ctx, func() { errs[i] = e.nodeCheck(ctx, n) })
 		}()
 	}
 	wg.Wait()
@@ -47,16 +48,16 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 		if err == nil {
 			continue
 		}
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot reach " + nodeLabel(nodes[i]),
-			Detail: err.Error() + "\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone."}
-		if nb := e.Module.Nodes[nodeBlockName(nodes[i].Name)]; nb != nil {
+		d := tfdiags.FromError("Cannot reach "+nodeLabel(nodes[i]), err,
+			"\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone.")
+		if nb := e.module.Nodes[nodeBlockName(nodes[i].Name)]; nb != nil {
 			rng := nb.DeclRange
 			d.Subject = &rng
 		}
 		diags = append(diags, d)
 	}
 	if err := ctx.Err(); err != nil {
-		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Planning interrupted", err, ""))
 	}
 	return diags
 }

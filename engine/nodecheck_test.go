@@ -65,7 +65,7 @@ node "bad_port" {
 	}
 
 	// The very nodes (connection keys) the plan's evaluation makes.
-	e := &Engine{Module: mod, Providers: newBed(t).provs}
+	e := New(Options{Module: mod, Providers: newBed(t).provs})
 	cg, ev, d := e.planConfig(t.Context(), PlanOptions{Variables: vars})
 	if cg == nil || ev == nil {
 		t.Fatalf("planConfig: %v", d)

@@ -33,7 +33,7 @@ func TestOutputsKeptByRefusedAndRefreshOnlyApply(t *testing.T) {
 	}
 
 	stale := r.plan(PlanOptions{})
-	r.apply(r.plan(PlanOptions{Replace: []string{dataCount0}})) // the state moves on
+	r.apply(r.plan(PlanOptions{Replace: mustInstances(dataCount0)})) // the state moves on
 	stored = r.e.priorOutputs()
 	res, diags := r.applyE(context.Background(), stale)
 	if !hasErrorContaining(diags, "stale") {
@@ -55,7 +55,7 @@ func TestSavedPlanRefusedWhenANodeMovedOn(t *testing.T) {
 	b := newBed(t)
 	r := b.cfg("chain_a_d")
 	r.converge()
-	p := r.plan(PlanOptions{Replace: []string{thA}})
+	p := r.plan(PlanOptions{Replace: mustInstances(thA)})
 	writeObj(t, b.tp, b.attr(thD, "id"), "edited")
 	b.tp.resetLog()
 	_, diags := r.applyE(context.Background(), p)

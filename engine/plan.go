@@ -13,9 +13,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -32,7 +32,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		e.releaseBodies()
 	}
 	p := &plans.Plan{Mode: opts.Mode, Created: time.Now().UTC(), Variables: opts.Variables,
-		Targets: opts.Targets, Replace: opts.Replace, Outputs: map[string]*plans.OutputChange{}}
+		Targets: targetStrings(opts.Targets), Replace: replaceStrings(opts.Replace), Outputs: map[string]*plans.OutputChange{}}
 	in, diags := e.planInputs(ctx, opts, p)
 	if diags.HasErrors() {
 		return nil, diags
@@ -90,15 +90,8 @@ type planInputs struct {
 // configuration knows before the walk, reaches the nodes and refreshes.
 // It fills in the plan's notes, drift, lineage and serial.
 func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan) (*planInputs, hcl.Diagnostics) {
-	filter, diags := parseTargets(opts.Targets)
-	for _, r := range opts.Replace {
-		if _, d := addrs.ParseResourceInstance(r); d.HasErrors() {
-			diags = append(diags, d...)
-		}
-	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
+	filter := newTargetFilter(opts.Targets)
+	var diags hcl.Diagnostics
 	objs, recovered, d := e.priorState(p)
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
@@ -124,9 +117,9 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	}
 	p.Drift = drift
 	diags = append(diags, e.settleIntents(recovered, prior, p)...)
-	meta, err := e.Store.Meta()
+	meta, err := e.store.Meta()
 	if err != nil {
-		return nil, append(diags, errDiag("Cannot read state", err.Error()))
+		return nil, append(diags, tfdiags.FromError("Cannot read state", err, ""))
 	}
 	p.Lineage, p.Serial = meta.Lineage, meta.Serial
 	return &planInputs{filter: filter, cg: cg, ev: ev, prior: prior}, diags
@@ -139,9 +132,9 @@ func (e *Engine) priorState(p *plans.Plan) (map[string]*stateObject, map[string]
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
-	intents, err := e.Store.Intents()
+	intents, err := e.store.Intents()
 	if err != nil {
-		return nil, nil, append(diags, errDiag("Cannot read the state journal", err.Error()))
+		return nil, nil, append(diags, tfdiags.FromError("Cannot read the state journal", err, ""))
 	}
 	return objs, e.recoverIntents(intents, objs, p), diags
 }
@@ -156,7 +149,7 @@ func (e *Engine) planConfig(ctx context.Context, opts PlanOptions) (*configGraph
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
-	ev := newEvaluator(e.Module, cg, opts.Variables)
+	ev := newEvaluator(e.module, cg, opts.Variables)
 	return cg, ev, append(diags, e.expandStatic(cg, ev)...)
 }
 
@@ -170,18 +163,18 @@ func (e *Engine) planConfig(ctx context.Context, opts PlanOptions) (*configGraph
 // reference) no longer keeps the nodes from being evaluated either.
 func (e *Engine) nodeConfig(ctx context.Context, opts PlanOptions) (*configGraph, *evaluator, hcl.Diagnostics) {
 	cg := &configGraph{g: newVGraph(), decoders: &config.Decoders{}}
-	parsed, diags := cg.addValueBlocks(e.Module)
-	for key := range e.Module.Resources {
+	parsed, diags := cg.addValueBlocks(e.module)
+	for key := range e.module.Resources {
 		cg.g.add(resourceV(key))
 	}
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
-	if diags = append(diags, cg.connectReferences(e.Module, parsed)...); diags.HasErrors() {
+	if diags = append(diags, cg.connectReferences(e.module, parsed)...); diags.HasErrors() {
 		return nil, nil, diags
 	}
 	cg.refs = walkRefs(parsed)
-	ev := newEvaluator(e.Module, cg, opts.Variables)
+	ev := newEvaluator(e.module, cg, opts.Variables)
 	return cg, ev, append(diags, evalStatic(cg, ev, nil)...)
 }
 
@@ -235,7 +228,7 @@ func (e *Engine) checkPreventDestroy(p *plans.Plan) hcl.Diagnostics {
 		if c.Action != plans.Delete && !c.Action.IsReplace() {
 			continue
 		}
-		r, ok := e.Module.Resources[c.Resource]
+		r, ok := e.module.Resources[c.Resource]
 		if !ok || !r.Lifecycle.PreventDestroy {
 			continue
 		}

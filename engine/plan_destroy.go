@@ -21,7 +21,7 @@ func (e *Engine) planDestroy(in *planInputs, p *plans.Plan) hcl.Diagnostics {
 	prior, storedSens := e.priorOutputsSensitive()
 	for name, before := range prior {
 		sens := storedSens[name]
-		if o := e.Module.Outputs[name]; o != nil {
+		if o := e.module.Outputs[name]; o != nil {
 			sens = sens || o.Sensitive
 		}
 		p.Outputs[name] = &plans.OutputChange{Before: before, After: cty.NullVal(cty.DynamicPseudoType), Sensitive: sens}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -46,10 +47,10 @@ type planner struct {
 func newPlanner(e *Engine, p *plans.Plan, in *planInputs, opts PlanOptions) *planner {
 	replace := map[string]bool{}
 	for _, r := range opts.Replace {
-		replace[r] = true
+		replace[r.String()] = true
 	}
 	return &planner{e: e, plan: p, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
-		lim: make(limiter, e.parallelism()), localLim: e.localLimiter(),
+		lim: make(limiter, e.parallelism), localLim: e.localLimiter(),
 		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
 
@@ -75,12 +76,12 @@ func (pl *planner) planInstanceVertex(ctx context.Context, iv *instanceVertex) h
 // planInstances plans instances of block key, as many at once as the
 // engine's parallelism allows.
 func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues, cis []*configInstance) hcl.Diagnostics {
-	prov, diags := pl.e.provider(ctx, sdk.ProviderNameOf(pl.e.Module.Resources[key].Addr.Type))
+	prov, diags := pl.e.provider(ctx, sdk.ProviderNameOf(pl.e.module.Resources[key].Addr.Type))
 	if diags.HasErrors() {
 		return diags
 	}
 	lim := pl.lim
-	if s := pl.cg.schemas[pl.e.Module.Resources[key].Addr.Type]; s != nil && s.LocalPlan {
+	if s := pl.cg.schemas[pl.e.module.Resources[key].Addr.Type]; s != nil && s.LocalPlan {
 		lim = pl.localLim
 	}
 	var mu sync.Mutex
@@ -90,7 +91,7 @@ func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues
 		diags = append(diags, d...)
 		mu.Unlock()
 	}); err != nil {
-		diags = append(diags, errDiag("Planning interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Planning interrupted", err, ""))
 	}
 	return diags
 }
@@ -113,7 +114,7 @@ func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key stri
 // planChange asks the provider for the planned value of one instance and
 // decides its action.
 func (pl *planner) planChange(ctx context.Context, prov sdk.Provider, key string, ci *configInstance) (*plans.ResourceChange, hcl.Diagnostics) {
-	r := pl.e.Module.Resources[key]
+	r := pl.e.module.Resources[key]
 	schema := pl.cg.schemas[r.Addr.Type]
 	rng := r.DeclRange
 	// No separate ValidateResourceConfig call per instance: providers

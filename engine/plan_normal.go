@@ -20,7 +20,7 @@ import (
 func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOptions, p *plans.Plan, diags hcl.Diagnostics) (*plans.Plan, hcl.Diagnostics) {
 	in.filter.expand(in.cg)
 	pl := newPlanner(e, p, in, opts)
-	g := in.cg.walkGraph(e.Module, in.filter.vertex, in.filter.instance)
+	g := in.cg.walkGraph(e.module, in.filter.vertex, in.filter.instance)
 	e.releaseRootBodies(in.cg)
 	diags = append(diags, e.walk(ctx, g, in.ev, walkFuncs{
 		resource: pl.planBlock, instance: pl.planInstanceVertex, output: e.planOutput(p)})...)
@@ -29,8 +29,8 @@ func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOption
 	}
 	p.Changes = append(pl.changes, e.orphanDeletes(p, in, pl.seen)...)
 	for _, a := range opts.Replace {
-		if c := p.Change(a); c == nil || !c.Action.IsReplace() {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Nothing to replace at " + a,
+		if c := p.Change(a.String()); c == nil || !c.Action.IsReplace() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Nothing to replace at " + a.String(),
 				Detail: fmt.Sprintf("-replace=%s names no existing instance this plan keeps, so it has no effect. `sparkform state list` shows the instances there are.", a)})
 		}
 	}
@@ -44,7 +44,7 @@ func (e *Engine) planNormal(ctx context.Context, in *planInputs, opts PlanOption
 func (e *Engine) planOutput(p *plans.Plan) func(string, cty.Value) {
 	priorOutputs, priorSens := e.priorOutputsSensitive()
 	return func(name string, val cty.Value) {
-		if o := e.Module.Outputs[name]; o != nil {
+		if o := e.module.Outputs[name]; o != nil {
 			before, ok := priorOutputs[name]
 			if !ok {
 				before = cty.NullVal(cty.DynamicPseudoType)
@@ -67,7 +67,7 @@ func (e *Engine) orphanDeletes(p *plans.Plan, in *planInputs, seen map[string]bo
 			continue
 		}
 		reason := "no longer in the configuration"
-		if _, ok := e.Module.Resources[obj.Resource]; ok {
+		if _, ok := e.module.Resources[obj.Resource]; ok {
 			reason = "its key is no longer produced by for_each/count"
 		}
 		if strings.HasSuffix(addr, deposedSuffix) {

@@ -40,7 +40,7 @@ func (e *Engine) checkPlanCurrent(ctx context.Context, p *plans.Plan, insts map[
 			Detail: fmt.Sprintf("%s changed on %s since the plan was made: %s. Nothing was changed on any node; run plan again to review what apply would do now.",
 				addr, nodeLabel(node), what)}
 		if c != nil {
-			if r, ok := e.Module.Resources[c.Resource]; ok {
+			if r, ok := e.module.Resources[c.Resource]; ok {
 				rng := r.DeclRange
 				d.Subject = &rng
 			}
@@ -200,7 +200,7 @@ func (e *Engine) checkPlanConfig(p *plans.Plan) hcl.Diagnostics {
 		if c.Action == plans.Delete || c.Action == plans.NoOp {
 			continue
 		}
-		if _, ok := e.Module.Resources[c.Resource]; !ok {
+		if _, ok := e.module.Resources[c.Resource]; !ok {
 			diags = append(diags, errDiag("Saved plan does not match the configuration",
 				fmt.Sprintf("The plan would %s %s, but %s is not in the configuration. The plan file was made from other files, or changed after; nothing was changed on any node. Run plan again.",
 					c.Action, c.Addr, c.Resource)))

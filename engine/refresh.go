@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -72,7 +73,7 @@ func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map
 	var stats RefreshStats
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism())
+	lim := make(limiter, e.parallelism)
 	for _, g := range readGroups(objs) {
 		wg.Add(1)
 		go func() {
@@ -91,7 +92,7 @@ func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		diags = append(diags, errDiag("Refresh interrupted", err.Error()))
+		diags = append(diags, tfdiags.FromError("Refresh interrupted", err, ""))
 	}
 	sort.Slice(drift, func(i, j int) bool { return drift[i].Addr < drift[j].Addr })
 	return out, drift, stats, diags
@@ -126,7 +127,7 @@ func mergeRead(addrs []string, objs, res, out map[string]*stateObject) []*plans.
 // to its refreshed object (nil: gone); addresses missing from the map could
 // not be read.
 func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateObject) (map[string]*stateObject, hcl.Diagnostics, int) {
-	h := e.hooks()
+	h := e.hooks
 	h.PreRefresh(g.provider, g.node.Name, len(g.addrs))
 	ih, _ := h.(InstanceRefreshHooks)
 	if ih != nil {
@@ -135,7 +136,7 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 		}
 	}
 	start := time.Now()
-	p, err := e.Providers.Provider(ctx, g.provider)
+	p, err := e.providers.Provider(ctx, g.provider)
 	if err != nil {
 		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), 0, err)
 		return nil, hcl.Diagnostics{cannotStart(g.provider, err)}, 0
@@ -156,7 +157,7 @@ func (e *Engine) read(ctx context.Context, g *readGroup, objs map[string]*stateO
 			err = errors.New(redactString(err.Error(), secrets))
 		}
 		h.PostRefresh(g.provider, g.node.Name, len(g.addrs), time.Since(start), resp.RoundTrips, err)
-		return nil, hcl.Diagnostics{errDiag(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err.Error())}, resp.RoundTrips
+		return nil, hcl.Diagnostics{tfdiags.FromError(fmt.Sprintf("Cannot refresh %d instance(s) of provider %s on %s", len(g.addrs), g.provider, nodeLabel(g.node)), err, "")}, resp.RoundTrips
 	}
 	out, diags, herr := readResults(g.addrs, objs, resp)
 	if ih != nil {

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+
 	"github.com/sparkform/sparkform/engine/plans"
 )
 
 // released lists the resources whose body is let go.
 func released(r *run) string {
 	var out []string
-	for key, res := range r.e.Module.Resources {
+	for key, res := range r.e.module.Resources {
 		if res.Released() {
 			out = append(out, key)
 		}

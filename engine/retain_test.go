@@ -94,19 +94,19 @@ func TestApplyReleasesConfigGraph(t *testing.T) {
 func TestEvaluatorKeepsLittlePerBlock(t *testing.T) {
 	const n = 2000
 	sr := newShapeRun(t, "blocks", n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	e := New(Options{Module: sr.mod, Providers: sr.provs})
 	cg, diags := e.buildConfigGraph(context.Background())
 	if diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
 	keys := make([]string, 0, n)
-	for k := range e.Module.Resources {
+	for k := range e.module.Resources {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	v := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("abc"), "input": cty.StringVal("seed")})
 	before := liveHeap()
-	ev := newEvaluator(e.Module, cg, nil)
+	ev := newEvaluator(e.module, cg, nil)
 	if diags := e.expandStatic(cg, ev); diags.HasErrors() {
 		t.Fatal(diagString(diags))
 	}
@@ -145,7 +145,7 @@ func TestEvaluatorKeepsLittlePerBlock(t *testing.T) {
 func TestConfigGraphKeepsRefsCompact(t *testing.T) {
 	const n = 2000
 	sr := newShapeRun(t, "blocks", n)
-	e := &Engine{Module: sr.mod, Providers: sr.provs}
+	e := New(Options{Module: sr.mod, Providers: sr.provs})
 	if _, diags := e.newConfigGraph(context.Background()); diags.HasErrors() { // schemas, providers started
 		t.Fatal(diagString(diags))
 	}
@@ -231,7 +231,7 @@ func TestLoadStateSharesTypes(t *testing.T) {
 	e, done := sr.engine(t, "state")
 	defer done()
 	shapeApply(t, e, shapePlan(t, e))
-	fresh := &Engine{Module: sr.mod, Providers: sr.provs, Store: e.Store}
+	fresh := New(Options{Module: sr.mod, Providers: sr.provs, Store: e.store})
 	var objs map[string]*stateObject
 	var diags hcl.Diagnostics
 	per := heaptest.Added(n, func() { objs, diags = fresh.loadState() })

@@ -126,7 +126,7 @@ func (sr *shapeRun) engine(tb testing.TB, name string) (*Engine, func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Engine{Module: sr.mod, Providers: sr.provs, Store: st}, func() { _ = st.Close() }
+	return New(Options{Module: sr.mod, Providers: sr.provs, Store: st}), func() { _ = st.Close() }
 }
 
 func shapePlan(tb testing.TB, e *Engine) *plans.Plan {
@@ -239,7 +239,7 @@ func TestAllocationGrowthLinear(t *testing.T) {
 				e, done := sr.engine(t, "apply")
 				var p *plans.Plan
 				plan[i] = allocated(func() {
-					e.Module = loadShape(t, sr.dir)
+					e.module = loadShape(t, sr.dir)
 					if diags := e.Validate(context.Background()); diags.HasErrors() {
 						t.Fatal(diagString(diags))
 					}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -275,7 +276,7 @@ func (e *Engine) putObject(obj *stateObject) error {
 	if err != nil {
 		return err
 	}
-	return e.Store.PutResource(rec)
+	return e.store.PutResource(rec)
 }
 
 // stateObjectFromRecord decodes a state record.
@@ -470,9 +471,9 @@ func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
 // plan (and of a destroy) reads the state the plan read, and decoding
 // every value again was 0.09 CPU s of a 10,000-instance destroy.
 func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
-	recs, err := e.Store.Resources()
+	recs, err := e.store.Resources()
 	if err != nil {
-		return nil, hcl.Diagnostics{errDiag("Cannot read state", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Cannot read state", err, "")}
 	}
 	e.valuesMu.Lock()
 	defer e.valuesMu.Unlock()
@@ -496,7 +497,7 @@ func (e *Engine) loadState() (map[string]*stateObject, hcl.Diagnostics) {
 		}
 		in := &objs[i]
 		if err := fillStateObject(in, r, v, nodes); err != nil {
-			return nil, hcl.Diagnostics{errDiag("Corrupt state record", err.Error())}
+			return nil, hcl.Diagnostics{tfdiags.FromError("Corrupt state record", err, "")}
 		}
 		if r.ValueType != nil {
 			d := &decoded[i]
@@ -536,7 +537,7 @@ func (e *Engine) priorOutputs() map[string]cty.Value {
 // sensitive (an output removed from the configuration is still hidden).
 func (e *Engine) priorOutputsSensitive() (map[string]cty.Value, map[string]bool) {
 	out, sens := map[string]cty.Value{}, map[string]bool{}
-	os, ok := e.Store.(outputStore)
+	os, ok := e.store.(outputStore)
 	if !ok {
 		return out, sens
 	}

@@ -330,7 +330,7 @@ func TestLoadStateReusesOnlyUnchangedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	e := &Engine{Store: s}
+	e := New(Options{Store: s})
 	put := func(addr, id string) {
 		t.Helper()
 		v := stateValues()["data"]
@@ -401,7 +401,7 @@ func TestDestroyIntentRecordsPlannedValue(t *testing.T) {
 	r.converge()
 	writeObj(t, b.tp, b.attr(thD, "id"), "edited")
 	log := &intentLog{BoltStore: b.st}
-	r.e.Store = log
+	r.e.store = log
 	p := r.plan(PlanOptions{Mode: plans.DestroyMode})
 	r.apply(p)
 	before := map[string]*plans.ResourceChange{}
@@ -490,7 +490,7 @@ func TestTargetWithHashInModuleKeys(t *testing.T) {
 		`module.m["llama#2"].sftest_thing.t`: {`module.m["llama#2"].sftest_thing.t["a#b"]`, `module.m["llama#2"].sftest_thing.t["c"]`},
 		`module.m["plain"].sftest_thing.t`:   {`module.m["plain"].sftest_thing.t["a#b"]`, `module.m["plain"].sftest_thing.t["c"]`},
 	} {
-		p := r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: []string{target}})
+		p := r.plan(PlanOptions{Mode: plans.DestroyMode, Targets: mustTargets(target)})
 		var got []string
 		for _, c := range p.Changes {
 			if c.Action != plans.Delete {

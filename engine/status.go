@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -104,7 +105,7 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 	groups := readGroups(objs)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism())
+	lim := make(limiter, e.parallelism)
 	for _, g := range groups {
 		ns := byNode[g.node.Name]
 		if ns == nil {
@@ -132,7 +133,7 @@ func (e *Engine) Status(ctx context.Context) (*StatusReport, hcl.Diagnostics) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, hcl.Diagnostics{errDiag("Status interrupted", err.Error())}
+		return nil, hcl.Diagnostics{tfdiags.FromError("Status interrupted", err, "")}
 	}
 	// By name; what lives on no node (sparkform_data) last.
 	sort.Slice(rep.Nodes, func(i, j int) bool {
@@ -210,7 +211,7 @@ func (e *Engine) statusGroup(ctx context.Context, g *readGroup, objs map[string]
 	if nodeErr != "" {
 		return out, nodeErr, stats, 0
 	}
-	p, err := e.Providers.Provider(ctx, g.provider)
+	p, err := e.providers.Provider(ctx, g.provider)
 	if err != nil {
 		return out, err.Error(), stats, 0
 	}

@@ -4,8 +4,6 @@
 package engine
 
 import (
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/sparkform/sparkform/engine/addrs"
 )
 
@@ -53,18 +51,13 @@ func (f *targetFilter) hasInstanceTargets(res string) bool {
 	return false
 }
 
-func parseTargets(targets []string) (*targetFilter, hcl.Diagnostics) {
+// newTargetFilter is the filter of targets; none: nil, everything.
+func newTargetFilter(targets []addrs.Target) *targetFilter {
 	if len(targets) == 0 {
-		return nil, nil
+		return nil
 	}
 	f := &targetFilter{blocks: map[vertex]bool{}, instances: map[string]bool{}, whole: map[string]bool{}}
-	var diags hcl.Diagnostics
-	for _, t := range targets {
-		tg, d := addrs.ParseTargetAny(t)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
-		}
+	for _, tg := range targets {
 		if tg.Resource == nil {
 			f.modules = append(f.modules, tg.Module)
 			continue
@@ -76,7 +69,24 @@ func parseTargets(targets []string) (*targetFilter, hcl.Diagnostics) {
 			f.instances[res.Instance(key).String()] = true
 		}
 	}
-	return f, diags
+	return f
+}
+
+// targetStrings and replaceStrings are the addresses a plan stores.
+func targetStrings(ts []addrs.Target) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.String())
+	}
+	return out
+}
+
+func replaceStrings(rs []addrs.ResourceInstance) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.String())
+	}
+	return out
 }
 
 // expand adds to the filter every block the targets depend on.

@@ -28,15 +28,15 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return append(diags, nodeDiags...)
 	}
-	keys := make([]string, 0, len(e.Module.Resources))
-	for k := range e.Module.Resources {
+	keys := make([]string, 0, len(e.module.Resources))
+	for k := range e.module.Resources {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	diags = append(diags, e.checkExpansions(keys, base)...)
 	diags = append(diags, nodeDiags...)
 	diags = append(diags, e.validateResources(ctx, cg, keys, base)...)
-	for _, l := range e.Module.Locals {
+	for _, l := range e.module.Locals {
 		_, d := l.Expr.Value(base)
 		diags = append(diags, d...)
 	}
@@ -46,22 +46,22 @@ func (e *Engine) Validate(ctx context.Context) hcl.Diagnostics {
 // unknownScope is a scope where every variable, local, node and resource
 // is unknown.
 func (e *Engine) unknownScope() *config.Scope {
-	s := &config.Scope{BaseDir: e.Module.Dir, Variables: map[string]cty.Value{}, Locals: map[string]cty.Value{},
+	s := &config.Scope{BaseDir: e.module.Dir, Variables: map[string]cty.Value{}, Locals: map[string]cty.Value{},
 		Nodes: map[string]cty.Value{}, Resources: map[string]map[string]cty.Value{}}
-	for name, v := range e.Module.Variables {
+	for name, v := range e.module.Variables {
 		ty := v.Type
 		if ty == cty.NilType {
 			ty = cty.DynamicPseudoType
 		}
 		s.Variables[name] = cty.UnknownVal(ty)
 	}
-	for name := range e.Module.Locals {
+	for name := range e.module.Locals {
 		s.Locals[name] = cty.DynamicVal
 	}
-	for name := range e.Module.Nodes {
+	for name := range e.module.Nodes {
 		s.Nodes[name] = cty.DynamicVal
 	}
-	for _, r := range e.Module.Resources {
+	for _, r := range e.module.Resources {
 		if s.Resources[r.Addr.Type] == nil {
 			s.Resources[r.Addr.Type] = map[string]cty.Value{}
 		}
@@ -75,7 +75,7 @@ func (e *Engine) unknownScope() *config.Scope {
 func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, key := range keys {
-		r := e.Module.Resources[key]
+		r := e.module.Resources[key]
 		diags = append(diags, config.CheckExpansion(r.ForEach, r.Count, base)...)
 	}
 	return diags
@@ -85,8 +85,8 @@ func (e *Engine) checkExpansions(keys []string, base *hcl.EvalContext) hcl.Diagn
 // values: for_each/count and the transport.
 func (e *Engine) checkNodeBlocks(base *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	nodeNames := make([]string, 0, len(e.Module.Nodes))
-	for name := range e.Module.Nodes {
+	nodeNames := make([]string, 0, len(e.module.Nodes))
+	for name := range e.module.Nodes {
 		nodeNames = append(nodeNames, name)
 	}
 	sort.Strings(nodeNames)
@@ -96,7 +96,7 @@ func (e *Engine) checkNodeBlocks(base *hcl.EvalContext) hcl.Diagnostics {
 		"count": cty.ObjectVal(map[string]cty.Value{"index": cty.UnknownVal(cty.Number)}),
 	}
 	for _, name := range nodeNames {
-		n := e.Module.Nodes[name]
+		n := e.module.Nodes[name]
 		diags = append(diags, config.CheckExpansion(n.ForEach, n.Count, base)...)
 		diags = append(diags, config.CheckNodeStatic(n, nctx)...)
 	}
@@ -121,7 +121,7 @@ func (e *Engine) validateResources(ctx context.Context, cg *configGraph, keys []
 	}
 	var diags hcl.Diagnostics
 	v := &validation{results: map[string]hcl.Diagnostics{}, failed: map[string]bool{}}
-	keys = sharedBodiesOnce(e.Module, cg, keys)
+	keys = sharedBodiesOnce(e.module, cg, keys)
 	for len(keys) > 0 {
 		n := min(len(keys), validateChunk)
 		diags = append(diags, e.validateChunk(ctx, cg, keys[:n], ictx, v)...)
@@ -188,7 +188,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 	byProvider := map[string]*batch{}
 	var names []string
 	for _, key := range keys {
-		r := e.Module.Resources[key]
+		r := e.module.Resources[key]
 		ctx := ictx
 		if r.Scope != nil { // a root block's body may be let go
 			ctx = r.Scope.BodyContext(r.Body(), ictx)
@@ -240,7 +240,7 @@ func (e *Engine) validateChunk(ctx context.Context, cg *configGraph, keys []stri
 				}
 			}
 			for j, key := range b.keys {
-				r := e.Module.Resources[key]
+				r := e.module.Resources[key]
 				rng := r.DeclRange
 				d := sdkDiags(got[j], key, r.Body, &rng)
 				if len(d) > 0 && len(b.sens[j]) > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/graph"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 )
 
 // walkParallelism is the least number of graph vertices in flight
@@ -58,7 +59,7 @@ func (e *Engine) walk(ctx context.Context, g *walkGraph, ev *evaluator, f walkFu
 		if err == errFailed || err == graph.ErrUpstreamFailed {
 			continue
 		}
-		diags = append(diags, errDiag("Could not process "+name, err.Error()))
+		diags = append(diags, tfdiags.FromError("Could not process "+name, err, ""))
 	}
 	return diags
 }

@@ -159,7 +159,7 @@ func evalStatic(cg *configGraph, ev *evaluator, resource func(v vertex, blocked 
 // expandStaticResource records the instance keys of resource block v when
 // its for_each/count references nothing blocked and no resource.
 func (e *Engine) expandStaticResource(cg *configGraph, ev *evaluator, v vertex, blocked map[vertex]bool) hcl.Diagnostics {
-	r := e.Module.Resources[v.addr]
+	r := e.module.Resources[v.addr]
 	refs, _ := addrs.References(config.ExprReferences(nonNil(r.ForEach, r.Count)...))
 	for _, ref := range refs {
 		if dep, ok := refVertex(ref); ok && (blocked[dep] || dep.kind == resourceVertex) {

@@ -24,7 +24,7 @@ func TestWalkGraphVertices(t *testing.T) {
 		t.Run(tc.shape, func(t *testing.T) {
 			e, cg := staticGraph(t, tc.shape, tc.n)
 			all := func(vertex) bool { return true }
-			wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
+			wg := cg.walkGraph(e.module, all, func(string) bool { return true })
 			if got := wg.g.Len(); got != tc.vertices {
 				t.Errorf("%d vertices, want %d", got, tc.vertices)
 			}
@@ -43,7 +43,7 @@ func TestWalkGraphVertices(t *testing.T) {
 func TestWalkGraphBytesPerVertex(t *testing.T) {
 	e, cg := staticGraph(t, "blocks", 4000)
 	all := func(vertex) bool { return true }
-	wg := cg.walkGraph(e.Module, all, func(string) bool { return true })
+	wg := cg.walkGraph(e.module, all, func(string) bool { return true })
 	vertices := wg.g.Len()
 	per := heaptest.Held(vertices, func() { wg = nil })
 	runtime.KeepAlive(cg)
@@ -122,7 +122,7 @@ func TestWalkGraphBuildAllocations(t *testing.T) {
 	e, cg := staticGraph(t, "count", n)
 	all := func(vertex) bool { return true }
 	allInstances := func(string) bool { return true }
-	per := testing.AllocsPerRun(5, func() { cg.walkGraph(e.Module, all, allInstances) }) / n
+	per := testing.AllocsPerRun(5, func() { cg.walkGraph(e.module, all, allInstances) }) / n
 	t.Logf("walkGraph: %.2f allocations per instance", per)
 	if per > 11 {
 		t.Errorf("building the walk graph allocates %.2f objects per instance, want <= 11 (it was 12.7 with an instance's name built per edge)", per)

@@ -71,11 +71,10 @@ func prefill(tb testing.TB, s *BoltStore, n int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		batch[i] = &op{fn: fn, done: make(chan error, 1)}
+		batch[i] = &op{fn: fn}
 	}
-	s.runBatch(batch)
-	for _, o := range batch {
-		if err := <-o.done; err != nil {
+	for _, err := range runOps(s, batch) {
+		if err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -309,10 +308,10 @@ func BenchmarkSession(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch[i] = &op{fn: fn, done: make(chan error, 1)}
+		batch[i] = &op{fn: fn}
 	}
 	for i := 0; i < len(batch); i += 20 { // commits of 20, as an apply makes them
-		s.runBatch(batch[i:min(i+20, len(batch))])
+		runOps(s, batch[i:min(i+20, len(batch))])
 	}
 	if err := s.Close(); err != nil {
 		b.Fatal(err)

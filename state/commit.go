@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/sparkform/sparkform/state/internal/groupcommit"
 )
 
 var randRead = rand.Read
@@ -43,29 +44,14 @@ const maxLinger = 2 * time.Millisecond
 // next waited write, Flush or Close, which end the wait at once.
 var deferLinger = 20 * time.Millisecond // a var for tests
 
-// op is one queued write. fn runs inside the batch's transaction; nil fn
-// is a flush marker (nothing to write, done once everything queued before
-// it is). done is nil for a queued Complete: nobody waits for it, and its
-// error is kept for the next PutIntent, Flush and Close (deferred).
+// op is one queued write: fn runs inside the batch's transaction. addr is
+// set for a deferred Complete (its address, for faultBeforeCommit), size
+// is about the bytes of record it writes (maxBatchBytes).
 type op struct {
 	fn   opFunc
-	done chan error
-	addr string // a queued Complete's address, for its error
-	size int    // about the bytes of record it writes (a Complete's; maxBatchBytes)
+	addr string
+	size int
 }
-
-// opBatch is the writes of one group commit.
-type opBatch struct {
-	ops   []*op
-	bytes int
-}
-
-func (b *opBatch) add(o *op) {
-	b.ops = append(b.ops, o)
-	b.bytes += o.size
-}
-
-func (b *opBatch) full() bool { return len(b.ops) >= maxBatch || b.bytes >= maxBatchBytes }
 
 // commitCtx is shared by the ops of one batch.
 type commitCtx struct {
@@ -90,66 +76,28 @@ func (e *opError) Error() string { return e.err.Error() }
 // submit queues fn and waits until its batch is durable (committed and
 // fsync'd by bbolt) or failed.
 func (s *BoltStore) submit(fn opFunc) error {
-	o := &op{fn: fn, done: make(chan error, 1)}
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
-	if err := s.enqueue(o); err != nil {
-		return err
+	if s.readOnly {
+		return ErrReadOnly
 	}
-	return <-o.done
+	return s.loop.Submit(&op{fn: fn})
 }
 
 // submitDeferred queues fn without waiting (Complete): the commit loop
 // commits the queue in order, so fn is durable once any write queued after
 // it returns, or Flush or Close does.
 func (s *BoltStore) submitDeferred(addr string, size int, fn opFunc) error {
-	s.pending.Add(1)
-	if err := s.enqueue(&op{fn: fn, addr: addr, size: size}); err != nil {
-		s.pending.Add(-1)
-		return err
-	}
-	return nil
-}
-
-func (s *BoltStore) enqueue(o *op) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	s.qmu.RLock()
-	defer s.qmu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	s.queue <- o
-	return nil
-}
-
-// finish reports the outcome of o's batch: to its waiter, or for a
-// deferred write into the store's deferred error.
-func (s *BoltStore) finish(o *op, err error) {
-	if o.done != nil {
-		o.done <- err
-		return
-	}
-	if err != nil {
-		s.errMu.Lock()
-		if s.deferredErr == nil {
-			s.deferredErr = fmt.Errorf("storing the result of %s: %w", o.addr, err)
-		}
-		s.deferredFailed++
-		s.errMu.Unlock()
-	}
-	s.pending.Add(-1)
+	return s.loop.SubmitDeferred(&op{fn: fn, addr: addr, size: size}, addr)
 }
 
 // deferredError is the first failed deferred write, nil if none failed.
 func (s *BoltStore) deferredError() error {
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	if s.deferredFailed > 1 {
-		return fmt.Errorf("%w (and %d more results)", s.deferredErr, s.deferredFailed-1)
+	if s.loop == nil {
+		return nil
 	}
-	return s.deferredErr
+	return s.loop.DeferredErr()
 }
 
 // Flush waits until every write queued before it (Complete's) is durable
@@ -158,13 +106,7 @@ func (s *BoltStore) Flush() error {
 	if s.readOnly {
 		return nil
 	}
-	if s.pending.Load() > 0 {
-		// A marker behind them: done when everything before it is.
-		if err := s.submit(nil); err != nil && !errors.Is(err, ErrClosed) {
-			return errors.Join(s.deferredError(), err)
-		}
-	}
-	return s.deferredError()
+	return s.loop.Flush()
 }
 
 // The commit loop keeps the bbolt file open from one batch to the next
@@ -182,162 +124,81 @@ const (
 	idleHold  = 2 * time.Millisecond
 )
 
-// commitLoop is the group commit: while one batch is being fsync'd, new ops
-// queue up, and the next batch takes all of them in one transaction.
-func (s *BoltStore) commitLoop() {
-	defer close(s.done)
-	held := false // this loop holds a reference to s.db
-	var heldSince time.Time
-	release := func() {
-		if held {
-			s.releaseDB()
-			held = false
-		}
-	}
-	defer release() // runs before close(s.done): Close returns with the file closed
-	idle := time.NewTimer(idleHold)
-	defer idle.Stop()
-	for {
-		var first *op
-		ok := true
-		if held {
-			// Keep the file open for the next write a moment: in an apply
-			// it comes as soon as the next provider call returns, and
-			// reopening costs a map, the meta and freelist reads and a
-			// fresh page buffer for every page written.
-			idle.Reset(idleHold)
-			select {
-			case first, ok = <-s.queue:
-			case <-idle.C:
-				release()
-				first, ok = <-s.queue
-			}
-		} else {
-			first, ok = <-s.queue
-		}
-		if !ok {
-			return
-		}
-		b := &opBatch{}
-		b.add(first)
-	fill:
-		for !b.full() {
-			select {
-			case o, ok := <-s.queue:
-				if !ok {
-					break fill
-				}
-				b.add(o)
-			default:
-				break fill
-			}
-		}
-		// Results alone (no one waits for them) wait for more.
-		if waitedOps(b.ops) == 0 && !b.full() {
-			s.gatherDeferred(b)
-		}
-		// Writers released by the previous commit re-submit within
-		// microseconds; without this wait they would miss the batch that
-		// starts at once and two half-size batches would alternate. Only
-		// writers that wait count: a deferred Complete comes with no one
-		// waiting for it.
-		if want, waited := int(s.lastWaiting.Load()), waitedOps(b.ops); waited < want {
-			timer := time.NewTimer(maxLinger)
-		gather:
-			for waited < want && !b.full() {
-				select {
-				case o, ok := <-s.queue:
-					if !ok {
-						break gather
-					}
-					b.add(o)
-					if o.done != nil {
-						waited++
-					}
-				case <-timer.C:
-					break gather
-				}
-			}
-			timer.Stop()
-		}
-		if !held {
-			// On error commit's own acquire reports it to the batch.
-			if _, err := s.acquireDB(); err == nil {
-				held, heldSince = true, time.Now()
-			}
-		}
-		if faultBeforeCommit != nil {
-			faultBeforeCommit(deferredAddrs(b.ops))
-		}
-		s.runBatch(b.ops)
-		if held && time.Since(heldSince) > holdMax {
-			release()
-			time.Sleep(readerGap)
-		}
+// startCommitLoop starts the group commit (package groupcommit): while one
+// batch is being fsync'd, new ops queue up, and the next batch takes all
+// of them in one transaction. Queued Completes alone wait up to
+// deferLinger for more: results that reach no node come back faster than
+// a commit; committed as they came, a 10,000-instance apply of
+// sparkform_data made ~55 commits of ~180 results, each rewriting the
+// bbolt leaves its random addresses fall in.
+func (s *BoltStore) startCommitLoop() {
+	s.loop = groupcommit.Start(groupcommit.Config[*op]{
+		Run:         s.runLoopBatch,
+		MaxOps:      maxBatch,
+		MaxBytes:    maxBatchBytes,
+		Size:        func(o *op) int { return o.size },
+		Linger:      maxLinger,
+		DeferLinger: deferLinger,
+		Idle:        s.releaseHeld,
+		IdleAfter:   idleHold,
+		Stop:        s.releaseHeld, // Close returns with the file closed
+		Closed:      ErrClosed,
+	})
+}
+
+// releaseHeld lets go of the handle the commit loop keeps open (see
+// holdMax); commit loop only.
+func (s *BoltStore) releaseHeld() {
+	if s.held {
+		s.releaseDB()
+		s.held = false
 	}
 }
 
-// gatherDeferred lets a batch of queued Completes, which nobody waits
-// for, take more of them for up to deferLinger, until it is full or a
-// write someone waits for arrives (committed at once with them). Results
-// that reach no node come back faster than a commit; committed as they
-// came, a 10,000-instance apply of sparkform_data made ~55 commits of
-// ~180 results, each rewriting the bbolt leaves its random addresses fall
-// in.
-func (s *BoltStore) gatherDeferred(b *opBatch) {
-	timer := time.NewTimer(deferLinger)
-	defer timer.Stop()
-	for !b.full() {
-		select {
-		case o, ok := <-s.queue:
-			if !ok {
-				return
-			}
-			b.add(o)
-			if o.done != nil {
-				return
-			}
-		case <-timer.C:
-			return
+// runLoopBatch is one batch of the commit loop: the file is kept open
+// for the next (see holdMax), the batch committed by runBatch.
+func (s *BoltStore) runLoopBatch(batch []*op, done func(int, error)) {
+	if !s.held {
+		// On error commit's own acquire reports it to the batch.
+		if _, err := s.acquireDB(); err == nil {
+			s.held, s.heldSince = true, time.Now()
 		}
+	}
+	if faultBeforeCommit != nil {
+		faultBeforeCommit(deferredAddrs(batch))
+	}
+	s.runBatch(batch, done)
+	if s.held && time.Since(s.heldSince) > holdMax {
+		s.releaseHeld()
+		time.Sleep(readerGap)
 	}
 }
 
-func (s *BoltStore) runBatch(batch []*op) {
+// runBatch commits batch in one transaction; an op that fails rolls it
+// back, is reported, and the others are committed again without it.
+func (s *BoltStore) runBatch(batch []*op, done func(int, error)) {
+	idx := make([]int, len(batch)) // batch[j] is the caller's op idx[j]
+	for i := range idx {
+		idx[i] = i
+	}
 	for len(batch) > 0 {
 		err := guard(s.path, func() error { return s.commit(batch) })
-		// Everyone blocked in submit now (this batch and the queue) is the
-		// concurrency the next batch can expect.
-		s.lastWaiting.Store(s.waiting.Load())
 		var oe *opError
 		if !errors.As(err, &oe) {
-			for _, o := range batch {
-				s.finish(o, err)
+			for _, i := range idx {
+				done(i, err)
 			}
 			return
 		}
 		// One op failed and rolled the batch back: report it and commit the
 		// others again without it.
-		s.finish(batch[oe.i], oe.err)
+		done(idx[oe.i], oe.err)
 		batch = append(batch[:oe.i:oe.i], batch[oe.i+1:]...)
+		idx = append(idx[:oe.i:oe.i], idx[oe.i+1:]...)
 	}
-}
-
-// waitedOps counts the ops of batch someone waits for.
-func waitedOps(batch []*op) int {
-	n := 0
-	for _, o := range batch {
-		if o.done != nil {
-			n++
-		}
-	}
-	return n
 }
 
 func (s *BoltStore) commit(batch []*op) error {
-	if !slices.ContainsFunc(batch, func(o *op) bool { return o.fn != nil }) {
-		return nil // only flush markers: nothing to write
-	}
 	if !s.lock.valid() {
 		return fmt.Errorf("%w: %s (broken by force-unlock)", ErrLockLost, s.path)
 	}
@@ -357,9 +218,6 @@ func (s *BoltStore) commit(batch []*op) error {
 		}
 		start := c.serial
 		for i, o := range batch {
-			if o.fn == nil {
-				continue
-			}
 			if err := o.fn(tx, c); err != nil {
 				return &opError{i: i, err: inFile(s.path, err)}
 			}

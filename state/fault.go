@@ -13,7 +13,7 @@ var faultBeforeCommit func(addrs []string)
 func deferredAddrs(batch []*op) []string {
 	var addrs []string
 	for _, o := range batch {
-		if o.done == nil {
+		if o.addr != "" {
 			addrs = append(addrs, o.addr)
 		}
 	}

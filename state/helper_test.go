@@ -256,3 +256,11 @@ func testResource(addr, input string) *Resource {
 		Status:        StatusReady,
 	}
 }
+
+// runOps commits batch as the commit loop's batch does (runBatch), and
+// returns each op's outcome.
+func runOps(s *BoltStore, batch []*op) []error {
+	errs := make([]error, len(batch))
+	s.runBatch(batch, func(i int, err error) { errs[i] = err })
+	return errs
+}

@@ -16,6 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/sparkform/sparkform/state/internal/groupcommit"
 )
 
 var (
@@ -59,20 +61,18 @@ type BoltStore struct {
 	db     *bolt.DB // open only while dbRefs > 0
 	dbRefs int
 
-	qmu    sync.RWMutex
-	closed bool
-	queue  chan *op
-	done   chan struct{}
+	// loop is the group commit (nil when read-only); held and heldSince
+	// belong to it (see holdMax).
+	loop      *groupcommit.Loop[*op]
+	held      bool
+	heldSince time.Time
 
-	commits     atomic.Uint64 // committed write transactions (group-commit evidence)
-	waiting     atomic.Int64  // writers blocked in submit
-	lastWaiting atomic.Int64  // waiting, sampled after the last commit
-	pending     atomic.Int64  // deferred writes (Complete) queued, not yet committed or failed
+	roClosed atomic.Bool // a read-only store was closed
 
-	errMu          sync.Mutex
-	deferredErr    error // the first deferred write that failed
-	deferredFailed int   // how many failed
-	recordErr      error // the first commit record that could not be written
+	commits atomic.Uint64 // committed write transactions (group-commit evidence)
+
+	errMu     sync.Mutex
+	recordErr error // the first commit record that could not be written
 
 	mayCreate bool                                          // Open may give the file a new lineage (see checkExisting)
 	convert   func(json.RawMessage) ([]byte, []byte, error) // Options.ConvertValue
@@ -115,9 +115,7 @@ func Open(path string, opts Options) (*BoltStore, error) {
 			return nil, fmt.Errorf("state: restrict %s to 0600: %w", path, err)
 		}
 	}
-	s.queue = make(chan *op, 1024)
-	s.done = make(chan struct{})
-	go s.commitLoop()
+	s.startCommitLoop()
 	return s, nil
 }
 
@@ -153,18 +151,12 @@ func (s *BoltStore) Path() string { return s.path }
 // Close waits for pending writes (a deferred Complete's error is
 // returned), then releases the writer lock.
 func (s *BoltStore) Close() error {
-	s.qmu.Lock()
-	if s.closed {
-		s.qmu.Unlock()
+	if s.loop == nil { // read-only: no lock, nothing queued
+		s.roClosed.Store(true)
 		return nil
 	}
-	s.closed = true
-	if s.queue != nil {
-		close(s.queue)
-	}
-	s.qmu.Unlock()
-	if s.done != nil {
-		<-s.done
+	if !s.loop.Close() {
+		return nil // closed already
 	}
 	if s.lock != nil {
 		// The last-good copy: refreshed after every session that changed
@@ -450,13 +442,10 @@ func decode(data []byte, v any, addr string) error {
 // view runs fn in a read transaction on a briefly opened database. A
 // writer reads its own writes: deferred ones are committed first.
 func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
-	s.qmu.RLock()
-	closed := s.closed
-	s.qmu.RUnlock()
-	if closed {
+	if s.roClosed.Load() || (s.loop != nil && s.loop.Closed()) {
 		return ErrClosed
 	}
-	if s.pending.Load() > 0 {
+	if s.loop != nil && s.loop.Pending() {
 		_ = s.Flush() // its error is the write's, reported by Flush and Close
 	}
 	db, err := s.acquireDB()

@@ -500,13 +500,13 @@ func TestBatchIsolatesFailingOp(t *testing.T) {
 		return fn
 	}
 	batch := []*op{
-		{fn: put("a.one"), done: make(chan error, 1)},
-		{fn: deleteResourceOp("a.missing"), done: make(chan error, 1)},
-		{fn: put("a.two"), done: make(chan error, 1)},
+		{fn: put("a.one")},
+		{fn: deleteResourceOp("a.missing")},
+		{fn: put("a.two")},
 	}
-	s.runBatch(batch)
+	errs := runOps(s, batch)
 	for i, want := range []error{nil, ErrResourceNotFound, nil} {
-		if err := <-batch[i].done; !errors.Is(err, want) || (want == nil) != (err == nil) {
+		if err := errs[i]; !errors.Is(err, want) || (want == nil) != (err == nil) {
 			t.Errorf("op %d: %v, want %v", i, err, want)
 		}
 	}

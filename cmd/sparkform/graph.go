@@ -28,7 +28,7 @@ func newGraphCommand(m *meta) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			eng := &engine.Engine{Module: mod, Providers: host}
+			eng := engine.New(engine.Options{Module: mod, Providers: host})
 			dot, ds := eng.GraphDOT(context.Background())
 			if m.diags(ds) {
 				return &exitError{1}

@@ -10,6 +10,7 @@ import (
 	"github.com/sparkform/sparkform/internal/kernelsim"
 	"github.com/sparkform/sparkform/internal/kernelsim/kmodsim"
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -50,24 +51,12 @@ func TestShippedKmodIgnoresTestVariables(t *testing.T) {
 	if got := loaded(kmodsim.New()); got != "true" {
 		t.Fatalf("the test build's provider sees %s loaded = %s in the simulator; the check below would prove nothing", mod, got)
 	}
-	if got := loaded(builtins["kmod"]()); got != "false" {
+	shipped, _ := registry.Lookup("kmod")
+	if got := loaded(shipped.New()); got != "false" {
 		t.Errorf("the shipped kmod provider read the simulated kernel named by SPARKFORM_KMOD_* (%s loaded = %s); it must drive the real kernel", mod, got)
 	}
 	// The one a shared plugin process builds, on its shared pool.
-	if got := loaded(pooled["kmod"](node.NewPool())); got != "false" {
+	if got := loaded(shipped.NewWithPool(node.NewPool())); got != "false" {
 		t.Errorf("the shipped kmod provider on a shared pool read the simulated kernel named by SPARKFORM_KMOD_* (%s loaded = %s); it must drive the real kernel", mod, got)
-	}
-}
-
-// Every provider built on the plugin process's shared pool is a built-in
-// of that name: servePlugin builds it instead of the builtins entry.
-func TestPooledAreBuiltins(t *testing.T) {
-	for name, mk := range pooled {
-		if _, ok := builtins[name]; !ok {
-			t.Errorf("pooled[%q] has no builtins entry", name)
-		}
-		if mk(node.NewPool()) == nil {
-			t.Errorf("pooled[%q] built no provider", name)
-		}
 	}
 }

@@ -7,9 +7,11 @@
 
 package main
 
-import "github.com/sparkform/sparkform/internal/kernelsim/kmodsim"
+import (
+	"github.com/sparkform/sparkform/internal/kernelsim/kmodsim"
+	"github.com/sparkform/sparkform/providers/registry"
+)
 
 func init() {
-	builtins["kmod"] = kmodsim.New
-	pooled["kmod"] = kmodsim.NewWithPool
+	registry.Replace("kmod", registry.Builtin{New: kmodsim.New, NewWithPool: kmodsim.NewWithPool})
 }

@@ -5,6 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/registry"
 )
 
 // exitError carries a process exit code through cobra.
@@ -88,4 +93,15 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// servePlugin serves the named built-in providers (registry.Serve), their
+// SSH debug log on stderr as JSON lines with SPARKFORM_LOG=debug: go-plugin
+// hands them to the sparkform process's logger with their level.
+func servePlugin(names []string) error {
+	var o node.Options
+	if debugLog() {
+		o.Debug = hclog.New(&hclog.LoggerOptions{Name: "ssh", Level: hclog.Debug, JSONFormat: true, Output: os.Stderr}).Debug
+	}
+	return registry.Serve(names, o)
 }

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ import (
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plugin"
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
@@ -88,7 +88,7 @@ func (m *meta) Path(p string) string {
 }
 
 // StatePath is where the state lives.
-func (m *meta) StatePath() string { return filepath.Join(m.Dir(), ".sparkform", "state.db") }
+func (m *meta) StatePath() string { return state.DefaultLocalPath(m.Dir()) }
 
 func (m *meta) color() bool {
 	if m.noColor || os.Getenv("NO_COLOR") != "" {
@@ -190,7 +190,7 @@ func (m *meta) openState(lockTimeout time.Duration, command string) (state.Store
 			if le.Holder != nil {
 				unlock += " " + le.Holder.ID()
 			}
-			return nil, fmt.Errorf("%v\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `%s`", err, unlock)
+			return nil, fmt.Errorf("%w\n\nAnother sparkform command is using this state. Wait for it to finish, or use -lock-timeout=DURATION to wait longer. If its process is gone, run `%s`", err, unlock)
 		}
 		return nil, err
 	}
@@ -223,16 +223,6 @@ func (m *meta) openStateReadOnly() (state.Store, error) {
 	return be.OpenReadOnly()
 }
 
-// builtinProviders are served by this binary.
-func builtinProviders() []string {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // pluginHost starts (lazily) the providers the config uses.
 func (m *meta) pluginHost() (*plugin.Host, error) {
 	if m.host != nil {
@@ -261,7 +251,7 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	// serves it to every plugin through the relay: the node check's
 	// connection is the only handshake with a node. Nothing is dialled
 	// until a node is first needed (never, for -refresh=false).
-	node.Notify = func(msg string) {
+	nodeOpts := node.Options{Notify: func(msg string) {
 		m.noticeMu.Lock() // nodes are dialled in parallel
 		defer m.noticeMu.Unlock()
 		if m.holdNotices {
@@ -269,11 +259,11 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 			return
 		}
 		fmt.Fprintln(m.stderr, msg)
-	}
+	}}
 	if debugLog() {
-		node.SetDebug(logger.Named("ssh").Debug)
+		nodeOpts.Debug = logger.Named("ssh").Debug
 	}
-	m.pool = node.NewPool()
+	m.pool = node.NewPoolWith(nodeOpts)
 	var env []string
 	if r, err := node.NewRelay(m.pool); err != nil {
 		// Plugins then dial the nodes themselves, as before the relay.
@@ -281,7 +271,7 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 	} else {
 		m.relay, env = r, r.Env()
 	}
-	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: pluginBuiltins(), InProcess: inProcess, BuiltinFrames: builtinFrames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
+	m.host = plugin.NewHost(plugin.Options{SelfExe: self, Builtins: registry.PluginNames(), InProcess: registry.InProcess(), BuiltinFrames: registry.Frames(), PluginDirs: dirs, Logger: logger, Notice: notice, Env: env})
 	return m.host, nil
 }
 
@@ -373,7 +363,8 @@ func (m *meta) interruptible() (context.Context, func()) {
 	}
 }
 
-// newEngine wires config, state and providers.
+// newEngine wires config, state (nil: given later, engine.SetStore) and
+// providers into one engine.
 func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks, parallelism int) (*engine.Engine, error) {
 	host, err := m.pluginHost()
 	if err != nil {
@@ -382,7 +373,11 @@ func (m *meta) newEngine(mod *config.Module, st state.Store, hooks engine.Hooks,
 	// The node check dials from this process, into the pool the relay
 	// serves to the plugins; its notices (a connection being retried) go
 	// straight to stderr (see pluginHost).
-	return &engine.Engine{Module: mod, Providers: host, Store: st, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.checkNode}, nil
+	opts := engine.Options{Module: mod, Providers: host, Hooks: hooks, Parallelism: parallelism, NodeCheck: m.checkNode}
+	if st != nil { // a nil state.Store is not a nil engine.Store
+		opts.Store = st
+	}
+	return engine.New(opts), nil
 }
 
 // confirm asks the Terraform question; only "yes" approves.

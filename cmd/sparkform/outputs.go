@@ -19,7 +19,8 @@ import (
 // saveOutputs stores the outputs after an apply, as the engine says they
 // are now (it keeps what the apply did not really change).
 func (m *meta) saveOutputs(eng *engine.Engine, res *engine.ApplyResult, p *plans.Plan) error {
-	st, ok := eng.Store.(state.Store)
+	opts := eng.Options()
+	st, ok := opts.Store.(state.Store)
 	if !ok || res == nil {
 		return nil
 	}
@@ -39,7 +40,7 @@ func (m *meta) saveOutputs(eng *engine.Engine, res *engine.ApplyResult, p *plans
 			return err
 		}
 		sens := stored[name].Sensitive
-		if o := eng.Module.Outputs[name]; o != nil {
+		if o := opts.Module.Outputs[name]; o != nil {
 			sens = o.Sensitive
 		}
 		outs[name] = state.Output{Value: raw, Sensitive: sens}

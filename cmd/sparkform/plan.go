@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sparkform/sparkform/engine"
+	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/state"
@@ -131,25 +132,29 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 	if mod, ok = m.flatten(mod, vals); !ok {
 		return nil, nil, 1
 	}
-	var validated *engine.Engine
+	targets, ds := addrs.ParseTargets(f.targets)
+	replace, d := addrs.ParseResourceInstances(f.replace)
+	if m.diags(append(ds, d...)) {
+		return nil, nil, 1
+	}
+	hooks := newUIHooks(v)
+	eng, err := m.newEngine(mod, nil, hooks, f.parallelism)
+	if err != nil {
+		m.fail(err)
+		return nil, nil, 1
+	}
 	if f.mode() == plans.NormalMode {
 		// Config errors are reported before state is touched, so bad input
-		// never creates or locks anything.
-		host, err := m.pluginHost()
-		if err != nil {
-			m.fail(err)
-			return nil, nil, 1
-		}
+		// never creates or locks anything; the configuration graph built
+		// here is the plan's.
 		if f.refresh && len(f.targets) == 0 {
 			m.prewarmNodes(mod, vals)
 		}
-		validated = &engine.Engine{Module: mod, Providers: host}
-		if m.diags(validated.Validate(context.Background())) {
+		if m.diags(eng.Validate(context.Background())) {
 			return nil, nil, 1
 		}
 	}
 	var st state.Store
-	var err error
 	if f.lock {
 		st, err = m.openState(f.lockTimeout, command)
 	} else {
@@ -160,21 +165,10 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 		return nil, nil, 1
 	}
 	m.onClose(func() { st.Close() })
-	hooks := newUIHooks(v)
-	eng, err := m.newEngine(mod, st, hooks, f.parallelism)
-	if err != nil {
-		m.fail(err)
-		return nil, nil, 1
-	}
-	if validated != nil {
-		// The engine that validated has the configuration graph built:
-		// plan (and the apply after it) use it, not a second build.
-		validated.Store, validated.Hooks, validated.Parallelism, validated.NodeCheck = eng.Store, eng.Hooks, eng.Parallelism, eng.NodeCheck
-		eng = validated
-	}
+	eng.SetStore(st)
 	ctx, stop := m.interruptible()
 	defer stop()
-	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: f.targets, Replace: f.replace})
+	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: targets, Replace: replace})
 	if m.diags(ds) || p == nil {
 		return nil, nil, 1
 	}

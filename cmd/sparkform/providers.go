@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -31,7 +32,7 @@ func newProvidersCommand(m *meta) *cobra.Command {
 			}
 			doc := map[string]any{"format_version": "1.0"}
 			provs := map[string]any{}
-			for _, name := range builtinProviders() {
+			for _, name := range registry.Names() {
 				s, err := host.Schema(context.Background(), name)
 				if err != nil {
 					return fmt.Errorf("provider %s: %w", name, err)

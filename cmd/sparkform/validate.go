@@ -40,7 +40,7 @@ with its range and snippet.`,
 				v.result(false)
 				return &exitError{1}
 			}
-			eng := &engine.Engine{Module: mod, Providers: host}
+			eng := engine.New(engine.Options{Module: mod, Providers: host})
 			valid := !m.diags(eng.Validate(context.Background()))
 			v.result(valid)
 			if !valid {

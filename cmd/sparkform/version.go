@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/registry"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -25,7 +26,7 @@ func newVersionCommand(m *meta) *cobra.Command {
 				return m.versionJSON()
 			}
 			fmt.Fprintf(m.stdout, "sparkform v%s\non %s_%s, %s, provider protocol 1, state format %d, plan format %d\nbuilt-in providers: %s\n",
-				version, runtime.GOOS, runtime.GOARCH, runtime.Version(), state.FormatVersion, plans.FormatVersion, strings.Join(builtinProviders(), ", "))
+				version, runtime.GOOS, runtime.GOARCH, runtime.Version(), state.FormatVersion, plans.FormatVersion, strings.Join(registry.Names(), ", "))
 			return nil
 		},
 	}
@@ -46,6 +47,6 @@ func (m *meta) versionJSON() error {
 		"state_format":      state.FormatVersion,
 		"plan_format":       plans.FormatVersion,
 		"ui_format":         jsonui.UIVersion,
-		"builtin_providers": builtinProviders(),
+		"builtin_providers": registry.Names(),
 	})
 }

@@ -258,6 +258,46 @@ type Target struct {
 	Key      InstanceKey
 }
 
+// String is the address as the user writes it: the module, the resource
+// or the instance.
+func (t Target) String() string {
+	switch {
+	case t.Resource == nil:
+		return t.Module
+	case t.Key == nil:
+		return t.Resource.String()
+	}
+	return t.Resource.Instance(t.Key).String()
+}
+
+// ParseTargets parses -target addresses (ParseTargetAny), in order; the
+// diagnostics are every address's.
+func ParseTargets(ss []string) ([]Target, hcl.Diagnostics) {
+	var out []Target
+	var diags hcl.Diagnostics
+	for _, s := range ss {
+		t, d := ParseTargetAny(s)
+		if diags = append(diags, d...); !d.HasErrors() {
+			out = append(out, t)
+		}
+	}
+	return out, diags
+}
+
+// ParseResourceInstances parses -replace addresses (ParseResourceInstance),
+// in order; the diagnostics are every address's.
+func ParseResourceInstances(ss []string) ([]ResourceInstance, hcl.Diagnostics) {
+	var out []ResourceInstance
+	var diags hcl.Diagnostics
+	for _, s := range ss {
+		r, d := ParseResourceInstance(s)
+		if diags = append(diags, d...); !d.HasErrors() {
+			out = append(out, r)
+		}
+	}
+	return out, diags
+}
+
 // ParseTargetAny parses a -target address: a resource address as
 // ParseTarget reads it, or a module address, module.NAME or
 // module.NAME[KEY] (nested: module.a.module.b).

@@ -94,7 +94,7 @@ func TestNodeValue(t *testing.T) {
 		"port": cty.NumberIntVal(2222), "user": cty.StringVal("u"), "identity_file": cty.StringVal("/k"),
 		"known_hosts": cty.StringVal("/kh"), "become": cty.True, "timeout": cty.StringVal("20s"),
 		"ssh_config": cty.StringVal(""), "identity_files": cty.ListValEmpty(cty.String), "identities_only": cty.False,
-		"proxy_jump": cty.ListValEmpty(HopType),
+		"proxy_jump": cty.ListValEmpty(HopType), "host_alias": cty.StringVal(""),
 	}
 	if len(v.Type().AttributeTypes()) != len(want) {
 		t.Errorf("attributes: %v", v.Type().AttributeTypes())

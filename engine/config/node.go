@@ -16,7 +16,10 @@ import (
 // NodeConfig is one node instance's connection details, after ssh_config
 // (see DecodeNode).
 type NodeConfig struct {
-	Transport, Host                string
+	Transport, Host string
+	// HostAlias is the host the block wrote when ssh_config resolved it to
+	// another (a Host alias); "" otherwise. For messages.
+	HostAlias                      string
 	Port                           int
 	User, IdentityFile, KnownHosts string
 	// SSHConfig is the ssh_config file read ("none": none).
@@ -34,6 +37,7 @@ type NodeConfig struct {
 // Hop is one ProxyJump host, resolved through ssh_config.
 type Hop struct {
 	Host           string
+	Alias          string // the name ProxyJump gave, when it is not Host
 	Port           int
 	User           string
 	IdentityFiles  []string
@@ -202,6 +206,9 @@ func applySSHConfig(nc *NodeConfig, body hcl.Body, scAttr, hAttr *hcl.Attribute,
 		}
 		return bad(err, scAttr)
 	}
+	if h.HostName != h.Alias {
+		nc.HostAlias = h.Alias
+	}
 	nc.Host = h.HostName
 	if !portSet && h.Port != 0 {
 		nc.Port = h.Port
@@ -217,6 +224,9 @@ func applySSHConfig(nc *NodeConfig, body hcl.Body, scAttr, hAttr *hcl.Attribute,
 	}
 	for _, j := range h.Jumps {
 		hop := Hop{Host: j.HostName, Port: j.Port, User: j.User, IdentityFiles: j.IdentityFiles, IdentitiesOnly: j.IdentitiesOnly}
+		if j.HostName != j.Alias {
+			hop.Alias = j.Alias
+		}
 		if hop.Port == 0 {
 			hop.Port = DefaultPort
 		}
@@ -295,6 +305,7 @@ func NodeValue(name string, nc NodeConfig) cty.Value {
 		"name":            cty.StringVal(name),
 		"transport":       cty.StringVal(nc.Transport),
 		"host":            cty.StringVal(nc.Host),
+		"host_alias":      cty.StringVal(nc.HostAlias),
 		"port":            cty.NumberIntVal(int64(nc.Port)),
 		"user":            cty.StringVal(nc.User),
 		"identity_file":   cty.StringVal(nc.IdentityFile),
@@ -310,7 +321,7 @@ func NodeValue(name string, nc NodeConfig) cty.Value {
 
 // HopType is the type of one element of a node value's proxy_jump.
 var HopType = cty.Object(map[string]cty.Type{
-	"host": cty.String, "port": cty.Number, "user": cty.String,
+	"host": cty.String, "alias": cty.String, "port": cty.Number, "user": cty.String,
 	"identity_files": cty.List(cty.String), "identities_only": cty.Bool,
 })
 
@@ -321,7 +332,7 @@ func hopList(hops []Hop) cty.Value {
 	vals := make([]cty.Value, len(hops))
 	for i, h := range hops {
 		vals[i] = cty.ObjectVal(map[string]cty.Value{
-			"host": cty.StringVal(h.Host), "port": cty.NumberIntVal(int64(h.Port)), "user": cty.StringVal(h.User),
+			"host": cty.StringVal(h.Host), "alias": cty.StringVal(h.Alias), "port": cty.NumberIntVal(int64(h.Port)), "user": cty.StringVal(h.User),
 			"identity_files": stringList(h.IdentityFiles), "identities_only": cty.BoolVal(h.IdentitiesOnly),
 		})
 	}

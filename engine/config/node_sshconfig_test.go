@@ -17,12 +17,12 @@ func TestDecodeNodeSSHConfig(t *testing.T) {
 	me := currentUser()
 	file, _ := filepath.Abs("testdata/ssh/config")
 	k := func(n string) string { return filepath.Join(home, ".ssh", n) }
-	bastion := Hop{Host: "203.0.113.7", Port: 2200, User: "jump", IdentityFiles: []string{k("bastion")}, IdentitiesOnly: true}
+	bastion := Hop{Host: "203.0.113.7", Alias: "bastion", Port: 2200, User: "jump", IdentityFiles: []string{k("bastion")}, IdentitiesOnly: true}
 	tests := []struct {
 		name, src string
 		want      NodeConfig
 	}{
-		{"alias with a jump", `host = "spark-01"`, NodeConfig{Transport: "ssh", Host: "192.168.100.11", Port: 2222, User: "kilork",
+		{"alias with a jump", `host = "spark-01"`, NodeConfig{Transport: "ssh", Host: "192.168.100.11", HostAlias: "spark-01", Port: 2222, User: "kilork",
 			IdentityFiles: []string{k("spark")}, KnownHosts: k("known_hosts_lab"), ProxyJump: []Hop{bastion}}},
 		{"the block wins", `
 host          = "spark-01"
@@ -30,10 +30,10 @@ port          = 22
 user          = "root"
 identity_file = "/keys/id"
 known_hosts   = "/kh"
-`, NodeConfig{Transport: "ssh", Host: "192.168.100.11", Port: 22, User: "root", IdentityFile: "/keys/id", KnownHosts: "/kh", ProxyJump: []Hop{bastion}}},
-		{"a chain: the first hop's own jump, then the list", `host = "spark-02"`, NodeConfig{Transport: "ssh", Host: "192.168.100.12", Port: 2222, User: "kilork",
+`, NodeConfig{Transport: "ssh", Host: "192.168.100.11", HostAlias: "spark-01", Port: 22, User: "root", IdentityFile: "/keys/id", KnownHosts: "/kh", ProxyJump: []Hop{bastion}}},
+		{"a chain: the first hop's own jump, then the list", `host = "spark-02"`, NodeConfig{Transport: "ssh", Host: "192.168.100.12", HostAlias: "spark-02", Port: 2222, User: "kilork",
 			IdentityFiles: []string{k("spark")}, KnownHosts: k("known_hosts_lab"),
-			ProxyJump: []Hop{bastion, {Host: "10.1.0.1", Port: 22, User: me}, {Host: "10.1.0.2", Port: 22, User: "ops"}}}},
+			ProxyJump: []Hop{bastion, {Host: "10.1.0.1", Alias: "inner", Port: 22, User: me}, {Host: "10.1.0.2", Port: 22, User: "ops"}}}},
 		{"not in the file", `host = "10.9.9.9"`, NodeConfig{Transport: "ssh", Host: "10.9.9.9", Port: 22, User: me, KnownHosts: k("known_hosts")}},
 	}
 	for _, tt := range tests {

@@ -95,7 +95,7 @@ func checkNode(what string, n sdk.Node) error {
 	default:
 		return fmt.Errorf("%s transport %q is neither ssh nor local", what, n.Transport)
 	}
-	for _, s := range append([]string{n.Name, n.User, n.IdentityFile, n.KnownHosts}, n.IdentityFiles...) {
+	for _, s := range append([]string{n.Name, n.HostAlias, n.User, n.IdentityFile, n.KnownHosts}, n.IdentityFiles...) {
 		if s != "" && !plainText(s) {
 			return fmt.Errorf("%s %q: a field holds control or invisible characters", what, n.Name)
 		}

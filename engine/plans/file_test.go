@@ -241,6 +241,9 @@ func TestCraftedPlanFiles(t *testing.T) {
 		{"address with ../", change(func(c *fileChange) { c.Addr = "sparkform_data.x/../../y" }), "not a resource instance address"},
 		{"address with a newline", change(func(c *fileChange) { c.Addr = "sparkform_data.x\nApply complete!" }), "control or invisible"},
 		{"address with a NUL", change(func(c *fileChange) { c.Addr = "sparkform_data.x\x00" }), "control or invisible"},
+		{"host alias with an escape", change(func(c *fileChange) {
+			c.Node = sdk.Node{Name: "node.a", Transport: "ssh", Host: "127.0.0.1", Port: 22, HostAlias: "spark-01\x1b[2J"}
+		}), "control or invisible"},
 		{"address with ESC", change(func(c *fileChange) { c.Addr = "sparkform_data.x[\"\x1b[2K\"]" }), "control or invisible"},
 		{"address with a bidi override", change(func(c *fileChange) { c.Addr = "sparkform_data.x[\"\u202e\"]" }), "control or invisible"},
 		{"address not as written", change(func(c *fileChange) { c.Addr = `sparkform_data.x[ "a" ]` }), "not written the way sparkform writes it"},

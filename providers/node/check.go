@@ -70,7 +70,11 @@ func Explain(n sdk.Node, err error) error {
 	if port == 0 {
 		port = 22
 	}
-	hp := net.JoinHostPort(n.Host, strconv.Itoa(port))
+	hp := where(n, net.JoinHostPort(n.Host, strconv.Itoa(port)))
+	host := n.Host
+	if n.HostAlias != "" {
+		host = n.HostAlias + " (" + n.Host + ")"
+	}
 	var dns *net.DNSError
 	var ne net.Error
 	hint := ""
@@ -79,11 +83,11 @@ func Explain(n sdk.Node, err error) error {
 		errors.Is(err, ErrBecome), errors.Is(err, ErrTransport):
 		return err
 	case errors.Is(err, syscall.ECONNREFUSED):
-		hint = fmt.Sprintf("connection refused: check that sshd is running on %s and listens on port %d (the node's port argument)", n.Host, port)
+		hint = fmt.Sprintf("connection refused: check that sshd is running on %s and listens on port %d (the node's port argument, or the Port ssh_config gives)", host, port)
 	case errors.As(err, &dns):
 		hint = fmt.Sprintf("the host name %q does not resolve: check the node's host argument (DNS, /etc/hosts)", n.Host)
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		hint = fmt.Sprintf("no route to %s: check the address and that this machine is on the node's network", n.Host)
+		hint = fmt.Sprintf("no route to %s: check the address and that this machine is on the node's network", host)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		hint = fmt.Sprintf("no answer from %s in time: check that the node is up and reachable from here (network, firewall, VPN), or raise the node's timeout", hp)
 	case errors.Is(err, ErrNoAuth), strings.Contains(err.Error(), "unable to authenticate"), strings.Contains(err.Error(), "refused every key"):

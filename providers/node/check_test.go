@@ -22,9 +22,8 @@ import (
 func TestCheckExplains(t *testing.T) {
 	// The refused and timeout cases are retried first; their retry lines
 	// are tested in jump_test.go.
-	old := Notify
-	Notify = func(string) {}
-	t.Cleanup(func() { Notify = old })
+	quiet := NewPoolWith(Options{Notify: func(string) {}})
+	t.Cleanup(func() { quiet.Close() })
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestCheckExplains(t *testing.T) {
 			tc.node.User = "nobody"
 			tc.node.KnownHosts = t.TempDir() + "/known_hosts"
 			tc.node.IdentityFile = keyFile
-			err := Check(context.Background(), tc.node)
+			err := quiet.Check(context.Background(), tc.node)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check = %v, want it to say %q", err, tc.want)
 			}

@@ -6,36 +6,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
-
-// debugging is whether SetDebug gave a logger: each command's log line is
-// built only then (a no-op plan runs hundreds of commands).
-var debugging atomic.Bool
-
-// SetDebug points Debug at f and logs, from then on, one line per command
-// run on a node ("remote command": node, argv, env names, become, how long
-// it took, its exit status). Values of Cmd.Env are never logged (they may
-// be secrets; argv and stdin never carry one by this package's contract),
-// and a long word (a script) is shortened. nil turns it off.
-func SetDebug(f func(msg string, args ...any)) {
-	if f == nil {
-		Debug = func(string, ...any) {}
-		debugging.Store(false)
-		return
-	}
-	Debug = f
-	debugging.Store(true)
-}
 
 // maxLoggedWord bounds each argv word in a debug line: a script passed as
 // `sh -c SCRIPT` is logged by its first line and size.
 const maxLoggedWord = 120
 
-// logCommand logs one finished command (see SetDebug).
-func logCommand(node string, c Cmd, start time.Time, err error) {
-	if !debugging.Load() {
+// logCommand logs one finished command (see Options.Debug).
+func (o Options) logCommand(node string, c Cmd, start time.Time, err error) {
+	if o.Debug == nil {
 		return
 	}
 	words := make([]string, len(c.Argv))
@@ -75,5 +55,5 @@ func logCommand(node string, c Cmd, start time.Time, err error) {
 	if c.Dir != "" {
 		args = append(args, "dir", c.Dir)
 	}
-	Debug("remote command", args...)
+	o.Debug("remote command", args...)
 }

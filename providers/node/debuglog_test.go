@@ -7,23 +7,24 @@ import (
 	"testing"
 
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
-// TestDebugLogsEachCommand: with SetDebug, each command on either
+// TestDebugLogsEachCommand: with Options.Debug, each command on either
 // transport is one line with its node, argv (a script shortened to its
 // first line and size), environment names without values, and exit
 // status; without it, nothing.
 func TestDebugLogsEachCommand(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	node.SetDebug(func(msg string, args ...any) {
+	debug := node.NewPoolWith(node.Options{Debug: func(msg string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, msg+" "+fmt.Sprint(args...))
-	})
-	t.Cleanup(func() { node.SetDebug(nil) })
+	}})
+	t.Cleanup(func() { debug.Close() })
 	script := "set -e\n" + strings.Repeat("echo filler\n", 30) + "exit 3"
-	for _, tr := range transports(t) {
+	for _, tr := range pooledTransports(t, debug) {
 		t.Run(tr.name, func(t *testing.T) {
 			mu.Lock()
 			lines = nil
@@ -59,9 +60,10 @@ func TestDebugLogsEachCommand(t *testing.T) {
 			}
 		})
 	}
-	node.SetDebug(nil)
 	lines = nil
-	for _, tr := range transports(t) {
+	quiet := node.NewPool()
+	t.Cleanup(func() { quiet.Close() })
+	for _, tr := range pooledTransports(t, quiet) {
 		if _, err := tr.conn.Run(ctxT(t), node.Cmd{Argv: []string{"true"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -69,4 +71,19 @@ func TestDebugLogsEachCommand(t *testing.T) {
 	if len(lines) != 0 {
 		t.Errorf("logged with debug off: %q", lines)
 	}
+}
+
+// pooledTransports are an SSH and a local connection got from p (with its
+// options).
+func pooledTransports(t *testing.T, p *node.Pool) []transport {
+	t.Helper()
+	var out []transport
+	for name, n := range map[string]sdk.Node{"ssh": bed(t).Nodes[0].SDK(), "local": {Name: "local", Transport: "local"}} {
+		c, err := p.Get(ctxT(t), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, transport{name, c, ""})
+	}
+	return out
 }

@@ -20,8 +20,11 @@
 //
 // DialSSH retries transient failures (refused, reset, timeouts, a hop that
 // cannot reach the next yet) with exponential backoff (cenkalti/backoff)
-// for RetryWindow(Node.Timeout), telling Notify (sdk.Notice: a line the
-// user sees) before each retry; Transient says which errors those are.
+// for RetryWindow(Node.Timeout), telling Options.Notify (default
+// sdk.Notice: a line the user sees) before each retry; Transient says
+// which errors those are. Options (a Pool's, NewPoolWith, or DialSSHWith's)
+// also carry the debug log: one line per handshake and per command. There
+// is no package-level setting: each process passes its own.
 //
 // Each Run is one SSH session (at most 8 at once per connection, below
 // OpenSSH's default MaxSessions of 10); file operations share one sftp

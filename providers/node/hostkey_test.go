@@ -189,8 +189,8 @@ func TestConnectTimeout(t *testing.T) {
 	n := bed(t).Nodes[0].SDK()
 	n.Host, n.Port = "127.0.0.1", l.Addr().(*net.TCPAddr).Port
 	n.Timeout = 200 * time.Millisecond
-	lines := notices(t)
-	_, err = node.DialSSH(ctxT(t), n)
+	opts, lines := notices(t)
+	_, err = node.DialSSHWith(ctxT(t), n, opts)
 	if len(lines()) == 0 {
 		t.Error("no line said the timeout was retried")
 	}

@@ -163,18 +163,17 @@ func TestJumpHostKeysChecked(t *testing.T) {
 	}
 }
 
-// notices captures node.Notify for one test.
-func notices(t *testing.T) func() []string {
+// notices captures the notices of the dials given its options, for one
+// test.
+func notices(t *testing.T) (node.Options, func() []string) {
 	var mu sync.Mutex
 	var got []string
-	old := node.Notify
-	node.Notify = func(msg string) {
+	o := node.Options{Notify: func(msg string) {
 		mu.Lock()
 		got = append(got, msg)
 		mu.Unlock()
-	}
-	t.Cleanup(func() { node.Notify = old })
-	return func() []string {
+	}}
+	return o, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), got...)
@@ -185,7 +184,7 @@ func notices(t *testing.T) func() []string {
 // with backoff, says so, and connects once sshd is back.
 func TestDialRetriesWhileSSHDRestarts(t *testing.T) {
 	b := testbed.StartT(t, 1)
-	lines := notices(t)
+	opts, lines := notices(t)
 	target := b.Nodes[0]
 	if err := target.Kill(); err != nil {
 		t.Fatal(err)
@@ -197,7 +196,7 @@ func TestDialRetriesWhileSSHDRestarts(t *testing.T) {
 	}()
 	n := target.SDK()
 	n.Timeout = 2 * time.Second
-	c, err := node.DialSSH(ctxT(t), n)
+	c, err := node.DialSSHWith(ctxT(t), n, opts)
 	if rerr := <-revived; rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -222,7 +221,7 @@ func TestDialRetriesWhileSSHDRestarts(t *testing.T) {
 // not retried at all.
 func TestDialRetryIsBounded(t *testing.T) {
 	b := testbed.StartT(t, 1)
-	lines := notices(t)
+	opts, lines := notices(t)
 	n := b.Nodes[0].SDK()
 	n.Timeout = time.Second
 	if err := b.Nodes[0].Kill(); err != nil {
@@ -230,7 +229,7 @@ func TestDialRetryIsBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := node.DialSSH(ctx, n)
+	_, err := node.DialSSHWith(ctx, n, opts)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "gave up after") {
 		t.Fatalf("want a refused dial that gave up, got %v", err)
 	}

@@ -29,6 +29,7 @@ const localKillGrace = 10 * time.Second
 type Local struct {
 	name  string
 	trips atomic.Int64
+	opts  Options // where its command lines go
 }
 
 var _ Conn = (*Local)(nil)
@@ -50,7 +51,7 @@ func (l *Local) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(l.name, c); err != nil {
 		return Result{}, err
 	}
-	defer func(start time.Time) { logCommand(l.name, c, start, err) }(time.Now())
+	defer func(start time.Time) { l.opts.logCommand(l.name, c, start, err) }(time.Now())
 	l.trips.Add(1)
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc

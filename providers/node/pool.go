@@ -17,6 +17,7 @@ type Pool struct {
 	conns  map[string]*poolEntry
 	closed bool
 	dials  atomic.Int64
+	opts   Options // given to every connection it dials
 }
 
 type poolEntry struct {
@@ -35,7 +36,10 @@ type poolEntry struct {
 }
 
 // NewPool returns an empty pool.
-func NewPool() *Pool { return &Pool{conns: map[string]*poolEntry{}} }
+func NewPool() *Pool { return NewPoolWith(Options{}) }
+
+// NewPoolWith returns an empty pool whose connections report to o.
+func NewPoolWith(o Options) *Pool { return &Pool{conns: map[string]*poolEntry{}, opts: o} }
 
 // Dials is how many connections the pool has tried to open (for tests and
 // diagnostics: one per node unless connections broke).
@@ -45,19 +49,24 @@ func (p *Pool) Dials() int64 { return p.dials.Load() }
 // or "" -> SSH, "local" -> Local. In a plugin that sparkform started with
 // a Relay (sdk.RelayEnv is set), an SSH node is reached through the
 // relay: the sparkform process's one connection to the node.
-func Open(ctx context.Context, n sdk.Node) (Conn, error) {
+func Open(ctx context.Context, n sdk.Node) (Conn, error) { return openWith(ctx, n, Options{}) }
+
+// openWith is Open with o for the connection.
+func openWith(ctx context.Context, n sdk.Node, o Options) (Conn, error) {
 	switch n.Transport {
 	case "local":
-		return NewLocal(n.Name), nil
+		l := NewLocal(n.Name)
+		l.opts = o
+		return l, nil
 	case "ssh", "":
 		ra, err := relayFromEnv()
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		if ra != nil {
-			return dialRelay(ctx, ra, n)
+			return dialRelay(ctx, ra, n, o)
 		}
-		return DialSSH(ctx, n)
+		return DialSSHWith(ctx, n, o)
 	}
 	return nil, fmt.Errorf("node %s: %w %q: use \"ssh\" (the default) or \"local\"", n.Name, ErrTransport, n.Transport)
 }
@@ -175,7 +184,7 @@ func (p *Pool) entry(ctx context.Context, key string, n sdk.Node, prewarm bool) 
 }
 
 func (p *Pool) dial(ctx context.Context, key string, n sdk.Node, e *poolEntry) {
-	conn, err := Open(ctx, n)
+	conn, err := openWith(ctx, n, p.opts)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {

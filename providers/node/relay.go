@@ -217,7 +217,7 @@ func (r *Relay) serve() {
 func (r *Relay) handle(c *net.UnixConn) {
 	pid, err := peerAllowed(c)
 	if err != nil {
-		Debug("node relay: refused a local connection", "error", err)
+		r.pool.opts.debug("node relay: refused a local connection", "error", err)
 		c.Close()
 		return
 	}
@@ -262,7 +262,7 @@ func (r *Relay) handle(c *net.UnixConn) {
 			} else if up, err = r.upstream(ctx, n); err != nil {
 				rep.Error, rep.Kind = err.Error(), relayKind(err)
 			} else {
-				Debug("node relay: a plugin uses the shared connection", "node", n.Name, "pid", pid)
+				r.pool.opts.debug("node relay: a plugin uses the shared connection", "node", n.Name, "pid", pid)
 			}
 			if up != nil {
 				bound <- up // before the reply: the plugin opens channels after it
@@ -464,12 +464,12 @@ func relayFromEnv() (*relayAddr, error) {
 // Dial connects to n through the relay, in this process (the way a
 // plugin does through Open): for tests and embedders.
 func (r *Relay) Dial(ctx context.Context, n sdk.Node) (*SSH, error) {
-	return dialRelay(ctx, &relayAddr{path: r.path, secret: r.secret, hostKey: r.signer.PublicKey()}, n)
+	return dialRelay(ctx, &relayAddr{path: r.path, secret: r.secret, hostKey: r.signer.PublicKey()}, n, r.pool.opts)
 }
 
 // dialRelay is the plugin's side: a local SSH connection to the relay,
 // bound to n.
-func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node) (*SSH, error) {
+func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node, o Options) (*SSH, error) {
 	orig := n
 	n, err := normalize(n, n.Name)
 	if err != nil {
@@ -524,6 +524,7 @@ func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node) (*SSH, error) {
 		client: client,
 		slots:  make(chan struct{}, maxSessions),
 		done:   make(chan struct{}),
+		opts:   o,
 	}
 	go func() {
 		_ = client.Wait()

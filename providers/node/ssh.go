@@ -52,20 +52,11 @@ type SSH struct {
 
 	mu   sync.Mutex
 	sftp *sftp.Client
+
+	opts Options // where its command lines go
 }
 
 var _ Conn = (*SSH)(nil)
-
-// Notify receives the lines a dial writes for the user (a connection
-// being retried). The plugin shows them through sdk.Notice; tests and
-// embedders may replace it before dialling.
-var Notify = sdk.Notice
-
-// Debug receives debug log lines (hclog style: a message, then key/value
-// pairs): one per SSH handshake with a node and, once SetDebug set it, one
-// per command. The sparkform process and its plugins point it at their
-// loggers (SPARKFORM_LOG=debug); it discards them by default.
-var Debug = func(msg string, args ...any) {}
 
 // RetryWindow is how long DialSSH keeps retrying a transient failure for a
 // node whose connect timeout is timeout: two timeouts, from 5s to 30s
@@ -87,6 +78,12 @@ func RetryWindow(timeout time.Duration) time.Duration {
 // backoff for RetryWindow(n.Timeout), with a Notify line for each retry.
 // A refused host key or login is not retried.
 func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
+	return DialSSHWith(ctx, n, Options{})
+}
+
+// DialSSHWith is DialSSH with o's notices and debug log (for the dial and
+// every command on the connection).
+func DialSSHWith(ctx context.Context, n sdk.Node, o Options) (*SSH, error) {
 	n, err := normalize(n, n.Name)
 	if err != nil {
 		return nil, err
@@ -119,7 +116,7 @@ func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
 		}
 		return s, err
 	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(window), backoff.WithNotify(func(err error, next time.Duration) {
-		Notify(fmt.Sprintf("%s; retrying in %s (attempt %d; sparkform gives up %s after the first)", err, next.Round(10*time.Millisecond), tries+1, window))
+		o.notify(fmt.Sprintf("%s; retrying in %s (attempt %d; sparkform gives up %s after the first)", err, next.Round(10*time.Millisecond), tries+1, window))
 	}))
 	if err != nil {
 		if tries > 1 {
@@ -127,7 +124,8 @@ func DialSSH(ctx context.Context, n sdk.Node) (*SSH, error) {
 		}
 		return nil, err
 	}
-	Debug("ssh handshake", "node", n.Name, "addr", net.JoinHostPort(n.Host, strconv.Itoa(n.Port)), "jumps", len(hops), "attempts", tries, "took", time.Since(start).Round(time.Millisecond).String())
+	s.opts = o
+	o.debug("ssh handshake", "node", n.Name, "addr", net.JoinHostPort(n.Host, strconv.Itoa(n.Port)), "jumps", len(hops), "attempts", tries, "took", time.Since(start).Round(time.Millisecond).String())
 	return s, nil
 }
 
@@ -176,15 +174,15 @@ func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
 			d := net.Dialer{KeepAlive: 30 * time.Second}
 			conn, err = d.DialContext(dctx, "tcp", addr)
 			if err != nil {
-				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, addr, err)
+				err = fmt.Errorf("node %s: connect to %s: %w", h.Name, where(h, addr), err)
 			} else {
 				conn = quickACK(conn)
 			}
 		} else {
 			conn, err = clients[i-1].DialContext(dctx, "tcp", addr)
 			if err != nil {
-				prev := net.JoinHostPort(all[i-1].Host, strconv.Itoa(all[i-1].Port))
-				err = fmt.Errorf("node %s: jump host %s could not connect to %s: %w", n.Name, prev, addr, err)
+				prev := where(all[i-1], net.JoinHostPort(all[i-1].Host, strconv.Itoa(all[i-1].Port)))
+				err = fmt.Errorf("node %s: jump host %s could not connect to %s: %w", n.Name, prev, where(h, addr), err)
 			}
 		}
 		if err != nil {
@@ -221,6 +219,7 @@ func dialChain(ctx context.Context, n sdk.Node, hops []sdk.Node) (*SSH, error) {
 // handshake runs the SSH handshake for h over conn, bounded by dctx (the
 // attempt's timeout) and ctx; conn is closed on failure.
 func handshake(ctx, dctx context.Context, h sdk.Node, conn net.Conn, addr string) (*ssh.Client, error) {
+	at := where(h, addr) // for messages; addr is what known_hosts knows
 	hostKey, algos, err := hostKeyPolicy(h, addr)
 	if err != nil {
 		conn.Close()
@@ -257,15 +256,15 @@ func handshake(ctx, dctx context.Context, h sdk.Node, conn net.Conn, addr string
 			return nil, hk
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", h.Name, h.User, addr, authDesc(h), err)
+			return nil, fmt.Errorf("node %s: ssh %s@%s: the node refused every key offered (%s): %w", h.Name, h.User, at, authDesc(h), err)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, ctx.Err())
+			return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, at, ctx.Err())
 		}
 		if dctx.Err() != nil {
-			return nil, fmt.Errorf("node %s: ssh %s: timeout: no SSH answer within %s: %w", h.Name, addr, h.Timeout, dctx.Err())
+			return nil, fmt.Errorf("node %s: ssh %s: timeout: no SSH answer within %s: %w", h.Name, at, h.Timeout, dctx.Err())
 		}
-		return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, addr, err)
+		return nil, fmt.Errorf("node %s: ssh %s: %w", h.Name, at, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), nil
@@ -606,7 +605,7 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	if err := checkCmd(s.node.Name, c); err != nil {
 		return Result{}, err
 	}
-	defer func(start time.Time) { logCommand(s.node.Name, c, start, err) }(time.Now())
+	defer func(start time.Time) { s.opts.logCommand(s.node.Name, c, start, err) }(time.Now())
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -696,4 +695,14 @@ func (s *SSH) Dial(ctx context.Context, network, addr string) (io.ReadWriteClose
 		return nil, s.connErr("dial "+network+" "+addr, err)
 	}
 	return c, nil
+}
+
+// where names the address addr of h for messages: with the ssh_config
+// alias the configuration wrote, "spark-01 (127.0.0.1:2412)", so the user
+// finds the node they named; else addr alone.
+func where(h sdk.Node, addr string) string {
+	if h.HostAlias == "" {
+		return addr
+	}
+	return h.HostAlias + " (" + addr + ")"
 }

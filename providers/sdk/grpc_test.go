@@ -699,7 +699,7 @@ func TestAdaptersCarryEveryField(t *testing.T) {
 		reflect.TypeFor[sdk.Progress]():       {"Message", "Current", "Total", "Unit", "Elapsed"},
 		reflect.TypeFor[sdk.ImportRequest]():  {"TypeName", "Node", "ID"},
 		reflect.TypeFor[sdk.ImportResponse](): {"State", "Private", "Diagnostics"},
-		reflect.TypeFor[sdk.Node]():           {"Name", "Transport", "Host", "Port", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
+		reflect.TypeFor[sdk.Node]():           {"Name", "Transport", "Host", "Port", "HostAlias", "User", "IdentityFile", "IdentityFiles", "IdentitiesOnly", "KnownHosts", "ProxyJump", "Become", "Timeout"},
 		reflect.TypeFor[sdk.Diagnostic]():     {"Severity", "Summary", "Detail", "Path"},
 		reflect.TypeFor[sdk.Schema]():         {"ResourceTypes"},
 		reflect.TypeFor[sdk.ResourceSchema](): {"Version", "Description", "Block", "Identity", "IdentityFold", "LocalPlan", "LocalApply", "Logs", "ResumesCreate"},

@@ -17,6 +17,12 @@ type Node struct {
 	Transport string
 	Host      string
 	Port      int
+	// HostAlias is the host as the configuration wrote it when ssh_config
+	// resolved it to another Host (a `Host` alias, e.g. spark-01 for
+	// 127.0.0.1 port 2412); empty when Host is what was written. Messages
+	// name the node by it, with the address; it never changes how the node
+	// is reached.
+	HostAlias string
 	User      string
 	// IdentityFile is the node block's key: when set, it is the only key
 	// offered. Otherwise IdentityFiles (from ssh_config) are offered, with
@@ -39,7 +45,7 @@ type Node struct {
 // (reflect.DeepEqual boxed both, two allocations per call;
 // TestNodeEqualEveryField holds this to every field.)
 func (n *Node) Equal(o *Node) bool {
-	return n.Name == o.Name && n.Transport == o.Transport && n.Host == o.Host && n.Port == o.Port &&
+	return n.Name == o.Name && n.Transport == o.Transport && n.Host == o.Host && n.Port == o.Port && n.HostAlias == o.HostAlias &&
 		n.User == o.User && n.IdentityFile == o.IdentityFile && slices.Equal(n.IdentityFiles, o.IdentityFiles) &&
 		n.IdentitiesOnly == o.IdentitiesOnly && n.KnownHosts == o.KnownHosts && n.Become == o.Become &&
 		n.Timeout == o.Timeout && slices.EqualFunc(n.ProxyJump, o.ProxyJump, func(x, y Node) bool { return x.Equal(&y) })

@@ -40,6 +40,7 @@ func NodeFromValue(v cty.Value) (Node, error) {
 	n.Name = str("name")
 	n.Transport = str("transport")
 	n.Host = str("host")
+	n.HostAlias = str("host_alias")
 	n.User = str("user")
 	n.IdentityFile = str("identity_file")
 	n.KnownHosts = str("known_hosts")
@@ -72,7 +73,7 @@ func proxyJumps(n Node, hops cty.Value) []Node {
 	for it := hops.ElementIterator(); it.Next(); {
 		_, h := it.Element()
 		hop := Node{Name: n.Name + " via " + h.GetAttr("host").AsString(), Transport: "ssh",
-			Host: h.GetAttr("host").AsString(), User: h.GetAttr("user").AsString(),
+			Host: h.GetAttr("host").AsString(), HostAlias: optString(h, "alias"), User: h.GetAttr("user").AsString(),
 			IdentityFiles: stringsOf(h, "identity_files"), IdentitiesOnly: h.GetAttr("identities_only").True(),
 			KnownHosts: n.KnownHosts, Timeout: n.Timeout}
 		p, _ := h.GetAttr("port").AsBigFloat().Int64()
@@ -99,4 +100,17 @@ func stringsOf(v cty.Value, name string) []string {
 		}
 	}
 	return out
+}
+
+// optString is an object's string attribute, "" when it has none (a value
+// made before the attribute existed) or it is null or unknown.
+func optString(v cty.Value, name string) string {
+	if !v.Type().HasAttribute(name) {
+		return ""
+	}
+	a := v.GetAttr(name)
+	if a.IsNull() || !a.IsKnown() || a.Type() != cty.String {
+		return ""
+	}
+	return a.AsString()
 }

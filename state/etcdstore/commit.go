@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/sparkform/sparkform/state"
+	"github.com/sparkform/sparkform/state/internal/groupcommit"
 )
 
 // Limits of one write transaction: etcd refuses more than --max-txn-ops
@@ -26,7 +27,6 @@ type op struct {
 	addrs  []string           // addresses whose record and history stage reads
 	stage  func(*batch) error // an error means nothing was staged
 	direct func() error       // instead of stage: runs alone (Replace)
-	done   chan error
 }
 
 // batch is one group commit in the making: the etcd operations staged so
@@ -112,59 +112,42 @@ func (s *Store) submit(o *op) error {
 	if s.readOnly {
 		return state.ErrReadOnly
 	}
-	o.done = make(chan error, 1)
-	s.qmu.RLock()
-	if s.closed {
-		s.qmu.RUnlock()
-		return state.ErrClosed
-	}
-	s.queue <- o
-	s.qmu.RUnlock()
-	return <-o.done
+	return s.loop.Submit(o)
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.done)
-	for first := range s.queue {
-		ops := []*op{first}
-	fill:
-		for len(ops) < maxBatch {
-			select {
-			case o, ok := <-s.queue:
-				if !ok {
-					break fill
-				}
-				ops = append(ops, o)
-			default:
-				break fill
-			}
+// startCommitLoop starts the group commit (package groupcommit), which
+// hands each batch to runOps.
+func (s *Store) startCommitLoop() {
+	s.loop = groupcommit.Start(groupcommit.Config[*op]{Run: s.runOps, MaxOps: maxBatch, Closed: state.ErrClosed})
+}
+
+// runOps is one batch of the commit loop: direct ops run alone, in queue
+// order, the others in as few transactions as runBatch can.
+func (s *Store) runOps(ops []*op, done func(int, error)) {
+	base := 0
+	for len(ops) > 0 {
+		i := 0
+		for i < len(ops) && ops[i].direct == nil {
+			i++
 		}
-		// Direct ops run alone, in queue order.
-		for len(ops) > 0 {
-			i := 0
-			for i < len(ops) && ops[i].direct == nil {
-				i++
-			}
-			if i > 0 {
-				s.runBatch(ops[:i])
-			}
-			if i < len(ops) {
-				o := ops[i]
-				if err := s.lock.check(); err != nil {
-					o.done <- err
-				} else {
-					o.done <- o.direct()
-				}
-				i++
-			}
-			ops = ops[i:]
+		if i > 0 {
+			s.runBatch(ops[:i], func(j int, err error) { done(base+j, err) })
 		}
+		if i < len(ops) {
+			if err := s.lock.check(); err != nil {
+				done(base+i, err)
+			} else {
+				done(base+i, ops[i].direct())
+			}
+			i++
+		}
+		ops, base = ops[i:], base+i
 	}
 }
 
 // runBatch prefetches what the ops read, stages them in order and commits
 // them in as few transactions as the limits allow.
-func (s *Store) runBatch(ops []*op) {
+func (s *Store) runBatch(ops []*op, done func(int, error)) {
 	b := &batch{s: s, serial: s.serial, now: time.Now().UTC(), recs: map[string][]byte{},
 		hist: map[string][]string{}, keys: map[string]bool{}}
 	// A lost lock fails the batch before it reads anything: a cut-off
@@ -174,17 +157,17 @@ func (s *Store) runBatch(ops []*op) {
 		err = s.prefetch(b, ops)
 	}
 	if err != nil {
-		for _, o := range ops {
-			o.done <- err
+		for i := range ops {
+			done(i, err)
 		}
 		return
 	}
-	var pending []*op // staged into b.ops, not yet committed
+	var pending []int // ops staged into b.ops, not yet committed
 	pendingSerial := b.serial
 	flush := func() error {
 		err := s.commitOps(b.ops, pendingSerial)
-		for _, o := range pending {
-			o.done <- err
+		for _, i := range pending {
+			done(i, err)
 		}
 		pending, b.ops, b.keys, b.size = nil, nil, map[string]bool{}, 0
 		return err
@@ -194,27 +177,23 @@ func (s *Store) runBatch(ops []*op) {
 		if err := o.stage(b); err != nil {
 			// Nothing of o was kept: checks come before any staging.
 			b.cur, b.curKey, b.curLen, b.serial = nil, nil, 0, serialBefore
-			o.done <- err
+			done(i, err)
 			continue
 		}
 		if !b.fits() && len(pending) > 0 {
 			if err := flush(); err != nil {
-				s.failRest(ops[i:], err)
+				for j := i; j < len(ops); j++ {
+					done(j, fmt.Errorf("%w (an earlier write in the same batch failed)", err))
+				}
 				return
 			}
 		}
 		b.take()
-		pending = append(pending, o)
+		pending = append(pending, i)
 		pendingSerial = b.serial
 	}
 	if len(pending) > 0 {
 		flush()
-	}
-}
-
-func (s *Store) failRest(ops []*op, err error) {
-	for _, o := range ops {
-		o.done <- fmt.Errorf("%w (an earlier write in the same batch failed)", err)
 	}
 }
 

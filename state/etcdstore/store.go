@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sparkform/sparkform/state"
+	"github.com/sparkform/sparkform/state/internal/groupcommit"
 )
 
 // Backend is the etcd backend for one prefix.
@@ -94,10 +94,8 @@ type Store struct {
 	lock     *lease                                        // nil when read-only
 	convert  func(json.RawMessage) ([]byte, []byte, error) // state.Options.ConvertValue
 
-	qmu    sync.RWMutex
-	closed bool
-	queue  chan *op
-	done   chan struct{}
+	loop     *groupcommit.Loop[*op] // the group commit; nil when read-only
+	roClosed atomic.Bool            // a read-only store was closed
 
 	serial  uint64 // committed serial (the writer is the only one who changes it)
 	ranges  atomic.Int64
@@ -132,9 +130,7 @@ func (b *Backend) OpenStore(opts state.Options) (*Store, error) {
 		c.Close()
 		return nil, err
 	}
-	s.queue = make(chan *op, 1024)
-	s.done = make(chan struct{})
-	go s.commitLoop()
+	s.startCommitLoop()
 	return s, nil
 }
 
@@ -214,18 +210,12 @@ func (s *Store) Flush() error { return nil }
 
 // Close waits for pending writes, then releases the lock and the client.
 func (s *Store) Close() error {
-	s.qmu.Lock()
-	if s.closed {
-		s.qmu.Unlock()
+	if s.loop != nil {
+		if !s.loop.Close() {
+			return nil // closed already
+		}
+	} else if !s.roClosed.CompareAndSwap(false, true) {
 		return nil
-	}
-	s.closed = true
-	if s.queue != nil {
-		close(s.queue)
-	}
-	s.qmu.Unlock()
-	if s.done != nil {
-		<-s.done
 	}
 	var err error
 	if s.lock != nil {
@@ -236,9 +226,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) checkOpen() error {
-	s.qmu.RLock()
-	defer s.qmu.RUnlock()
-	if s.closed {
+	if s.roClosed.Load() || (s.loop != nil && s.loop.Closed()) {
 		return state.ErrClosed
 	}
 	return nil

@@ -137,8 +137,11 @@ type Node struct {
 	IdentityFiles  []string               `protobuf:"bytes,10,rep,name=identity_files,json=identityFiles,proto3" json:"identity_files,omitempty"`
 	IdentitiesOnly bool                   `protobuf:"varint,11,opt,name=identities_only,json=identitiesOnly,proto3" json:"identities_only,omitempty"`
 	ProxyJump      []*Node                `protobuf:"bytes,12,rep,name=proxy_jump,json=proxyJump,proto3" json:"proxy_jump,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The host as the configuration wrote it, when ssh_config resolved it to
+	// another host (an alias); for messages only.
+	HostAlias     string `protobuf:"bytes,13,opt,name=host_alias,json=hostAlias,proto3" json:"host_alias,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -253,6 +256,13 @@ func (x *Node) GetProxyJump() []*Node {
 		return x.ProxyJump
 	}
 	return nil
+}
+
+func (x *Node) GetHostAlias() string {
+	if x != nil {
+		return x.HostAlias
+	}
+	return ""
 }
 
 // AttributePath names a value inside a resource object.
@@ -3675,7 +3685,7 @@ var File_provider_proto protoreflect.FileDescriptor
 
 const file_provider_proto_rawDesc = "" +
 	"\n" +
-	"\x0eprovider.proto\x12\x15sparkform.provider.v1\"\xfd\x02\n" +
+	"\x0eprovider.proto\x12\x15sparkform.provider.v1\"\x9c\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x12\n" +
@@ -3692,7 +3702,9 @@ const file_provider_proto_rawDesc = "" +
 	" \x03(\tR\ridentityFiles\x12'\n" +
 	"\x0fidentities_only\x18\v \x01(\bR\x0eidentitiesOnly\x12:\n" +
 	"\n" +
-	"proxy_jump\x18\f \x03(\v2\x1b.sparkform.provider.v1.NodeR\tproxyJump\"\x94\x02\n" +
+	"proxy_jump\x18\f \x03(\v2\x1b.sparkform.provider.v1.NodeR\tproxyJump\x12\x1d\n" +
+	"\n" +
+	"host_alias\x18\r \x01(\tR\thostAlias\"\x94\x02\n" +
 	"\rAttributePath\x12?\n" +
 	"\x05steps\x18\x01 \x03(\v2).sparkform.provider.v1.AttributePath.StepR\x05steps\x1a\xc1\x01\n" +
 	"\x04Step\x12'\n" +
