@@ -73,6 +73,11 @@ type PlanOptions struct {
 	Targets []string
 	// Replace forces replacement of these instances.
 	Replace []string
+	// ExcludeUnreachable leaves out, instead of failing the plan, every
+	// node that cannot be reached: plans.Plan.Excluded names each with
+	// the instances it neither read nor planned, and Apply fails for each
+	// after converging the rest (-exclude-unreachable).
+	ExcludeUnreachable bool
 }
 
 func (e *Engine) hooks() Hooks {

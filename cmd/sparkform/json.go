@@ -183,8 +183,25 @@ type jsonPlan struct {
 	Drift         []jsonChange          `json:"resource_drift"`
 	Outputs       map[string]jsonChange `json:"output_changes"`
 	Notes         []string              `json:"notes,omitempty"`
-	Summary       map[string]int        `json:"summary"`
+	// Excluded are the nodes the plan leaves out (-exclude-unreachable).
+	Excluded []jsonExcluded     `json:"excluded_nodes,omitempty"`
+	Summary  map[string]int     `json:"summary"`
 	Refresh       *jsonRefresh          `json:"refresh,omitempty"`
+}
+
+// jsonExcluded is one node a plan leaves out.
+type jsonExcluded struct {
+	Node      string   `json:"node"`
+	Reason    string   `json:"reason"`
+	Instances []string `json:"instances"`
+}
+
+func jsonExcludedNodes(p *plans.Plan) []jsonExcluded {
+	var out []jsonExcluded
+	for _, x := range p.Excluded {
+		out = append(out, jsonExcluded{Node: x.Node, Reason: x.Reason, Instances: append([]string{}, x.Instances...)})
+	}
+	return out
 }
 
 type jsonRefresh struct {
@@ -223,7 +240,7 @@ func pathString(p cty.Path) string {
 
 func writePlanJSON(w io.Writer, p *plans.Plan, refresh *jsonRefresh) error {
 	out := jsonPlan{FormatVersion: "1.0", Mode: string(p.Mode), Lineage: p.Lineage, Serial: p.Serial,
-		Changes: []jsonChange{}, Drift: []jsonChange{}, Outputs: map[string]jsonChange{}, Notes: p.Notes, Refresh: refresh}
+		Changes: []jsonChange{}, Drift: []jsonChange{}, Outputs: map[string]jsonChange{}, Notes: p.Notes, Refresh: refresh, Excluded: jsonExcludedNodes(p)}
 	add, change, destroy := p.Counts()
 	out.Summary = map[string]int{"add": add, "change": change, "destroy": destroy}
 	for _, c := range p.Changes {

@@ -182,6 +182,10 @@ func (v *jsonView) plan(p *plans.Plan) {
 	for _, n := range p.Notes {
 		v.log("warn", n)
 	}
+	for _, x := range jsonExcludedNodes(p) {
+		v.emit("warn", "node_excluded", fmt.Sprintf("%s: left out (-exclude-unreachable): %s", x.Node, x.Reason),
+			map[string]any{"excluded": x})
+	}
 	for _, d := range p.Drift {
 		a := "update"
 		if d.After.IsNull() {
