@@ -67,7 +67,7 @@ var (
 )
 
 func (l limiter) run(ctx context.Context, _ string, fn func()) error { return l.do(ctx, fn) }
-func (l limiter) workers() int                                        { return cap(l) }
+func (l limiter) workers() int                                       { return cap(l) }
 
 // nodeLimiter bounds the nodes that have provider calls in flight: that
 // is what -parallelism counts. A call on a node that already has one in

@@ -184,9 +184,9 @@ type jsonPlan struct {
 	Outputs       map[string]jsonChange `json:"output_changes"`
 	Notes         []string              `json:"notes,omitempty"`
 	// Excluded are the nodes the plan leaves out (-exclude-unreachable).
-	Excluded []jsonExcluded     `json:"excluded_nodes,omitempty"`
-	Summary  map[string]int     `json:"summary"`
-	Refresh       *jsonRefresh          `json:"refresh,omitempty"`
+	Excluded []jsonExcluded `json:"excluded_nodes,omitempty"`
+	Summary  map[string]int `json:"summary"`
+	Refresh  *jsonRefresh   `json:"refresh,omitempty"`
 }
 
 // jsonExcluded is one node a plan leaves out.
