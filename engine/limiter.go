@@ -77,11 +77,11 @@ func (l limiter) workers() int                                       { return ca
 // walks ran one node's calls in as many waves as other nodes' calls took
 // slots: 32 nodes of two providers each read in 7 waves of 10 calls.
 type nodeLimiter struct {
-	slots   chan struct{}
-	perNode int
+	max, perNode int
 
-	mu   sync.Mutex
-	busy map[string]*nodeSlot
+	mu      sync.Mutex
+	busy    map[string]*nodeSlot
+	changed chan struct{} // closed (and replaced) when a node enters or leaves
 }
 
 // nodeSlot is one node's place in a nodeLimiter.
@@ -93,10 +93,10 @@ type nodeSlot struct {
 // newNodeLimiter admits n nodes at once, each with up to n calls (as
 // many as the engine ran on one node before it counted nodes).
 func newNodeLimiter(n int) *nodeLimiter {
-	return &nodeLimiter{slots: make(chan struct{}, n), perNode: n, busy: map[string]*nodeSlot{}}
+	return &nodeLimiter{max: n, perNode: n, busy: map[string]*nodeSlot{}, changed: make(chan struct{})}
 }
 
-func (l *nodeLimiter) workers() int { return cap(l.slots) * l.perNode }
+func (l *nodeLimiter) workers() int { return l.max * l.perNode }
 
 func (l *nodeLimiter) run(ctx context.Context, key string, fn func()) error {
 	if err := ctx.Err(); err != nil {
@@ -117,30 +117,33 @@ func (l *nodeLimiter) run(ctx context.Context, key string, fn func()) error {
 	return nil
 }
 
-// enter joins key's slot, taking a free one when the node has none.
+// enter joins key's slot, or takes a free one when the node has none. A
+// caller that waits looks again whenever a node enters or leaves, so a
+// call on a node that another caller brings in joins it at once instead
+// of waiting for a slot of its own.
 func (l *nodeLimiter) enter(ctx context.Context, key string) (*nodeSlot, error) {
-	l.mu.Lock()
-	if s := l.busy[key]; s != nil {
-		s.users++
+	for {
+		l.mu.Lock()
+		if s := l.busy[key]; s != nil {
+			s.users++
+			l.mu.Unlock()
+			return s, nil
+		}
+		if len(l.busy) < l.max {
+			s := &nodeSlot{users: 1, calls: make(chan struct{}, l.perNode)}
+			l.busy[key] = s
+			l.broadcast()
+			l.mu.Unlock()
+			return s, nil
+		}
+		ch := l.changed
 		l.mu.Unlock()
-		return s, nil
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	l.mu.Unlock()
-	select {
-	case l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := l.busy[key]; s != nil { // another caller took the node meanwhile
-		<-l.slots
-		s.users++
-		return s, nil
-	}
-	s := &nodeSlot{users: 1, calls: make(chan struct{}, l.perNode)}
-	l.busy[key] = s
-	return s, nil
 }
 
 // leave gives key's slot back when its last caller is done.
@@ -149,8 +152,14 @@ func (l *nodeLimiter) leave(key string, s *nodeSlot) {
 	defer l.mu.Unlock()
 	if s.users--; s.users == 0 {
 		delete(l.busy, key)
-		<-l.slots
+		l.broadcast()
 	}
+}
+
+// broadcast wakes every waiting caller; l.mu is held.
+func (l *nodeLimiter) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 // forEachParallel runs fn(i) for i in [0,n) through g (key(i): the node
