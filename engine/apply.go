@@ -51,8 +51,11 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 		res.Outputs[name] = v
 	}
 	ap, diags := e.newApplier(ctx, p, res)
-	if diags.HasErrors() || p.Mode == plans.RefreshOnlyMode {
+	if diags.HasErrors() {
 		return res, diags
+	}
+	if p.Mode == plans.RefreshOnlyMode {
+		return res, append(diags, excludedErrors(p)...)
 	}
 	g, d := ap.graph(ctx)
 	if diags = append(diags, d...); d.HasErrors() {
@@ -69,6 +72,8 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if !diags.HasErrors() && ctx.Err() == nil {
 		diags = append(diags, ap.unreached()...)
 	}
+	// A node the plan left out fails the apply, once, whatever else did.
+	diags = append(diags, excludedErrors(p)...)
 	// Results are queued (Store.Complete): all are durable before Apply
 	// returns, and one that could not be stored is an error here.
 	if err := e.store.Flush(); err != nil {
@@ -110,7 +115,8 @@ type applier struct {
 	// lim bounds provider calls that may reach a node; localLim those of
 	// types whose applies reach none (sdk.ResourceSchema.LocalApply),
 	// wider, and not journaled. Destroy steps go through the same two.
-	lim, localLim limiter
+	lim      *nodeLimiter
+	localLim limiter
 	// localTypes memoises local: asked two or three times per instance,
 	// each time through the host's locks and the schema's map.
 	localTypes sync.Map // type name -> bool
@@ -152,6 +158,10 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 		if d := e.checkPlanSchema(ctx, p); d.HasErrors() {
 			return nil, append(diags, d...)
 		}
+		d := e.checkPlanNodes(ctx, p, objs)
+		if diags = append(diags, d...); d.HasErrors() {
+			return nil, diags
+		}
 	}
 	var storeOnly map[string]bool // nil: all the drift (a plan made in this process)
 	if p.Saved {
@@ -171,7 +181,7 @@ func (e *Engine) newApplier(ctx context.Context, p *plans.Plan, res *ApplyResult
 	// What refresh found is the truth: store it first.
 	diags = append(diags, e.storeDrift(p, objs, changes, storeOnly)...)
 	ap := &applier{e: e, plan: p, changes: changes, objs: objs, res: res,
-		lim: make(limiter, e.parallelism), localLim: e.localLimiter(),
+		lim: newNodeLimiter(e.parallelism), localLim: e.localLimiter(),
 		created: map[string]bool{}, deleted: map[string]bool{}}
 	// Intents already in the journal (usually none) are not this apply's
 	// results: a failed Flush must not take them from the counts.
@@ -330,7 +340,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 		return diags
 	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.module.Resources[key].Addr.Type), len(cis), func(i int) {
+	if err := forEachParallel(ctx, ap.limiterFor(ctx, ap.e.module.Resources[key].Addr.Type), len(cis), func(i int) string { return cis[i].Node.Key() }, func(i int) {
 		ci := cis[i]
 		c := ap.changes[ci.Addr]
 		ap.reached(ap.created, ci.Addr)
@@ -351,7 +361,7 @@ func (ap *applier) applyInstances(ctx context.Context, key string, b *blockValue
 // limiterFor is the limiter that bounds applies and deletes of typeName.
 // A type whose schema cannot be had is bounded by the parallelism: the
 // call that follows reports why.
-func (ap *applier) limiterFor(ctx context.Context, typeName string) limiter {
+func (ap *applier) limiterFor(ctx context.Context, typeName string) gate {
 	if ap.local(ctx, typeName) {
 		return ap.localLim
 	}

@@ -170,7 +170,7 @@ func (ap *applier) destroyStep(ctx context.Context, addr string) hcl.Diagnostics
 	// whatever -parallelism said).
 	var resp sdk.ApplyResponse
 	var err error
-	if lerr := ap.limiterFor(ctx, c.Type).do(ctx, func() {
+	if lerr := ap.limiterFor(ctx, c.Type).run(ctx, node.Key(), func() {
 		resp, err = ap.callApply(ctx, inst, nil, addr, "delete", destroySecrets(c), func(ctx context.Context, started func(time.Time), progress func(sdk.Progress)) sdk.ApplyResponse {
 			started(time.Now())
 			return prov.ApplyResourceChange(ctx, sdk.ApplyRequest{

@@ -11,7 +11,8 @@
 // The files follow that flow:
 //
 //   - engine.go: the Engine, provider start and schemas; diags.go,
-//     limiter.go, hooks.go: what every phase shares.
+//     limiter.go (Parallelism counts nodes in flight: nodeLimiter),
+//     hooks.go: what every phase shares.
 //   - stateobject.go: the state's side of an instance (stateObject) and the
 //     Store it lives in; journal.go: intents and their recovery.
 //   - configgraph.go: the configuration graph (vertex.go: its typed
@@ -21,7 +22,9 @@
 //     value read back into connection details.
 //   - walkgraph.go: the graph a walk runs, with instance vertices for
 //     blocks whose keys are known before it; walk.go: the walker.
-//   - refresh.go, nodecheck.go: reading the nodes.
+//   - refresh.go, nodecheck.go: reading the nodes; exclude.go: the nodes
+//     a plan leaves out (-exclude-unreachable) and a saved plan's node
+//     check before its first change.
 //   - plan.go (plan_normal.go, plan_destroy.go): Engine.Plan by mode;
 //     plan_instance.go: planning one instance; ignore.go: lifecycle;
 //     collisions.go: two instances may not manage one object.

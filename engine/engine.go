@@ -143,6 +143,12 @@ type PlanOptions struct {
 	Targets []addrs.Target
 	// Replace forces replacement of these instances. Empty: none.
 	Replace []addrs.ResourceInstance
+	// ExcludeUnreachable leaves out, instead of failing the plan, every
+	// node that cannot be reached: plans.Plan.Excluded names each with
+	// the instances it neither read nor planned, and Apply fails for each
+	// after converging the rest (-exclude-unreachable). False: an
+	// unreachable node fails the plan, each named once.
+	ExcludeUnreachable bool
 }
 
 // schemaFor returns the schema of a resource type, starting its provider

@@ -52,19 +52,127 @@ func (l limiter) do(ctx context.Context, fn func()) error {
 	return nil
 }
 
-// forEachParallel runs fn(i) for i in [0,n) through lim, returning the
-// first context error. fn must be safe to call concurrently.
-func forEachParallel(ctx context.Context, lim limiter, n int, fn func(i int)) error {
+// gate bounds provider calls: a limiter (calls, whatever node) or a
+// nodeLimiter (nodes in flight). key is the node a call reaches
+// (sdk.Node.Key); a limiter ignores it.
+type gate interface {
+	run(ctx context.Context, key string, fn func()) error
+	// workers is how many callers of forEachParallel may wait on it.
+	workers() int
+}
+
+var (
+	_ gate = limiter(nil)
+	_ gate = (*nodeLimiter)(nil)
+)
+
+func (l limiter) run(ctx context.Context, _ string, fn func()) error { return l.do(ctx, fn) }
+func (l limiter) workers() int                                       { return cap(l) }
+
+// nodeLimiter bounds the nodes that have provider calls in flight: that
+// is what -parallelism counts. A call on a node that already has one in
+// flight joins it (they share its one connection), up to perNode calls
+// on one node; a call on another node waits for one of the slots. Held
+// to calls instead, a fleet's refresh (a provider per node per read) and
+// walks ran one node's calls in as many waves as other nodes' calls took
+// slots: 32 nodes of two providers each read in 7 waves of 10 calls.
+type nodeLimiter struct {
+	max, perNode int
+
+	mu      sync.Mutex
+	busy    map[string]*nodeSlot
+	changed chan struct{} // closed (and replaced) when a node enters or leaves
+}
+
+// nodeSlot is one node's place in a nodeLimiter.
+type nodeSlot struct {
+	users int           // callers holding or waiting on calls
+	calls chan struct{} // calls in flight on the node
+}
+
+// newNodeLimiter admits n nodes at once, each with up to n calls (as
+// many as the engine ran on one node before it counted nodes).
+func newNodeLimiter(n int) *nodeLimiter {
+	return &nodeLimiter{max: n, perNode: n, busy: map[string]*nodeSlot{}, changed: make(chan struct{})}
+}
+
+func (l *nodeLimiter) workers() int { return l.max * l.perNode }
+
+func (l *nodeLimiter) run(ctx context.Context, key string, fn func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := l.enter(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer l.leave(key, s)
+	select {
+	case s.calls <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.calls }()
+	fn()
+	return nil
+}
+
+// enter joins key's slot, or takes a free one when the node has none. A
+// caller that waits looks again whenever a node enters or leaves, so a
+// call on a node that another caller brings in joins it at once instead
+// of waiting for a slot of its own.
+func (l *nodeLimiter) enter(ctx context.Context, key string) (*nodeSlot, error) {
+	for {
+		l.mu.Lock()
+		if s := l.busy[key]; s != nil {
+			s.users++
+			l.mu.Unlock()
+			return s, nil
+		}
+		if len(l.busy) < l.max {
+			s := &nodeSlot{users: 1, calls: make(chan struct{}, l.perNode)}
+			l.busy[key] = s
+			l.broadcast()
+			l.mu.Unlock()
+			return s, nil
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// leave gives key's slot back when its last caller is done.
+func (l *nodeLimiter) leave(key string, s *nodeSlot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.users--; s.users == 0 {
+		delete(l.busy, key)
+		l.broadcast()
+	}
+}
+
+// broadcast wakes every waiting caller; l.mu is held.
+func (l *nodeLimiter) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// forEachParallel runs fn(i) for i in [0,n) through g (key(i): the node
+// fn(i) reaches), returning the first context error. fn must be safe to
+// call concurrently.
+func forEachParallel(ctx context.Context, g gate, n int, key func(i int) string, fn func(i int)) error {
 	if n == 1 {
-		return lim.do(ctx, func() { fn(0) })
+		return g.run(ctx, key(0), func() { fn(0) })
 	}
 	var wg sync.WaitGroup
 	var firstErr error
 	var mu sync.Mutex
-	workers := cap(lim)
-	if workers > n {
-		workers = n
-	}
+	workers := min(g.workers(), n)
 	if workers < 1 {
 		workers = 1
 	}
@@ -81,7 +189,7 @@ func forEachParallel(ctx context.Context, lim limiter, n int, fn func(i int)) er
 				if i >= n {
 					return
 				}
-				if err := lim.do(ctx, func() { fn(i) }); err != nil {
+				if err := g.run(ctx, key(i), func() { fn(i) }); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err

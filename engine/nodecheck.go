@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -15,6 +16,7 @@ import (
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/tfdiags"
+	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -26,12 +28,41 @@ type NodeChecker func(ctx context.Context, n sdk.Node) error
 
 // checkNodes reaches every node a plan touches, once each and in
 // parallel: the configuration's nodes and the nodes of what is in state.
-// Each failure is one diagnostic pointing at the node block.
-func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject) hcl.Diagnostics {
+// Every node is reached, whatever fails first, so one run names every
+// unreachable node. By default each failure is one error pointing at the
+// node block; with exclude it is one warning instead, and the node is
+// returned in left (by sdk.Node.Key) for the plan to leave out.
+func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject, exclude bool) (map[string]*plans.ExcludedNode, hcl.Diagnostics) {
 	if e.nodeCheck == nil {
-		return nil
+		return nil, nil
 	}
 	nodes := nodesToReach(cfgNodes, insts)
+	errs := e.reach(ctx, nodes)
+	var diags hcl.Diagnostics
+	var left map[string]*plans.ExcludedNode
+	if err := ctx.Err(); err != nil {
+		return nil, append(diags, tfdiags.FromError("Planning interrupted", err, ""))
+	}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		d := unreachableDiag(e.module, nodes[i], err, exclude,
+			"Nothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone.")
+		diags = append(diags, d)
+		if exclude {
+			if left == nil {
+				left = map[string]*plans.ExcludedNode{}
+			}
+			left[nodes[i].Key()] = &plans.ExcludedNode{Node: nodeLabel(nodes[i]), Reason: oneLine(err.Error())}
+		}
+	}
+	return left, diags
+}
+
+// reach runs the node check on every node, the engine's parallelism at a
+// time, and returns each node's error (nil: reached).
+func (e *Engine) reach(ctx context.Context, nodes []sdk.Node) []error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	lim := make(limiter, e.parallelism)
@@ -43,23 +74,34 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 		}()
 	}
 	wg.Wait()
-	var diags hcl.Diagnostics
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		d := tfdiags.FromError("Cannot reach "+nodeLabel(nodes[i]), err,
-			"\n\nNothing was read or changed. Plan reaches every node before it reads anything; -refresh=false plans from state alone.")
-		if nb := e.module.Nodes[nodeBlockName(nodes[i].Name)]; nb != nil {
+	return errs
+}
+
+// unreachableDiag is the one diagnostic for a node that cannot be
+// reached: an error naming the flag that would leave it out, or with
+// exclude a warning saying what leaving it out means.
+func unreachableDiag(mod *config.Module, n sdk.Node, err error, exclude bool, nothing string) *hcl.Diagnostic {
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot reach " + nodeLabel(n),
+		Detail: err.Error() + "\n\n" + nothing + " Every node was tried; each one that cannot be reached is named in its own error. " +
+			"To go on without the nodes that cannot be reached, run again with -exclude-unreachable: the plan then leaves them out and names them, and apply changes the other nodes and fails for each node left out."}
+	tfdiags.Attach(d, err)
+	if exclude {
+		d.Severity, d.Summary = hcl.DiagWarning, "Node left out: "+nodeLabel(n)
+		d.Detail = err.Error() + "\n\n-exclude-unreachable: its instances are neither read, planned nor changed, and state keeps what it recorded for them. Applying changes the other nodes, then fails with one error for this node."
+	}
+	if mod != nil {
+		if nb := mod.Nodes[nodeBlockName(n.Name)]; nb != nil {
 			rng := nb.DeclRange
 			d.Subject = &rng
 		}
-		diags = append(diags, d)
 	}
-	if err := ctx.Err(); err != nil {
-		diags = append(diags, tfdiags.FromError("Planning interrupted", err, ""))
-	}
-	return diags
+	return d
+}
+
+// oneLine is s on one line: a reason a plan file keeps (plans checks
+// that it is plain text).
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || unicode.IsControl(r) }), "; ")
 }
 
 // nodeBlockName is the block of a node instance name:

@@ -33,6 +33,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 	}
 	p := &plans.Plan{Mode: opts.Mode, Created: time.Now().UTC(), Variables: opts.Variables,
 		Targets: targetStrings(opts.Targets), Replace: replaceStrings(opts.Replace), Outputs: map[string]*plans.OutputChange{}}
+	p.ExcludeUnreachable = opts.ExcludeUnreachable
 	in, diags := e.planInputs(ctx, opts, p)
 	if diags.HasErrors() {
 		return nil, diags
@@ -46,6 +47,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		p, diags = e.planNormal(ctx, in, opts, p, diags)
 	}
 	if p != nil {
+		in.left.record(p, in.prior)
 		e.markSummaries(ctx, p)
 	}
 	return p, diags
@@ -84,6 +86,8 @@ type planInputs struct {
 	ev *evaluator
 	// prior is the state as refresh found it.
 	prior map[string]*stateObject
+	// left are the nodes left out (-exclude-unreachable).
+	left *leftNodes
 }
 
 // planInputs reads state and the journal, evaluates what the
@@ -108,12 +112,18 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 			return nil, diags
 		}
 	}
-	if d := e.reachNodes(ctx, opts, ev, objs); d.HasErrors() {
-		return nil, append(diags, d...)
-	}
-	prior, drift, d := e.refreshForPlan(ctx, objs, recovered, opts.SkipRefresh)
+	left, d := e.reachNodes(ctx, opts, ev, objs)
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
+	}
+	// What is on a node left out is not read: state's record stands.
+	reachable, kept := left.split(objs)
+	prior, drift, d := e.refreshForPlan(ctx, reachable, recovered, opts.SkipRefresh)
+	if diags = append(diags, d...); d.HasErrors() {
+		return nil, diags
+	}
+	for a, in := range kept {
+		prior[a] = in
 	}
 	p.Drift = drift
 	diags = append(diags, e.settleIntents(recovered, prior, p)...)
@@ -122,7 +132,7 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 		return nil, append(diags, tfdiags.FromError("Cannot read state", err, ""))
 	}
 	p.Lineage, p.Serial = meta.Lineage, meta.Serial
-	return &planInputs{filter: filter, cg: cg, ev: ev, prior: prior}, diags
+	return &planInputs{filter: filter, cg: cg, ev: ev, prior: prior, left: left}, diags
 }
 
 // priorState reads every object in state, and turns the journal's intents
@@ -182,19 +192,25 @@ func (e *Engine) nodeConfig(ctx context.Context, opts PlanOptions) (*configGraph
 // describes them now, then reaches every node the plan touches once,
 // before anything is read: a node that cannot be reached fails the plan
 // here, pointing at its node block, not at a later apply.
-func (e *Engine) reachNodes(ctx context.Context, opts PlanOptions, ev *evaluator, objs map[string]*stateObject) hcl.Diagnostics {
+// With opts.ExcludeUnreachable a node that cannot be reached is left out
+// instead (a warning each); left is nil when none is.
+func (e *Engine) reachNodes(ctx context.Context, opts PlanOptions, ev *evaluator, objs map[string]*stateObject) (*leftNodes, hcl.Diagnostics) {
 	var cfgNodes map[string]sdk.Node
 	if ev != nil {
 		cfgNodes = ev.nodeInstances()
 		repointNodes(cfgNodes, objs)
 	}
 	if opts.SkipRefresh || len(opts.Targets) > 0 {
-		return nil
+		return nil, nil
 	}
 	if opts.Mode != plans.NormalMode {
 		cfgNodes = nil
 	}
-	return e.checkNodes(ctx, cfgNodes, objs)
+	left, diags := e.checkNodes(ctx, cfgNodes, objs, opts.ExcludeUnreachable)
+	if len(left) == 0 {
+		return nil, diags
+	}
+	return &leftNodes{byKey: left}, diags
 }
 
 // repointNodes makes each object reach its node the way the configuration

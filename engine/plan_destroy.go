@@ -15,6 +15,9 @@ import (
 func (e *Engine) planDestroy(in *planInputs, p *plans.Plan) hcl.Diagnostics {
 	in.filter.expand(nil)
 	for addr := range destroySet(in.prior, in.filter) {
+		if in.left.skip(in.prior[addr].Node, addr) {
+			continue // on a node left out: named in the plan, kept in state
+		}
 		p.Changes = append(p.Changes, deleteChange(p, in.prior[addr], ""))
 	}
 	diags := e.checkPreventDestroy(p)

@@ -29,8 +29,10 @@ type planner struct {
 	prior   map[string]*stateObject
 	replace map[string]bool
 	filter  *targetFilter
+	left    *leftNodes // nodes left out (-exclude-unreachable)
 
-	lim limiter
+	// lim bounds the nodes with plans in flight (-parallelism).
+	lim *nodeLimiter
 	// localLim bounds the plans of types whose plans reach no node
 	// (sdk.ResourceSchema.LocalPlan): wider than lim, so that more plan
 	// items are in flight and share the plugin session's messages
@@ -49,8 +51,8 @@ func newPlanner(e *Engine, p *plans.Plan, in *planInputs, opts PlanOptions) *pla
 	for _, r := range opts.Replace {
 		replace[r.String()] = true
 	}
-	return &planner{e: e, plan: p, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter,
-		lim: make(limiter, e.parallelism), localLim: e.localLimiter(),
+	return &planner{e: e, plan: p, cg: in.cg, ev: in.ev, prior: in.prior, replace: replace, filter: in.filter, left: in.left,
+		lim: newNodeLimiter(e.parallelism), localLim: e.localLimiter(),
 		offline: opts.SkipRefresh, seen: map[string]bool{}}
 }
 
@@ -80,12 +82,12 @@ func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues
 	if diags.HasErrors() {
 		return diags
 	}
-	lim := pl.lim
+	var lim gate = pl.lim
 	if s := pl.cg.schemas[pl.e.module.Resources[key].Addr.Type]; s != nil && s.LocalPlan {
 		lim = pl.localLim
 	}
 	var mu sync.Mutex
-	if err := forEachParallel(ctx, lim, len(cis), func(i int) {
+	if err := forEachParallel(ctx, lim, len(cis), func(i int) string { return cis[i].Node.Key() }, func(i int) {
 		d := pl.planInstance(ctx, prov, key, b, cis[i])
 		mu.Lock()
 		diags = append(diags, d...)
@@ -99,6 +101,19 @@ func (pl *planner) planInstances(ctx context.Context, key string, b *blockValues
 // planInstance plans one instance, records its change and publishes the
 // value dependents see in b.
 func (pl *planner) planInstance(ctx context.Context, prov sdk.Provider, key string, b *blockValues, ci *configInstance) hcl.Diagnostics {
+	if pl.left.skip(ci.Node, ci.Addr) {
+		// On a node left out: not planned, and not deleted as an orphan.
+		// Dependents see what state records (unknown when nothing).
+		pl.mu.Lock()
+		pl.seen[ci.Addr] = true
+		pl.mu.Unlock()
+		v := cty.UnknownVal(pl.cg.types[pl.e.module.Resources[key].Addr.Type])
+		if prior := pl.prior[ci.Addr]; prior != nil {
+			v = MarkSensitive(prior.Value, prior.SensitiveAttrs)
+		}
+		b.set(ci.Key, v)
+		return nil
+	}
 	ch, diags := pl.planChange(ctx, prov, key, ci)
 	if ch == nil {
 		return diags

@@ -66,6 +66,9 @@ func (e *Engine) orphanDeletes(p *plans.Plan, in *planInputs, seen map[string]bo
 		if in.filter != nil && !in.filter.blocks[resourceV(obj.Resource)] {
 			continue
 		}
+		if in.left.skip(obj.Node, addr) {
+			continue // on a node left out: named in the plan, not deleted
+		}
 		reason := "no longer in the configuration"
 		if _, ok := e.module.Resources[obj.Resource]; ok {
 			reason = "its key is no longer produced by for_each/count"

@@ -73,12 +73,12 @@ func (e *Engine) refresh(ctx context.Context, objs map[string]*stateObject) (map
 	var stats RefreshStats
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism)
+	lim := newNodeLimiter(e.parallelism) // nodes in flight, each with its providers' reads
 	for _, g := range readGroups(objs) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = lim.do(ctx, func() {
+			_ = lim.run(ctx, g.node.Key(), func() {
 				res, rd, trips := e.read(ctx, g, objs)
 				mu.Lock()
 				defer mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkform/sparkform/cmd/sparkform/internal/jsonui"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/internal/command/jsonplan"
 )
 
 // jsonView is the -json stream of a command (see jsonui), with what
@@ -33,6 +34,10 @@ func (v *jsonView) diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) {
 func (v *jsonView) plan(p *plans.Plan) {
 	for _, n := range p.Notes {
 		v.Log("warn", n)
+	}
+	for _, x := range jsonplan.Excluded(p) {
+		v.Emit("warn", "node_excluded", fmt.Sprintf("%s: left out (-exclude-unreachable): %s", x.Node, x.Reason),
+			map[string]any{"excluded": x})
 	}
 	for _, d := range p.Drift {
 		a := "update"

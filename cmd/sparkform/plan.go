@@ -31,6 +31,9 @@ type planFlags struct {
 	json             bool
 	input            bool // -input=false: fail instead of asking
 	lock             bool // -lock=false: read state without the lock (plan only)
+	// excludeUnreachable: leave out the nodes that cannot be reached,
+	// named in the plan, instead of failing (engine.PlanOptions).
+	excludeUnreachable bool
 }
 
 func addPlanFlags(cmd *cobra.Command, m *meta, f *planFlags, withDestroy bool) {
@@ -43,7 +46,8 @@ func addPlanFlags(cmd *cobra.Command, m *meta, f *planFlags, withDestroy bool) {
 	cmd.Flags().StringArrayVar(&f.targets, "target", nil, "limit to this resource or instance and what it depends on (repeatable)")
 	cmd.Flags().StringArrayVar(&f.replace, "replace", nil, "force replacement of this instance (repeatable)")
 	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "how long to wait for the state lock (e.g. 30s)")
-	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many provider operations run at once")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many nodes have provider operations in flight at once (the node checks, reads, plans and changes; up to as many operations on each of those nodes, over its one connection)")
+	cmd.Flags().BoolVar(&f.excludeUnreachable, "exclude-unreachable", false, "leave out the nodes that cannot be reached instead of failing: the plan names each one left out, and apply changes the other nodes, then exits non-zero with one error per node left out")
 	cmd.Flags().BoolVar(&f.json, "json", false, "machine-readable output: one JSON object per line (see docs/cli.md)")
 	cmd.Flags().BoolVar(&f.input, "input", true, "ask for input when needed; -input=false fails instead (for automation)")
 	cmd.Flags().BoolVar(&f.lock, "lock", true, "take the state lock; -lock=false reads state without it (plan only; a warning says so)")
@@ -168,7 +172,7 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 	eng.SetStore(st)
 	ctx, stop := m.interruptible()
 	defer stop()
-	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: targets, Replace: replace})
+	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: targets, Replace: replace, ExcludeUnreachable: f.excludeUnreachable})
 	if m.diags(ds) || p == nil {
 		return nil, nil, 1
 	}
@@ -230,7 +234,7 @@ parameters observed before the first apply. Same as apply -destroy.`
 			if p == nil {
 				return &exitError{code}
 			}
-			if !p.HasChanges() {
+			if !p.HasChanges() && len(p.Excluded) == 0 { // a node left out fails the apply (runApply)
 				if f.mode() == plans.RefreshOnlyMode || len(p.Drift) == 0 {
 					v.nothingToApply(p)
 					return nil
@@ -267,6 +271,9 @@ func (m *meta) applySaved(v operationView, path string, f *planFlags) error {
 	mod, ok := m.loadConfig()
 	if !ok {
 		return &exitError{1}
+	}
+	if f.excludeUnreachable {
+		p.ExcludeUnreachable = true // a node dead now is left out too
 	}
 	if p.ConfigDigest != configDigest(mod) { // plans.Read refuses a file without one
 		return m.failed(fmt.Errorf("%w: the configuration files changed since the plan was made; run plan again", plans.ErrStalePlan))

@@ -96,6 +96,24 @@ var (
 )
 
 // plan renders a plan like Terraform does.
+// excluded names every node p leaves out, with why and what is on it:
+// a plan that leaves a node out says so before anything else.
+func (r *renderer) excluded(p *plans.Plan) {
+	if len(p.Excluded) == 0 {
+		return
+	}
+	fmt.Fprintf(r.w, "%s %d %s left out of this plan (-exclude-unreachable): nothing on %s is read, planned or changed, and applying this plan fails for %s after changing the rest.\n",
+		r.c(boldYellow, "Warning:"), len(p.Excluded), map[bool]string{true: "node is", false: "nodes are"}[len(p.Excluded) == 1],
+		map[bool]string{true: "it", false: "them"}[len(p.Excluded) == 1], map[bool]string{true: "it", false: "each"}[len(p.Excluded) == 1])
+	for _, x := range p.Excluded {
+		fmt.Fprintf(r.w, "  - %s: %s\n", r.c(bold, termSafe(x.Node)), termSafe(x.Reason))
+		if len(x.Instances) > 0 {
+			fmt.Fprintf(r.w, "      not planned: %s\n", termSafe(strings.Join(x.Instances, ", ")))
+		}
+	}
+	fmt.Fprintln(r.w)
+}
+
 func (r *renderer) plan(p *plans.Plan) {
 	w := r.w
 	tw, ok := w.(textWriter)
@@ -112,6 +130,7 @@ func (r *renderer) plan(p *plans.Plan) {
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(r.w)
 	}
+	r.excluded(p)
 	if len(p.Drift) > 0 {
 		fmt.Fprintln(r.w, r.c(bold, "Objects have changed outside of sparkform")+"\n")
 		fmt.Fprintln(r.w, "sparkform detected the following changes made outside of sparkform since the last apply:")

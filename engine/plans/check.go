@@ -147,6 +147,20 @@ func (fp *filePlan) check() error {
 			return fmt.Errorf("output name %q is not an identifier", name)
 		}
 	}
+	for _, x := range fp.Excluded {
+		// Printed in plan output and in apply's errors: plain text only.
+		if err := checkText("excluded node", x.Node); err != nil {
+			return err
+		}
+		if !plainText(x.Reason) || len(x.Reason) > maxNameLen {
+			return fmt.Errorf("the reason node %q is left out is not one line of plain text", x.Node)
+		}
+		for _, a := range x.Instances {
+			if _, err := checkInstanceAddr("excluded instance", a); err != nil {
+				return err
+			}
+		}
+	}
 	for _, t := range fp.Targets {
 		if err := checkText("target", t); err != nil {
 			return err

@@ -94,6 +94,9 @@ type filePlan struct {
 	Moves         []Move `json:",omitempty"`
 	Outputs       map[string]fileOutput
 	Notes         []string
+	// ExcludeUnreachable and Excluded: see Plan.
+	ExcludeUnreachable bool           `json:",omitempty"`
+	Excluded           []ExcludedNode `json:",omitempty"`
 }
 
 // maxPlanBytes bounds a plan file's unpacked size (a 10,000-instance
@@ -155,6 +158,7 @@ func Write(w io.Writer, p *Plan) error {
 		FormatVersion: FormatVersion, Lineage: p.Lineage, Serial: p.Serial, Mode: p.Mode,
 		Created: p.Created, ConfigDigest: p.ConfigDigest, Targets: p.Targets, Replace: p.Replace,
 		Variables: map[string]fileValue{}, Outputs: map[string]fileOutput{}, Notes: p.Notes, Moves: p.Moves,
+		ExcludeUnreachable: p.ExcludeUnreachable, Excluded: p.Excluded,
 	}
 	var err error
 	enc := func(v cty.Value) fileValue {
@@ -245,6 +249,7 @@ func Read(r io.Reader) (*Plan, error) {
 		FormatVersion: fp.FormatVersion, Lineage: fp.Lineage, Serial: fp.Serial, Mode: fp.Mode,
 		Created: fp.Created, ConfigDigest: fp.ConfigDigest, Targets: fp.Targets, Replace: fp.Replace,
 		Variables: map[string]cty.Value{}, Outputs: map[string]*OutputChange{}, Notes: fp.Notes, Moves: fp.Moves,
+		ExcludeUnreachable: fp.ExcludeUnreachable, Excluded: fp.Excluded,
 	}
 	dec := func(b fileValue) cty.Value {
 		v, e := decodeValue(b)

@@ -38,9 +38,15 @@ func TestRoundTrip(t *testing.T) {
 			RequiresReplace: []cty.Path{cty.GetAttrPath("commit"), cty.GetAttrPath("m").Index(cty.StringVal("k"))},
 			PlannedPrivate:  []byte("x"),
 		}},
-		Outputs: map[string]*OutputChange{"o": {Before: cty.NullVal(cty.String), After: cty.UnknownVal(cty.String)}},
+		Outputs:            map[string]*OutputChange{"o": {Before: cty.NullVal(cty.String), After: cty.UnknownVal(cty.String)}},
+		ExcludeUnreachable: true,
+		Excluded:           []ExcludedNode{{Node: `node.n["d"]`, Reason: "connection refused", Instances: []string{`node_command.c["d"]`}}},
 	}
 	got := roundTrip(t, p)
+	if !got.ExcludeUnreachable || len(got.Excluded) != 1 || got.Excluded[0].Node != `node.n["d"]` ||
+		got.Excluded[0].Reason != "connection refused" || len(got.Excluded[0].Instances) != 1 {
+		t.Errorf("nodes left out lost: %v %+v", got.ExcludeUnreachable, got.Excluded)
+	}
 	c := got.Changes[0]
 	if !c.After.RawEquals(after) {
 		t.Errorf("after = %#v", c.After)
@@ -238,6 +244,12 @@ func TestCraftedPlanFiles(t *testing.T) {
 		{"blank lineage", file(func(fp *filePlan) { fp.Lineage = "" }), "no state lineage"},
 		{"lineage with a newline", file(func(fp *filePlan) { fp.Lineage = "L\nx" }), "control or invisible"},
 		{"no creation time", file(func(fp *filePlan) { fp.Created = time.Time{} }), "no creation time"},
+		// Issue 32: a node left out is printed by show and apply.
+		{"excluded node with an escape", file(func(fp *filePlan) { fp.Excluded = []ExcludedNode{{Node: "node.n\x1b[2J", Reason: "r"}} }), "control or invisible"},
+		{"excluded reason of two lines", file(func(fp *filePlan) { fp.Excluded = []ExcludedNode{{Node: "node.n", Reason: "a\nApply complete!"}} }), "not one line of plain text"},
+		{"excluded bad address", file(func(fp *filePlan) {
+			fp.Excluded = []ExcludedNode{{Node: "node.n", Reason: "r", Instances: []string{"../x"}}}
+		}), "excluded instance"},
 		{"address with ../", change(func(c *fileChange) { c.Addr = "sparkform_data.x/../../y" }), "not a resource instance address"},
 		{"address with a newline", change(func(c *fileChange) { c.Addr = "sparkform_data.x\nApply complete!" }), "control or invisible"},
 		{"address with a NUL", change(func(c *fileChange) { c.Addr = "sparkform_data.x\x00" }), "control or invisible"},

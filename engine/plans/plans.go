@@ -148,6 +148,17 @@ type Plan struct {
 	// Notes are messages for the user made during planning (interrupted
 	// operations found in the journal, and what refresh found for them).
 	Notes []string
+	// ExcludeUnreachable says the plan was made with -exclude-unreachable:
+	// a node that cannot be reached (at plan, or when a saved plan is
+	// applied) is left out, named in Excluded, instead of failing the
+	// whole run.
+	ExcludeUnreachable bool
+	// Excluded are the nodes this plan leaves out, each with why and the
+	// instances it neither read nor planned: none of their changes is in
+	// Changes, and applying the plan fails with one error per node after
+	// converging the rest. Never empty without a word: every renderer of
+	// a plan names them.
+	Excluded []ExcludedNode
 	// Saved is set for a plan read from a file (not stored in it): time
 	// has passed since it was reviewed, so apply refreshes every instance
 	// before its first change and refuses the plan if a node moved on.
@@ -155,6 +166,17 @@ type Plan struct {
 
 	nodesMu sync.Mutex
 	nodes   []*sdk.Node // Node's
+}
+
+// ExcludedNode is one node a plan leaves out (Plan.Excluded).
+type ExcludedNode struct {
+	// Node is the node's name, as `node.spark["n32"]`.
+	Node string
+	// Reason is why it was left out: the error reaching it.
+	Reason string
+	// Instances are the addresses on it that the plan neither read nor
+	// planned, sorted.
+	Instances []string
 }
 
 // Move is one object a moved block moves: from address to address.
@@ -252,4 +274,5 @@ func (p *Plan) Change(addr string) *ResourceChange {
 func (p *Plan) Sort() {
 	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Addr < p.Changes[j].Addr })
 	sort.Slice(p.Drift, func(i, j int) bool { return p.Drift[i].Addr < p.Drift[j].Addr })
+	sort.Slice(p.Excluded, func(i, j int) bool { return p.Excluded[i].Node < p.Excluded[j].Node })
 }

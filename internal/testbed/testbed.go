@@ -203,8 +203,12 @@ func (b *Bed) start(specs []nodeSpec) error {
 	if err != nil {
 		return err
 	}
-	var known strings.Builder
-	for _, sp := range specs {
+	// Every node is set up in order (so Nodes and Jumps keep the specs'
+	// order and Stop sees every node whatever fails), then their sshds
+	// start startWidth at a time: 32 nodes one after another took ~32
+	// handshake waits.
+	nodes := make([]*Node, len(specs))
+	for i, sp := range specs {
 		node := &Node{
 			Name:         sp.name,
 			Host:         sp.host,
@@ -216,6 +220,7 @@ func (b *Bed) start(specs []nodeSpec) error {
 			netns:        sp.netns,
 			dir:          filepath.Join(b.Dir, sp.name),
 		}
+		nodes[i] = node
 		if sp.jump {
 			b.Jumps = append(b.Jumps, node)
 		} else {
@@ -238,17 +243,35 @@ func (b *Bed) start(specs []nodeSpec) error {
 			return err
 		}
 		node.HostKey = hostPub
-		keyFile := filepath.Join(node.dir, "ssh_host_ed25519_key")
-		if err := os.WriteFile(keyFile, hostPriv, 0o600); err != nil {
+		if err := os.WriteFile(node.hostKeyFile(), hostPriv, 0o600); err != nil {
 			return err
 		}
-		if err := node.startSSHD(keyFile, authKeys); err != nil {
-			return err
-		}
-		known.WriteString(KnownHostsLine(node.Host, node.Port, hostPub))
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, startWidth)
+	for i, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			errs[i] = node.startSSHD(node.hostKeyFile(), authKeys)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err // the caller's Stop stops those that started
+	}
+	var known strings.Builder
+	for _, node := range nodes {
+		known.WriteString(KnownHostsLine(node.Host, node.Port, node.HostKey))
 	}
 	return os.WriteFile(b.KnownHosts, []byte(known.String()), 0o644)
 }
+
+// startWidth is how many sshds a bed starts at once.
+const startWidth = 16
 
 // KnownHostsLine is the known_hosts line for key at host:port, newline
 // included.

@@ -53,6 +53,25 @@ type Extras struct {
 	Replace []string       `json:"replace,omitempty"`
 	// SensitiveVariables names the variables whose value is left out.
 	SensitiveVariables []string `json:"sensitive_variables,omitempty"`
+	// ExcludedNodes are the nodes the plan leaves out
+	// (-exclude-unreachable): nothing on them was read or planned.
+	ExcludedNodes []ExcludedNode `json:"excluded_nodes,omitempty"`
+}
+
+// ExcludedNode is one node a plan leaves out, why, and the instances on it.
+type ExcludedNode struct {
+	Node      string   `json:"node"`
+	Reason    string   `json:"reason"`
+	Instances []string `json:"instances"`
+}
+
+// Excluded is the plan's left-out nodes in document form.
+func Excluded(p *plans.Plan) []ExcludedNode {
+	var out []ExcludedNode
+	for _, x := range p.Excluded {
+		out = append(out, ExcludedNode{Node: x.Node, Reason: x.Reason, Instances: append([]string{}, x.Instances...)})
+	}
+	return out
 }
 
 // ResourceChange is the planned change (or the drift) of one instance.
@@ -148,7 +167,7 @@ func Marshal(p *plans.Plan, opts Options) (*Plan, error) {
 	}
 	add, change, destroy := p.Counts()
 	out.Sparkform = Extras{Lineage: p.Lineage, Serial: p.Serial, Mode: string(p.Mode), Notes: p.Notes,
-		Targets: p.Targets, Replace: p.Replace,
+		Targets: p.Targets, Replace: p.Replace, ExcludedNodes: Excluded(p),
 		Summary: map[string]int{"add": add, "change": change, "destroy": destroy}}
 
 	// Variables.
