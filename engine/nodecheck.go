@@ -15,8 +15,8 @@ import (
 
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
-	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/engine/tfdiags"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 

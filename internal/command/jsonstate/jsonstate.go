@@ -102,7 +102,7 @@ type Addr struct {
 	// Module is the module instance address ("" in the root).
 	Module string
 	Type   string
-	Name    string
+	Name   string
 	// Index is the instance key: a string (for_each), a number (count)
 	// or nil.
 	Index any
