@@ -1142,3 +1142,105 @@ func TestSnapshotReceiverDiesWithItsConnection(t *testing.T) {
 	}
 	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
 }
+
+// TestSnapshotResumesInterruptedBatch: an apply cancelled while the small
+// blobs' batch is in flight (LFS files under the small-blob limit behind
+// the CDN redirect, and regular files) leaves their bytes in the inbox;
+// the next apply fetches none of those bytes again, blob by blob (the
+// hub's counters), and the snapshot is whole.
+func TestSnapshotResumesInterruptedBatch(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			var specs []hubtest.FileSpec
+			for i := 0; i < 6; i++ {
+				specs = append(specs, hubtest.FileSpec{Path: fmt.Sprintf("model-%05d-of-00006.safetensors", i+1), Size: 1<<20 + int64(i)*4099, LFS: true})
+			}
+			for i := 0; i < 6; i++ {
+				specs = append(specs, hubtest.FileSpec{Path: fmt.Sprintf("tok/part-%02d.json", i), Size: 200<<10 + int64(97*i)})
+			}
+			repo := hubtest.GenRepo("acme/batch", 37, specs...)
+			srv := hubtest.NewServer(t, repo)
+			p := snapProvider(t, n, map[string]string{"HF_ENDPOINT": srv.URL})
+			c := repo.Main()
+			cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(n.hub), "repo_id": cty.StringVal(repo.ID), "parallel": cty.NumberIntVal(4)})
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			blobs := filepath.Join(n.hub, repo.CacheDirName(), "blobs")
+			inbox := filepath.Join(blobs, ".sparkform-incoming."+c.SHA)
+			// inFlight: etag -> bytes on the node for blobs not yet whole.
+			inFlight := func() map[string]int64 {
+				out := map[string]int64{}
+				for _, d := range []string{blobs, inbox} {
+					ents, _ := os.ReadDir(d)
+					for _, e := range ents {
+						if !e.Type().IsRegular() {
+							continue
+						}
+						name, isInc := strings.CutSuffix(e.Name(), ".incomplete")
+						if d == blobs && !isInc {
+							continue
+						}
+						if fi, err := e.Info(); err == nil {
+							out[name] = max(out[name], fi.Size())
+						}
+					}
+				}
+				return out
+			}
+			partial := func(m map[string]int64) (n int) {
+				for e, sz := range m {
+					if f := fileByEtag(c, e); f != nil && sz > 0 && sz < f.Size {
+						n++
+					}
+				}
+				return n
+			}
+			srv.Throttle(512 << 10)
+			pl := sdktest.Plan(t, p, TypeSnapshot, n.node, null, nil, cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan sdk.ApplyResponse)
+			go func() {
+				done <- p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+					Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+			}()
+			for deadline := time.Now().Add(time.Minute); partial(inFlight()) < 3 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			resp := <-done
+			if !resp.Diagnostics.HasErrors() {
+				t.Fatal("a cancelled apply reported success")
+			}
+			time.Sleep(300 * time.Millisecond)
+			had := inFlight()
+			if partial(had) == 0 {
+				t.Fatalf("no partial blob in the inbox after the cancel: %v", had)
+			}
+			srv.ResetCounters()
+			srv.Throttle(0)
+			pl2 := sdktest.Plan(t, p, TypeSnapshot, n.node, resp.NewState, resp.Private, cfg)
+			ap, _ := sdktest.Apply(t, p, TypeSnapshot, n.node, resp.NewState, pl2.Planned, cfg, pl2.PlannedPrivate)
+			hubtest.CheckLayout(t, n.hub, repo, "main")
+			var resumed, again int64
+			for e, h := range had {
+				f := fileByEtag(c, e)
+				if f == nil {
+					t.Errorf("%s in flight is no blob of the commit", e)
+					continue
+				}
+				var served int64
+				for _, q := range srv.Log() {
+					if q.Path == f.Path && (q.Status == 200 || q.Status == 206) {
+						served += q.Bytes
+					}
+				}
+				resumed += h
+				if over := served - (f.Size - h); over > 0 {
+					again += min(over, h)
+					t.Errorf("%s: %d of its %d bytes were on the node, yet the apply fetched %d (%d again)", f.Path, h, f.Size, served, over)
+				}
+			}
+			t.Logf("%d blobs in flight at the cancel, %d bytes, %d fetched again", len(had), resumed, again)
+			sdktest.Destroy(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+		})
+	}
+}
