@@ -457,9 +457,9 @@ echo OK
 `
 
 // snapDestroyScript gives the node back. Arguments: $1 base $2 kind
-// $3 record name $4 hub_dir $5 repo folder $6 commit. It removes the
-// links the record names (only links), restores refs that still hold the
-// commit, removes each recorded blob (and its .incomplete) that no link
+// $3 record name $4 hub_dir $5 repo folder $6 commit. It restores refs
+// that still hold the commit (first: a create writes them last), removes
+// the links the record names (only links), removes each recorded blob (and its .incomplete) that no link
 // in snapshots/ points to any more, or hands it over to the record of the
 // snapshot that links to it (when that snapshot has one; otherwise the
 // blob is left to its other user), removes the recorded folders while
@@ -475,13 +475,8 @@ rec=$(sf_rcat "$base" "$kind" "$rn" | sed -n '2,$p')
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sparkform-snap.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
-# The links this resource wrote that are links still (a file someone put
-# in one's place is left): a few processes, whatever their number.
-printf '%s\n' "$rec" | sed -n 's/^link //p' > "$tmp/ours"
-if [ -s "$tmp/ours" ] && [ -d "$sd" ]; then
-  (cd "$sd" && find . -type l) | sed 's|^\./||' > "$tmp/islink"
-  awk 'FILENAME == ARGV[1] { l[$0] = 1; next } ($0 in l)' "$tmp/islink" "$tmp/ours" | tr '\n' '\000' | (cd "$sd" && xargs -0 -r rm -f)
-fi
+# The refs first (a create writes them last): a destroy killed half way
+# never leaves a ref naming a snapshot whose links are going.
 printf '%s\n' "$rec" | sed -n 's/^ref //p' | while read -r r prior; do
   rf=$rd/refs/$r
   [ -f "$rf" ] || continue
@@ -489,6 +484,13 @@ printf '%s\n' "$rec" | sed -n 's/^ref //p' | while read -r r prior; do
   [ "$cur" = "$commit" ] || continue
   if [ "$prior" = - ]; then rm -f "$rf"; else printf '%s' "$prior" > "$rf.sparkform-tmp" && mv -f "$rf.sparkform-tmp" "$rf"; fi
 done
+# The links this resource wrote that are links still (a file someone put
+# in one's place is left): a few processes, whatever their number.
+printf '%s\n' "$rec" | sed -n 's/^link //p' > "$tmp/ours"
+if [ -s "$tmp/ours" ] && [ -d "$sd" ]; then
+  (cd "$sd" && find . -type l) | sed 's|^\./||' > "$tmp/islink"
+  awk 'FILENAME == ARGV[1] { l[$0] = 1; next } ($0 in l)' "$tmp/islink" "$tmp/ours" | tr '\n' '\000' | (cd "$sd" && xargs -0 -r rm -f)
+fi
 # Every link left under snapshots/: COMMIT/PATH and its target.
 if [ -d "$rd/snapshots" ]; then
   if [ -n "$gnu" ]; then

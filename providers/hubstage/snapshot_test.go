@@ -1244,3 +1244,56 @@ func TestSnapshotResumesInterruptedBatch(t *testing.T) {
 		})
 	}
 }
+
+// pathConn runs every command with dir first in PATH (a tool replaced by
+// a fault point).
+type pathConn struct {
+	node.Conn
+	dir string
+}
+
+func (c pathConn) Run(ctx context.Context, cmd node.Cmd) (node.Result, error) {
+	env := map[string]string{"PATH": c.dir + ":" + os.Getenv("PATH")}
+	for k, v := range cmd.Env {
+		env[k] = v
+	}
+	cmd.Env = env
+	return c.Conn.Run(ctx, cmd)
+}
+
+// TestSnapshotDestroyKilledKeepsRefLast: a destroy killed (kill -9 of its
+// whole process group) once it has removed the snapshot's links never
+// leaves refs/main naming a snapshot that is not whole: the ref is given
+// back first (a create writes it last), and the next destroy finishes.
+func TestSnapshotDestroyKilledKeepsRefLast(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	cfg := c.config(t, nil)
+	before := tree(t, n.hub)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	// The fault point: xargs does its work, then the destroy is killed.
+	shim := t.TempDir()
+	xargs, err := exec.LookPath("xargs")
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(shim, "xargs"), []byte("#!/bin/sh\n"+xargs+" \"$@\"\nkill -9 0\n"), 0o755))
+	killed := snapProvider(t, snapNode{testNode: testNode{name: n.name, node: n.node, conn: pathConn{Conn: n.conn, dir: shim}, dir: n.dir}, hub: n.hub, recs: n.recs},
+		map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	resp := killed.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: state, Planned: null, Config: null, Private: priv}, func(sdk.Progress) {})
+	if !resp.Diagnostics.HasErrors() {
+		t.Fatal("the killed destroy reported success")
+	}
+	links, _ := filepath.Glob(filepath.Join(n.hub, c.repo.CacheDirName(), "snapshots", c.c2.SHA, "*"))
+	if len(links) == len(c.c2.Files) {
+		t.Fatal("the fault point did not hit after the links were removed")
+	}
+	if _, err := os.Stat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", "main")); err == nil {
+		if p, _ := hubtest.LayoutProblems(n.hub, c.repo, "main"); len(p) > 0 {
+			t.Errorf("refs/main names a snapshot that is not whole after a killed destroy:\n%s", strings.Join(p, "\n"))
+		}
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, resp.NewState, resp.Private)
+	sameTree(t, "after the second destroy", before, tree(t, n.hub))
+}
