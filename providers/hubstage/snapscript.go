@@ -447,7 +447,12 @@ if grep -q "^L$tab" "$tmp/jobs"; then
   # that: the archive is the provider's own, its names clean relative
   # paths (checkListing) and its targets built there.
   tp=; case $(tar --version 2>/dev/null) in *GNU*) tp=-P ;; esac
-  tar -x -o $tp -C "$sd" -f - || exit 1
+  tar -x -v -o $tp -C "$sd" -f - > "$tmp/links" || exit 1
+  # A tar cut short at an entry's end (stdin lost with the connection: a
+  # killed sparkform) ends with status 0, GNU's and busybox's alike: every
+  # link must be there before the ref is written.
+  want=$(grep -c "^L$tab" "$tmp/jobs") got=$(wc -l < "$tmp/links")
+  [ $((got)) -eq $((want)) ] || { echo "E	-	$got of $want links written"; exit 2; }
 fi
 if [ -n "$rev" ]; then
   rf=$rd/refs/$rev

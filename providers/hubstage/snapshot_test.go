@@ -1297,3 +1297,75 @@ func TestSnapshotDestroyKilledKeepsRefLast(t *testing.T) {
 	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, resp.NewState, resp.Private)
 	sameTree(t, "after the second destroy", before, tree(t, n.hub))
 }
+
+// TestSnapshotApplyUsesItsPlansLook: an apply right after its plan (the
+// engine's PlanAndApply) lists nothing and looks at the node no more:
+// one hub API request and three node commands in all (the plan's curl
+// and observation, the receiver), where each was done twice.
+func TestSnapshotApplyUsesItsPlansLook(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	rc := &runCounter{Conn: n.conn}
+	res := &snapshot{conn: func(context.Context, sdk.Node) (node.Conn, error) { return rc, nil },
+		getenv: func(k string) string { return map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL}[k] }, recDir: n.recs}
+	p := sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeSnapshot: res}})
+	cfg := c.config(t, nil)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, p, TypeSnapshot, n.node, null, nil, cfg)
+	ap, _ := sdktest.Apply(t, p, TypeSnapshot, n.node, null, pl.Planned, cfg, pl.PlannedPrivate)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	if got := c.srv.Requests(hubtest.EndpointAPI); got != 1 {
+		t.Errorf("plan and apply asked the hub API %d times, want 1", got)
+	}
+	if got := rc.runs.Load(); got != 3 {
+		t.Errorf("plan and apply ran %d node commands, want 3", got)
+	}
+	// A later apply (no plan just before) lists and looks again.
+	rc.runs.Store(0)
+	pl = sdktest.Plan(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private, cfg)
+	if !pl.Planned.RawEquals(ap.NewState) {
+		t.Error("replan of a present snapshot is not a no-op")
+	}
+	sdktest.Destroy(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+}
+
+// TestSnapshotCutLinkTarWritesNoRef: the receiver's stdin cut short inside
+// the links' tar (sparkform killed: its connection, and with it stdin,
+// gone) at an entry's end, where tar ends with status 0: the receiver
+// fails and writes no ref to a snapshot whose links are not all there.
+func TestSnapshotCutLinkTarWritesNoRef(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			r := &snapshot{conn: func(context.Context, sdk.Node) (node.Conn, error) { return n.conn, nil }, recDir: n.recs}
+			s, err := snapSpecOf(c.config(t, nil))
+			must(t, err)
+			ctx := context.Background()
+			src, err := newHubSource(&snapEnv{getenv: func(k string) string {
+				return map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL}[k]
+			}}, s)
+			must(t, err)
+			l, err := src.List(ctx, n.conn, s)
+			must(t, err)
+			obs, err := observe(ctx, n.conn, false, n.recs, []obsReq{{s: s, commit: l.Commit}})
+			must(t, err)
+			w, err := computeWork(s, l, obs[0])
+			must(t, err)
+			tr, err := src.Open(ctx, n.conn, s)
+			must(t, err)
+			argv, secret, _ := tr.NodeFetch()
+			bargv, bkind := batchOf(tr)
+			links := linksTar(w)
+			cut := links[:len(links)/512/2*512] // half the entries, at an entry's end
+			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil)
+			if err == nil {
+				t.Error("a receiver whose links' tar was cut short reported success")
+			}
+			if _, err := os.Stat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", "main")); err == nil {
+				t.Error("refs/main written over a snapshot whose links are not all there")
+			}
+			_, err = r.destroyCommit(ctx, n.conn, false, s, l.Commit)
+			must(t, err)
+		})
+	}
+}
