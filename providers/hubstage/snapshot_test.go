@@ -1012,7 +1012,11 @@ func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
 	c.repo.SetRef("main", c.c1.SHA)
 	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
 	c.repo.SetRef("main", c.c2.SHA)
-	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+	// The apply in a later process (sparkform apply PLANFILE): an apply
+	// right after its plan in one process (PlanAndApply, whose plan has
+	// just listed the hub again) uses what that plan found.
+	later := snapProvider(t, n, map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	ap := later.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
 		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
 	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
 		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
