@@ -114,8 +114,8 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 }
 
 // smallBlob is the size up to which a blob goes in the batch (when the
-// transfer has one): hashed after the transfer, where larger ones are
-// hashed as they stream.
+// transfer has one): hashed in a few processes after the batch, where
+// larger ones are each hashed as soon as their own fetch ends.
 // (A variable: tests lower it to send some blobs each way.)
 var smallBlob int64 = 16 << 20
 
