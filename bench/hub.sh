@@ -25,7 +25,9 @@
 # made on any exit (KEEP=1 keeps the scratch dir).
 #
 # Env: BIN (sparkform; built when unset), RUNS (default 3), LFS_TOTAL,
-#      LFS_COUNT, SMALL, BIG, WORK (scratch dir), PARTS (default "1 2 3 4").
+#      LFS_COUNT, SMALL, BIG, WORK (scratch dir), PARTS (default "1 2 3 4"),
+#      BASE_BIN (another sparkform, e.g. the base commit's: part 1 also
+#      applies it in each run, right after BIN, so both meet the same load).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-3}
@@ -125,6 +127,20 @@ target() { # LABEL VALUE OP LIMIT
 relayed() { (cd "$1" && "$BIN" output -raw relayed); }
 H0=$SF_NODE0_ROOT/hub
 H1=$SF_NODE1_ROOT/hub
+# The nodes' CPU: what the sshd listeners of the bed (children of the
+# test bed) reaped, utime+stime of their children, in ticks.
+TCK=$(getconf CLK_TCK)
+listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
+reaped() {
+  local p s=0 f
+  for p in "$@"; do
+    f=$(cat "/proc/$p/stat") || return 1
+    f=${f##*) }
+    set -- $f
+    s=$((s + ${14} + ${15}))
+  done
+  echo $s
+}
 
 snapshot_hcl() { # NAME NODE HUB_DIR [EXTRA]
   cat <<HCL
@@ -145,6 +161,9 @@ if [[ " $PARTS " = *" 1 "* || " $PARTS " = *" 2 "* ]]; then
   C1=$(cfg hub "$(snapshot_hcl m n0 "$H0")")
   : >"$WORK/curl.times"
   : >"$WORK/sf-hub.times"
+  : >"$WORK/base-hub.times"
+  : >"$WORK/sf-hub.node"
+  : >"$WORK/base-hub.node"
   # The floor's curl config: every URL with its output file, in order.
   awk -v d="$SF_NODE0_ROOT/curl" '{printf "url = \"%s\"\noutput = \"%s/f%05d\"\n", $0, d, NR}' "$WORK/big.urls" >"$WORK/curl.cfg"
   for ((r = 1; r <= RUNS; r++)); do
@@ -153,12 +172,27 @@ if [[ " $PARTS " = *" 1 "* || " $PARTS " = *" 2 "* ]]; then
     timed "$WORK/curl.times" curl -sSfL --config "$WORK/curl.cfg"
     rm -rf "$SF_NODE0_ROOT/curl"
     sync
+    n0=$(reaped $listeners)
     (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/sf-hub.times" "$BIN" apply -auto-approve -no-color)
-    [[ $r = "$RUNS" ]] || (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+    awk -v n=$(($(reaped $listeners) - n0)) -v t="$TCK" 'BEGIN {printf "%.3f\n", n / t}' >>"$WORK/sf-hub.node"
+    if [[ -n ${BASE_BIN:-} ]]; then
+      (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+      sync
+      n0=$(reaped $listeners)
+      (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/base-hub.times" "$BASE_BIN" apply -auto-approve -no-color)
+      awk -v n=$(($(reaped $listeners) - n0)) -v t="$TCK" 'BEGIN {printf "%.3f\n", n / t}' >>"$WORK/base-hub.node"
+      (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BASE_BIN" destroy -auto-approve -no-color >/dev/null)
+      [[ $r != "$RUNS" ]] || (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" apply -auto-approve -no-color >/dev/null)
+    else
+      [[ $r = "$RUNS" ]] || (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
+    fi
   done
   echo "1. hub -> node over loopback ($RUNS runs, median [min-max])"
   echo "   curl, sequential (floor)   wall s $(stat2 "$WORK/curl.times" 1)   cpu s $(stat2 "$WORK/curl.times" 2)"
-  echo "   sparkform apply            wall s $(stat2 "$WORK/sf-hub.times" 1)   cpu s $(stat2 "$WORK/sf-hub.times" 2)   peak RSS MiB $(awk '{printf "%.1f\n", $3/1024}' "$WORK/sf-hub.times" | sort -g | tail -1)"
+  echo "   sparkform apply            wall s $(stat2 "$WORK/sf-hub.times" 1)   cpu s $(stat2 "$WORK/sf-hub.times" 2)   peak RSS MiB $(awk '{printf "%.1f\n", $3/1024}' "$WORK/sf-hub.times" | sort -g | tail -1)   node cpu s $(stat2 "$WORK/sf-hub.node" 1)"
+  if [[ -n ${BASE_BIN:-} ]]; then
+    echo "   BASE_BIN apply             wall s $(stat2 "$WORK/base-hub.times" 1)   ratio to curl $(awk -v a="$(med "$WORK/base-hub.times" 1)" -v b="$(med "$WORK/curl.times" 1)" 'BEGIN {printf "%.2f", a / b}')   node cpu s $(stat2 "$WORK/base-hub.node" 1)"
+  fi
   ratio=$(awk -v a="$(med "$WORK/sf-hub.times" 1)" -v b="$(med "$WORK/curl.times" 1)" 'BEGIN {printf "%.2f", a / b}')
   target "hub: sparkform wall / sequential curl wall" "$ratio" "<=" 1.1
 fi
@@ -218,18 +252,6 @@ if [[ " $PARTS " = *" 4 "* ]]; then
     echo "bench/hub: apply of the $SMALL-file snapshot failed:" >&2; tail -20 "$WORK/noop-apply.log" >&2; exit 1; }
   # The node's CPU: what the sshd listeners (children of the test bed)
   # reaped during the plan, utime+stime of their children, in ticks.
-  TCK=$(getconf CLK_TCK)
-  listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
-  reaped() {
-    local p s=0 f
-    for p in "$@"; do
-      f=$(cat "/proc/$p/stat") || return 1
-      f=${f##*) }
-      set -- $f
-      s=$((s + ${14} + ${15}))
-    done
-    echo $s
-  }
   : >"$WORK/noop.times"
   for ((r = 1; r <= RUNS + 2; r++)); do
     n0=$(reaped $listeners)

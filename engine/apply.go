@@ -452,6 +452,13 @@ func (ap *applier) applyInstance(ctx context.Context, prov sdk.Provider, key str
 	return ap.storeApplied(obj, c, resp, ty, diags)
 }
 
+// resumesCreate reports whether typeName's schema says it resumes creates
+// (sdk.ResourceSchema.ResumesCreate).
+func (ap *applier) resumesCreate(typeName string) bool {
+	s := ap.cg.schemas[typeName]
+	return s != nil && s.ResumesCreate
+}
+
 // storeApplied stores what the provider left (an object that failed to
 // create is kept tainted) and returns the value dependents see.
 func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp sdk.ApplyResponse, ty cty.Type, diags hcl.Diagnostics) (cty.Value, hcl.Diagnostics) {
@@ -467,7 +474,11 @@ func (ap *applier) storeApplied(obj *stateObject, c *plans.ResourceChange, resp 
 	// Kept by dependents and outputs to the walk's end.
 	newVal = ap.e.types.share(obj.Type, newVal)
 	obj.Value, obj.Private = newVal, resp.Private
-	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull()
+	// A create that failed half done is tainted (replaced by the next
+	// plan), unless its type resumes creates: then the next plan converges
+	// what was made in place (a model snapshot whose link was cut keeps
+	// the bytes it has).
+	obj.Tainted = resp.Diagnostics.HasErrors() && c.Action != plans.Update && !newVal.IsNull() && !ap.resumesCreate(obj.Type)
 	serr := ap.store(obj)
 	if serr != nil {
 		diags = append(diags, tfdiags.FromError("Cannot store "+obj.Addr, serr,

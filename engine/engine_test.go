@@ -1051,3 +1051,34 @@ func TestDeposedKeepsItsOwnTaint(t *testing.T) {
 		t.Errorf("the deposed old object is %q, want %q (its own taint)", got, state.StatusTainted)
 	}
 }
+
+// TestFailedCreateResumes: a create that fails half done (the object is
+// made, then an error: a hub snapshot whose link was cut mid-transfer) of
+// a type whose schema says it resumes creates is kept untainted: the next
+// plan converges it in place instead of deleting what was made (a
+// half-fetched model) and creating it again.
+func TestFailedCreateResumes(t *testing.T) {
+	thingSchema.ResumesCreate = true
+	t.Cleanup(func() { thingSchema.ResumesCreate = false })
+	b := newBed(t)
+	r := b.cfg("chain", `fail={b="create-partial"}`)
+	if _, diags := r.applyE(context.Background(), r.plan(PlanOptions{})); !hasErrorContaining(diags, thB) {
+		t.Fatalf("apply diagnostics do not name %s: %s", thB, diagString(diags))
+	}
+	if st := b.record(thB).Status; st == state.StatusTainted {
+		t.Errorf("b status = %q; want not tainted", st)
+	}
+	id := b.attr(thB, "id")
+	r = b.cfg("chain")
+	p := r.plan(PlanOptions{})
+	if got := p.Change(thB).Action; got == plans.DeleteThenCreate || got == plans.CreateThenDelete {
+		t.Fatalf("%s planned %s: a failed create of a type that resumes was replaced", thB, got)
+	}
+	r.apply(p)
+	if got := b.attr(thB, "id"); got != id {
+		t.Errorf("b was re-created: id %s, want %s kept", got, id)
+	}
+	if p := r.plan(PlanOptions{}); p.HasChanges() {
+		t.Errorf("not converged: %v", actions(p))
+	}
+}

@@ -113,13 +113,19 @@
 //     another (ErrChanged).
 //   - Apply: ONE receiver command (snapReceiveScript) on the node: the
 //     restore record first, then every blob (parallel: at most parallel at
-//     once) streamed into its .incomplete, resumed from its size (Range)
-//     after a cut or an interrupted apply, hashed as it streams, renamed when
-//     verified (retried up to 5 times); blobs up to 16 MiB, when the source
+//     once) written by the fetch straight into its .incomplete (no pipe:
+//     each byte copied once, as curl -o does), resumed from its size
+//     (Range) after a cut or an interrupted apply, hashed whole once it has
+//     its size, renamed when verified (retried up to 5 times); blobs up to
+//     16 MiB, when the source
 //     can batch them (snapBatcher: the hub's curl -Z), go in one run into
 //     blobs/.sparkform-incoming.<commit>/ (resumed there), are verified in a
 //     few processes and renamed with one mv (a fork per file is what makes
-//     1,000 small files slow); then the links; then the ref, last.
+//     1,000 small files slow); then the links (one tar; their count is
+//     checked: a tar cut short at an entry's end exits 0); then the ref,
+//     last. An apply right after its plan in one process (PlanAndApply)
+//     uses that plan's listing and look at the node (hub source): the
+//     receiver checks every blob again before it fetches.
 //     Progress lines become sdk.Progress in bytes (the pull display); the
 //     progress line is also a heartbeat: when it cannot be written (the
 //     connection is gone; sshd sends no signal to a command without a tty)
@@ -140,8 +146,9 @@
 //     "blob ETAG" before a blob's .incomplete is created (only for blobs that
 //     were not there), "link PATH" before links are written, "ref REV PRIOR"
 //     before the ref is (PRIOR "-": no file; a ref another sparkform snapshot
-//     wrote passes on that one's prior). Destroy removes the recorded links,
-//     restores refs that still hold the commit, removes the recorded blobs
+//     wrote passes on that one's prior). Destroy restores refs that still hold
+//     the commit (first: a create writes them last), removes the recorded
+//     links, removes the recorded blobs
 //     (and .incomplete) that no link under snapshots/ points to any more, and
 //     the recorded folders while empty. A blob (or folder) another snapshot
 //     still uses is handed over to that snapshot's record when it has one (so

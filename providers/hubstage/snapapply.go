@@ -114,8 +114,8 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 }
 
 // smallBlob is the size up to which a blob goes in the batch (when the
-// transfer has one): hashed after the transfer, where larger ones are
-// hashed as they stream.
+// transfer has one): hashed in a few processes after the batch, where
+// larger ones are each hashed as soon as their own fetch ends.
 // (A variable: tests lower it to send some blobs each way.)
 var smallBlob int64 = 16 << 20
 
@@ -290,19 +290,30 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 	if err != nil {
 		return fail("Invalid "+TypeSnapshot, err)
 	}
-	progress(sdk.Progress{Message: "listing " + s.RepoID + "@" + s.Revision + " from " + src.Describe(), Elapsed: time.Since(start)})
-	l, err := src.List(ctx, conn, s)
-	if err != nil {
-		return fail("Cannot list "+s.RepoID+"@"+s.Revision+" from "+src.Describe(), err)
+	// The Plan just before (PlanAndApply) listed the planned commit and
+	// looked at the node: its findings serve, else both are done again.
+	var l *snapListing
+	var obs []*snapObs
+	if priv.Planned != "" {
+		if pe := r.takePlanned(plannedKey(req.Node, s, priv.Planned, src)); pe != nil {
+			src, l, obs = pe.src, pe.l, []*snapObs{pe.o}
+		}
 	}
-	// A plan that named a commit is applied to that commit only.
-	if pc := priv.Planned; pc != "" && pc != l.Commit {
-		return fail("Cannot apply "+req.Address, fmt.Errorf("%w: %s@%s is now commit %s, not the planned %s; run plan again",
-			ErrChanged, s.RepoID, s.Revision, short(l.Commit), short(pc)))
-	}
-	obs, err := observe(ctx, conn, become, r.recDir, []obsReq{{s: s, commit: l.Commit}})
-	if err != nil {
-		return fail("Cannot look at "+s.HubDir+" on "+req.Node.Name, err)
+	if l == nil {
+		progress(sdk.Progress{Message: "listing " + s.RepoID + "@" + s.Revision + " from " + src.Describe(), Elapsed: time.Since(start)})
+		l, err = src.List(ctx, conn, s)
+		if err != nil {
+			return fail("Cannot list "+s.RepoID+"@"+s.Revision+" from "+src.Describe(), err)
+		}
+		// A plan that named a commit is applied to that commit only.
+		if pc := priv.Planned; pc != "" && pc != l.Commit {
+			return fail("Cannot apply "+req.Address, fmt.Errorf("%w: %s@%s is now commit %s, not the planned %s; run plan again",
+				ErrChanged, s.RepoID, s.Revision, short(l.Commit), short(pc)))
+		}
+		obs, err = observe(ctx, conn, become, r.recDir, []obsReq{{s: s, commit: l.Commit}})
+		if err != nil {
+			return fail("Cannot look at "+s.HubDir+" on "+req.Node.Name, err)
+		}
 	}
 	w, err := computeWork(s, l, obs[0])
 	if err != nil {

@@ -155,15 +155,13 @@ func (h *hubSource) List(ctx context.Context, dst node.Conn, s *snapSpec) (*snap
 // With "- - -" (snapBatcher, kind "files") it fetches every "ETAG<TAB>URLPATH" line of
 // stdin after the config line into ./ETAG, in parallel (curl -Z, at most
 // $4 at once), resuming files already there; the config with the token
-// is built by printf (a builtin) and reaches curl on stdin.
+// is written by printf (a builtin) and reaches curl on stdin, the URL
+// lines by one awk (URL paths are escaped: no quote, no backslash).
 const hubFetchScript = `ep=$1 rp=$2 c=$3 par=$4 e=$5 off=$6 p=$7
 if [ "$e" = - ]; then
   IFS= read -r cfg || cfg=
-  tab=$(printf '\t')
   { printf '%s\n' "$cfg"
-    while IFS="$tab" read -r e p; do
-      printf 'url = "%s/%s/resolve/%s/%s"\noutput = "%s"\n' "$ep" "$rp" "$c" "$p" "$e"
-    done; } | exec curl -sS -f -L --connect-timeout 30 --speed-limit 1 --speed-time 120 -Z --parallel-max "$par" -C - -K -
+    u="$ep/$rp/resolve/$c/" awk -F '\t' '{ printf "url = \"%s%s\"\noutput = \"%s\"\n", ENVIRON["u"], $2, $1 }'; } | exec curl -sS -f -L --connect-timeout 30 --speed-limit 1 --speed-time 120 -Z --parallel-max "$par" -C - -K -
   exit
 fi
 set -- curl -sS -f -L --connect-timeout 30 --speed-limit 1 --speed-time 120 -K -

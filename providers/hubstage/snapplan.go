@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -488,6 +489,9 @@ func (r *snapshot) Plan(ctx context.Context, req sdk.PlanRequest) sdk.PlanRespon
 	w, err := computeWork(s, l, o)
 	if err != nil {
 		return fail("Cannot plan "+s.RepoID+" on "+req.Node.Name, err)
+	}
+	if _, ok := src.(*hubSource); ok {
+		r.keepPlanned(plannedKey(req.Node, s, l.Commit, src), &plannedEntry{src: src, l: l, o: o, at: time.Now()})
 	}
 	pp := decodeSnapPriv(req.PriorPrivate)
 	pp.Planned = l.Commit

@@ -1012,7 +1012,11 @@ func TestSnapshotRefusedBeforeAnyChange(t *testing.T) {
 	c.repo.SetRef("main", c.c1.SHA)
 	pl := sdktest.Plan(t, c.p, TypeSnapshot, n.node, null, nil, cfg)
 	c.repo.SetRef("main", c.c2.SHA)
-	ap := c.p.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+	// The apply in a later process (sparkform apply PLANFILE): an apply
+	// right after its plan in one process (PlanAndApply, whose plan has
+	// just listed the hub again) uses what that plan found.
+	later := snapProvider(t, n, map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	ap := later.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
 		Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
 	if err := ap.Diagnostics.Err(); err == nil || !strings.Contains(err.Error(), "run plan again") {
 		t.Fatalf("apply after the ref moved: %v; want a refusal", err)
@@ -1141,4 +1145,231 @@ func TestSnapshotReceiverDiesWithItsConnection(t *testing.T) {
 		t.Errorf("the second apply fetched %d bytes; %d were on the node of %d (the first run was served %d)", got, last, c.c2.TotalSize(), served)
 	}
 	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, state, priv)
+}
+
+// TestSnapshotResumesInterruptedBatch: an apply cancelled while the small
+// blobs' batch is in flight (LFS files under the small-blob limit behind
+// the CDN redirect, and regular files) leaves their bytes in the inbox;
+// the next apply fetches none of those bytes again, blob by blob (the
+// hub's counters), and the snapshot is whole.
+func TestSnapshotResumesInterruptedBatch(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			var specs []hubtest.FileSpec
+			for i := 0; i < 6; i++ {
+				specs = append(specs, hubtest.FileSpec{Path: fmt.Sprintf("model-%05d-of-00006.safetensors", i+1), Size: 1<<20 + int64(i)*4099, LFS: true})
+			}
+			for i := 0; i < 6; i++ {
+				specs = append(specs, hubtest.FileSpec{Path: fmt.Sprintf("tok/part-%02d.json", i), Size: 200<<10 + int64(97*i)})
+			}
+			repo := hubtest.GenRepo("acme/batch", 37, specs...)
+			srv := hubtest.NewServer(t, repo)
+			p := snapProvider(t, n, map[string]string{"HF_ENDPOINT": srv.URL})
+			c := repo.Main()
+			cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(n.hub), "repo_id": cty.StringVal(repo.ID), "parallel": cty.NumberIntVal(4)})
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			blobs := filepath.Join(n.hub, repo.CacheDirName(), "blobs")
+			inbox := filepath.Join(blobs, ".sparkform-incoming."+c.SHA)
+			// inFlight: etag -> bytes on the node for blobs not yet whole.
+			inFlight := func() map[string]int64 {
+				out := map[string]int64{}
+				for _, d := range []string{blobs, inbox} {
+					ents, _ := os.ReadDir(d)
+					for _, e := range ents {
+						if !e.Type().IsRegular() {
+							continue
+						}
+						name, isInc := strings.CutSuffix(e.Name(), ".incomplete")
+						if d == blobs && !isInc {
+							continue
+						}
+						if fi, err := e.Info(); err == nil {
+							out[name] = max(out[name], fi.Size())
+						}
+					}
+				}
+				return out
+			}
+			partial := func(m map[string]int64) (n int) {
+				for e, sz := range m {
+					if f := fileByEtag(c, e); f != nil && sz > 0 && sz < f.Size {
+						n++
+					}
+				}
+				return n
+			}
+			srv.Throttle(512 << 10)
+			pl := sdktest.Plan(t, p, TypeSnapshot, n.node, null, nil, cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan sdk.ApplyResponse)
+			go func() {
+				done <- p.ApplyResourceChange(ctx, sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+					Prior: null, Planned: pl.Planned, Config: cfg, Private: pl.PlannedPrivate}, func(sdk.Progress) {})
+			}()
+			for deadline := time.Now().Add(time.Minute); partial(inFlight()) < 3 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			resp := <-done
+			if !resp.Diagnostics.HasErrors() {
+				t.Fatal("a cancelled apply reported success")
+			}
+			time.Sleep(300 * time.Millisecond)
+			had := inFlight()
+			if partial(had) == 0 {
+				t.Fatalf("no partial blob in the inbox after the cancel: %v", had)
+			}
+			srv.ResetCounters()
+			srv.Throttle(0)
+			pl2 := sdktest.Plan(t, p, TypeSnapshot, n.node, resp.NewState, resp.Private, cfg)
+			ap, _ := sdktest.Apply(t, p, TypeSnapshot, n.node, resp.NewState, pl2.Planned, cfg, pl2.PlannedPrivate)
+			hubtest.CheckLayout(t, n.hub, repo, "main")
+			var resumed, again int64
+			for e, h := range had {
+				f := fileByEtag(c, e)
+				if f == nil {
+					t.Errorf("%s in flight is no blob of the commit", e)
+					continue
+				}
+				var served int64
+				for _, q := range srv.Log() {
+					if q.Path == f.Path && (q.Status == 200 || q.Status == 206) {
+						served += q.Bytes
+					}
+				}
+				resumed += h
+				if over := served - (f.Size - h); over > 0 {
+					again += min(over, h)
+					t.Errorf("%s: %d of its %d bytes were on the node, yet the apply fetched %d (%d again)", f.Path, h, f.Size, served, over)
+				}
+			}
+			t.Logf("%d blobs in flight at the cancel, %d bytes, %d fetched again", len(had), resumed, again)
+			sdktest.Destroy(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+		})
+	}
+}
+
+// pathConn runs every command with dir first in PATH (a tool replaced by
+// a fault point).
+type pathConn struct {
+	node.Conn
+	dir string
+}
+
+func (c pathConn) Run(ctx context.Context, cmd node.Cmd) (node.Result, error) {
+	env := map[string]string{"PATH": c.dir + ":" + os.Getenv("PATH")}
+	for k, v := range cmd.Env {
+		env[k] = v
+	}
+	cmd.Env = env
+	return c.Conn.Run(ctx, cmd)
+}
+
+// TestSnapshotDestroyKilledKeepsRefLast: a destroy killed (kill -9 of its
+// whole process group) once it has removed the snapshot's links never
+// leaves refs/main naming a snapshot that is not whole: the ref is given
+// back first (a create writes it last), and the next destroy finishes.
+func TestSnapshotDestroyKilledKeepsRefLast(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	cfg := c.config(t, nil)
+	before := tree(t, n.hub)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	// The fault point: xargs does its work, then the destroy is killed.
+	shim := t.TempDir()
+	xargs, err := exec.LookPath("xargs")
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(shim, "xargs"), []byte("#!/bin/sh\n"+xargs+" \"$@\"\nkill -9 0\n"), 0o755))
+	killed := snapProvider(t, snapNode{testNode: testNode{name: n.name, node: n.node, conn: pathConn{Conn: n.conn, dir: shim}, dir: n.dir}, hub: n.hub, recs: n.recs},
+		map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	resp := killed.ApplyResourceChange(context.Background(), sdk.ApplyRequest{TypeName: TypeSnapshot, Address: "x", Node: n.node,
+		Prior: state, Planned: null, Config: null, Private: priv}, func(sdk.Progress) {})
+	if !resp.Diagnostics.HasErrors() {
+		t.Fatal("the killed destroy reported success")
+	}
+	links, _ := filepath.Glob(filepath.Join(n.hub, c.repo.CacheDirName(), "snapshots", c.c2.SHA, "*"))
+	if len(links) == len(c.c2.Files) {
+		t.Fatal("the fault point did not hit after the links were removed")
+	}
+	if _, err := os.Stat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", "main")); err == nil {
+		if p, _ := hubtest.LayoutProblems(n.hub, c.repo, "main"); len(p) > 0 {
+			t.Errorf("refs/main names a snapshot that is not whole after a killed destroy:\n%s", strings.Join(p, "\n"))
+		}
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, resp.NewState, resp.Private)
+	sameTree(t, "after the second destroy", before, tree(t, n.hub))
+}
+
+// TestSnapshotApplyUsesItsPlansLook: an apply right after its plan (the
+// engine's PlanAndApply) lists nothing and looks at the node no more:
+// one hub API request and three node commands in all (the plan's curl
+// and observation, the receiver), where each was done twice.
+func TestSnapshotApplyUsesItsPlansLook(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	rc := &runCounter{Conn: n.conn}
+	res := &snapshot{conn: func(context.Context, sdk.Node) (node.Conn, error) { return rc, nil },
+		getenv: func(k string) string { return map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL}[k] }, recDir: n.recs}
+	p := sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeSnapshot: res}})
+	cfg := c.config(t, nil)
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, p, TypeSnapshot, n.node, null, nil, cfg)
+	ap, _ := sdktest.Apply(t, p, TypeSnapshot, n.node, null, pl.Planned, cfg, pl.PlannedPrivate)
+	hubtest.CheckLayout(t, n.hub, c.repo, "main")
+	if got := c.srv.Requests(hubtest.EndpointAPI); got != 1 {
+		t.Errorf("plan and apply asked the hub API %d times, want 1", got)
+	}
+	if got := rc.runs.Load(); got != 3 {
+		t.Errorf("plan and apply ran %d node commands, want 3", got)
+	}
+	// A later apply (no plan just before) lists and looks again.
+	rc.runs.Store(0)
+	pl = sdktest.Plan(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private, cfg)
+	if !pl.Planned.RawEquals(ap.NewState) {
+		t.Error("replan of a present snapshot is not a no-op")
+	}
+	sdktest.Destroy(t, p, TypeSnapshot, n.node, ap.NewState, ap.Private)
+}
+
+// TestSnapshotCutLinkTarWritesNoRef: the receiver's stdin cut short inside
+// the links' tar (sparkform killed: its connection, and with it stdin,
+// gone) at an entry's end, where tar ends with status 0: the receiver
+// fails and writes no ref to a snapshot whose links are not all there.
+func TestSnapshotCutLinkTarWritesNoRef(t *testing.T) {
+	for _, n := range snapNodes(t) {
+		t.Run(n.name, func(t *testing.T) {
+			c := newSnapCase(t, n)
+			r := &snapshot{conn: func(context.Context, sdk.Node) (node.Conn, error) { return n.conn, nil }, recDir: n.recs}
+			s, err := snapSpecOf(c.config(t, nil))
+			must(t, err)
+			ctx := context.Background()
+			src, err := newHubSource(&snapEnv{getenv: func(k string) string {
+				return map[string]string{"HF_TOKEN": testToken, "HF_ENDPOINT": c.srv.URL}[k]
+			}}, s)
+			must(t, err)
+			l, err := src.List(ctx, n.conn, s)
+			must(t, err)
+			obs, err := observe(ctx, n.conn, false, n.recs, []obsReq{{s: s, commit: l.Commit}})
+			must(t, err)
+			w, err := computeWork(s, l, obs[0])
+			must(t, err)
+			tr, err := src.Open(ctx, n.conn, s)
+			must(t, err)
+			argv, secret, _ := tr.NodeFetch()
+			bargv, bkind := batchOf(tr)
+			links := linksTar(w)
+			cut := links[:len(links)/512/2*512] // half the entries, at an entry's end
+			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil)
+			if err == nil {
+				t.Error("a receiver whose links' tar was cut short reported success")
+			}
+			if _, err := os.Stat(filepath.Join(n.hub, c.repo.CacheDirName(), "refs", "main")); err == nil {
+				t.Error("refs/main written over a snapshot whose links are not all there")
+			}
+			_, err = r.destroyCommit(ctx, n.conn, false, s, l.Commit)
+			must(t, err)
+		})
+	}
 }

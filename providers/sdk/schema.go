@@ -85,8 +85,9 @@ type ResourceSchema struct {
 	// instances of such types.
 	Logs bool
 	// ResumesCreate says an interrupted create of this type (the CLI,
-	// plugin or link killed during it) is resumed, not replaced: the
-	// engine does not taint what refresh then finds, so the next plan
+	// plugin or link killed during it, or a create that failed half done:
+	// an error with an object) is resumed, not replaced: the engine does
+	// not taint what it made or what refresh then finds, so the next plan
 	// converges it in place from what the node has (a model snapshot
 	// fetched half way keeps its bytes). Set it only when Read reports a
 	// partial object truly (what is missing shows as a difference) and
