@@ -124,9 +124,15 @@
 //     progress line is also a heartbeat: when it cannot be written (the
 //     connection is gone; sshd sends no signal to a command without a tty)
 //     the receiver kills its process group, so no writer outlives it. A
-//     source that cannot run on the node (relay, push) streams each blob
-//     through the plugin into the same receiver ("put" mode); the bytes are
-//     counted in relayed_bytes. Memory does not depend on file sizes. When
+//     source that cannot run on the node (relay, push) streams the blobs
+//     through the plugin into the same receiver: in min(parallel, blobs)
+//     streams of many framed blobs each ("puts" mode: one command per
+//     stream on the node, and one on the source node for a relay), or one
+//     "put" per blob where the node has no GNU head; each blob is resumed
+//     from its .incomplete and verified before its rename; the bytes are
+//     counted in relayed_bytes. A direct copy from another node runs every
+//     blob as a session on one of min(parallel, 4) ssh master connections
+//     the destination opens to the source with the one-time key. Memory does not depend on file sizes. When
 //     the commit changes (a moved ref), the old snapshot is given back after
 //     the new one is complete.
 //   - Refresh: ONE node command for every instance on the node: sizes and

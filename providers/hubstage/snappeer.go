@@ -549,6 +549,21 @@ func (t *peerTransfer) Stream(ctx context.Context, f snapFile, offset int64) (io
 	return streamRun(ctx, t.src, node.Cmd{Argv: argv, Become: t.p.src.Become}, &t.relayed), nil
 }
 
+// StreamMany implements snapStreamBatcher: one command on S for all of
+// files (relayStreamScript), every byte counted.
+func (t *peerTransfer) StreamMany(ctx context.Context, files []snapFile, offsets []int64) (io.ReadCloser, error) {
+	var list strings.Builder
+	for i, f := range files {
+		if !etagRe.MatchString(f.Etag) || offsets[i] < 0 || offsets[i] > f.Size {
+			return nil, fmt.Errorf("%w: blob %q offset %d", ErrBadConfig, f.Etag, offsets[i])
+		}
+		fmt.Fprintf(&list, "%s %d %d\n", f.Etag, offsets[i], f.Size-offsets[i])
+	}
+	cmd := node.Cmd{Argv: []string{"sh", "-c", relayStreamScript, "sh", t.p.repo + "/blobs"}, Become: t.p.src.Become,
+		Stdin: strings.NewReader(list.String())}
+	return streamRun(ctx, t.src, cmd, &t.relayed), nil
+}
+
 // Relayed implements snapTransfer.
 func (t *peerTransfer) Relayed() int64 { return t.relayed.Load() }
 

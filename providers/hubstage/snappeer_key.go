@@ -231,3 +231,16 @@ ssh-keyscan -T 10 -p "$2" -- "$1" 2>/dev/null
 r=$(ip -o route get "$1" 2>/dev/null) && printf 'route %s\n' "$r"
 exit 0
 `
+
+// relayStreamScript ($1 the blobs folder; stdin "ETAG OFFSET LEN" lines)
+// runs on S for a relay: for each line exactly LEN bytes, the blob's from
+// OFFSET, padded with zeros when the file is shorter (or missing: said on
+// stderr), so that the frames the receiver gets stay whole and such a
+// blob fails its content address there, alone.
+const relayStreamScript = `set -u
+b=$1
+while read -r e off n; do
+  case $e$off$n in *[!0-9a-f]*|'') echo "sparkform: bad request" >&2; exit 2 ;; esac
+  { tail -c +$((off + 1)) -- "$b/$e" || printf 'sparkform: cannot read blob %s\n' "$e" >&2; exec cat /dev/zero; } | head -c "$n"
+done
+`
