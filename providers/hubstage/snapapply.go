@@ -283,6 +283,9 @@ func (r *snapshot) relayEach(ctx context.Context, conn node.Conn, become bool, s
 // relayGroups splits files into at most n groups of about equal bytes
 // (the biggest first, each to the lightest group), each in listing order.
 func relayGroups(files []snapFile, offset func(snapFile) int64, n int) [][]snapFile {
+	if len(files) == 0 {
+		return nil
+	}
 	n = max(1, min(n, len(files)))
 	idx := make([]int, len(files))
 	for i := range idx {
@@ -335,9 +338,10 @@ func (r *snapshot) relayBatched(ctx context.Context, conn node.Conn, become bool
 				fail(err.Error())
 				return
 			}
-			defer src.Close()
 			pr, pw := io.Pipe()
+			wdone := make(chan struct{})
 			go func() {
+				defer close(wdone)
 				for i, f := range g {
 					n := f.Size - offs[i]
 					if _, err := fmt.Fprintf(pw, "%s %d %d %d\n", f.Etag, f.Size, offs[i], n); err != nil {
@@ -363,7 +367,11 @@ func (r *snapshot) relayBatched(ctx context.Context, conn node.Conn, become bool
 				}
 			}}
 			_, err = conn.Run(ctx, node.Cmd{Argv: r.receiverArgv(s, w.Commit, "puts", owner), Become: become, Stdin: pr, Stdout: lw})
+			// The feeder stops (its writes fail, its source is closed) before
+			// this returns: nothing reads the source after.
 			pr.Close()
+			src.Close()
+			<-wdone
 			for _, m := range failed {
 				fail(m)
 			}
@@ -395,31 +403,48 @@ func streamMany(ctx context.Context, tr snapTransfer, files []snapFile, offs []i
 }
 
 // seqStream reads each file's Stream in turn, opened when reached.
+// Close may come while a Read runs (the receiver gave up): it closes the
+// current stream, and no Read opens another.
 type seqStream struct {
-	ctx   context.Context
-	tr    snapTransfer
-	files []snapFile
-	offs  []int64
-	cur   io.ReadCloser
-	i     int
+	mu     sync.Mutex
+	closed bool
+	ctx    context.Context
+	tr     snapTransfer
+	files  []snapFile
+	offs   []int64
+	cur    io.ReadCloser
+	i      int
 }
 
 func (q *seqStream) Read(p []byte) (int, error) {
 	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return 0, io.ErrClosedPipe
+		}
 		if q.cur == nil {
 			if q.i >= len(q.files) {
+				q.mu.Unlock()
 				return 0, io.EOF
 			}
 			rc, err := q.tr.Stream(q.ctx, q.files[q.i], q.offs[q.i])
 			if err != nil {
+				q.mu.Unlock()
 				return 0, err
 			}
 			q.cur = rc
 		}
-		n, err := q.cur.Read(p)
+		cur := q.cur
+		q.mu.Unlock()
+		n, err := cur.Read(p)
 		if err == io.EOF {
-			q.cur.Close()
-			q.cur, q.i = nil, q.i+1
+			q.mu.Lock()
+			cur.Close()
+			if q.cur == cur {
+				q.cur, q.i = nil, q.i+1
+			}
+			q.mu.Unlock()
 			if n == 0 {
 				continue
 			}
@@ -430,6 +455,9 @@ func (q *seqStream) Read(p []byte) (int, error) {
 }
 
 func (q *seqStream) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
 	if q.cur != nil {
 		return q.cur.Close()
 	}
