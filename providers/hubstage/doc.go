@@ -76,15 +76,17 @@
 //     expiry-time (2 h plus the bytes at 25 MB/s) and from= D's address when
 //     D's route names it; the private key goes on stdin into a 0700 folder
 //     on D. D's ssh runs with StrictHostKeyChecking=yes against only the
-//     verified keys; small blobs share one master connection. The
+//     verified keys; every blob (and the small ones' tar) is a session on
+//     one of min(parallel, 4) master connections opened at once. The
 //     transfer's end takes back the line (the file byte for byte, its mode;
 //     a file or ~/.ssh it made), the script, D's folder and the record; a
 //     transfer killed before that is swept by the next apply of the same
 //     snapshot to the same node, and an expired one by any copy from S.
-//   - source_node, transfer = "relay", and source_local_dir: each blob is
-//     read on S over sparkform's own connection (or from the local cache)
-//     and streamed through sparkform into the receiver; every byte is
-//     counted in relayed_bytes and the plan names the path.
+//   - source_node, transfer = "relay", and source_local_dir: the blobs are
+//     read on S over sparkform's own connection (one command per stream of
+//     many blobs) or from the local cache, and streamed through sparkform
+//     into the receiver; every byte is counted in relayed_bytes and the
+//     plan names the path.
 //   - Token: the value of the operator's variable named by token_env (default
 //     HF_TOKEN) is read by the plugin and reaches the node only on stdin,
 //     as a curl config (curl -K -), fed to each curl through the shell's

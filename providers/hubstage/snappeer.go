@@ -56,10 +56,11 @@ import (
 // counted (Relayed) and the plan says so.
 
 // peerKeyTTL is how long a one-time key lets D log in to S, at least.
-// Each big blob is one login, so it bounds the transfer's length (not a
-// blob's): keyTTL adds the time the listed bytes take at a slow 25 MB/s.
-// A transfer that outlives its key fails its next logins; the next apply
-// resumes with a new key.
+// The masters log in when the transfer opens (sshd checks expiry-time
+// then), so it bounds the logins, and a blob's ssh that finds its master
+// gone logs in on its own: keyTTL adds the time the listed bytes take at a
+// slow 25 MB/s. A transfer that outlives its key fails such logins; the
+// next apply resumes with a new key.
 const peerKeyTTL = 2 * time.Hour
 
 func keyTTL(l *snapListing) time.Duration {
