@@ -76,15 +76,17 @@
 //     expiry-time (2 h plus the bytes at 25 MB/s) and from= D's address when
 //     D's route names it; the private key goes on stdin into a 0700 folder
 //     on D. D's ssh runs with StrictHostKeyChecking=yes against only the
-//     verified keys; small blobs share one master connection. The
+//     verified keys; every blob (and the small ones' tar) is a session on
+//     one of min(parallel, 4) master connections opened at once. The
 //     transfer's end takes back the line (the file byte for byte, its mode;
 //     a file or ~/.ssh it made), the script, D's folder and the record; a
 //     transfer killed before that is swept by the next apply of the same
 //     snapshot to the same node, and an expired one by any copy from S.
-//   - source_node, transfer = "relay", and source_local_dir: each blob is
-//     read on S over sparkform's own connection (or from the local cache)
-//     and streamed through sparkform into the receiver; every byte is
-//     counted in relayed_bytes and the plan names the path.
+//   - source_node, transfer = "relay", and source_local_dir: the blobs are
+//     read on S over sparkform's own connection (one command per stream of
+//     many blobs) or from the local cache, and streamed through sparkform
+//     into the receiver; every byte is counted in relayed_bytes and the
+//     plan names the path.
 //   - Token: the value of the operator's variable named by token_env (default
 //     HF_TOKEN) is read by the plugin and reaches the node only on stdin,
 //     as a curl config (curl -K -), fed to each curl through the shell's
@@ -130,9 +132,15 @@
 //     progress line is also a heartbeat: when it cannot be written (the
 //     connection is gone; sshd sends no signal to a command without a tty)
 //     the receiver kills its process group, so no writer outlives it. A
-//     source that cannot run on the node (relay, push) streams each blob
-//     through the plugin into the same receiver ("put" mode); the bytes are
-//     counted in relayed_bytes. Memory does not depend on file sizes. When
+//     source that cannot run on the node (relay, push) streams the blobs
+//     through the plugin into the same receiver: in min(parallel, blobs)
+//     streams of many framed blobs each ("puts" mode: one command per
+//     stream on the node, and one on the source node for a relay), or one
+//     "put" per blob where the node has no GNU head; each blob is resumed
+//     from its .incomplete and verified before its rename; the bytes are
+//     counted in relayed_bytes. A direct copy from another node runs every
+//     blob as a session on one of min(parallel, 4) ssh master connections
+//     the destination opens to the source with the one-time key. Memory does not depend on file sizes. When
 //     the commit changes (a moved ref), the old snapshot is given back after
 //     the new one is complete.
 //   - Refresh: ONE node command for every instance on the node: sizes and

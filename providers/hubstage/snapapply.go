@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 type recvResult struct {
 	ok     bool
 	failed []string // "ETAG: message"
+	caps   []string // "C NAME" lines: what the node's receiver can do (prep: "puts")
 }
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
@@ -87,6 +89,10 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 			}
 		case "OK":
 			res.ok = true
+		case "C":
+			if len(f) == 2 {
+				res.caps = append(res.caps, f[1])
+			}
 		}
 		if prog != nil {
 			prog(done + inflight)
@@ -179,25 +185,28 @@ func (c countingReader) Read(p []byte) (int, error) {
 }
 
 // relay streams each blob through this process (relay, push): prep on
-// the node, one put per blob (parallel), then finish.
+// the node, then the blobs, then finish. Where the node's receiver takes
+// many blobs in one command ("puts") they go in min(parallel, blobs)
+// streams of many blobs each, balanced by bytes, each one command on the
+// node (and one on the source node for a relay: snapStreamBatcher);
+// elsewhere one put per blob.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
 	owner string, jobs []byte, prog func(int64)) error {
-	if _, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil); err != nil {
+	res, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil)
+	if err != nil {
 		return err
 	}
 	var moved atomic.Int64
 	var base int64
-	for _, f := range w.Fetch {
+	offset := func(f snapFile) int64 {
 		if p, ok := o.Partial[f.Etag]; ok && p <= f.Size {
-			base += p
+			return p
 		}
+		return 0
 	}
-	sem := make(chan struct{}, s.Parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []string
-	st := r.store()
-	key := snapKey(s.HubDir, s.repoDir(), w.Commit)
+	for _, f := range w.Fetch {
+		base += offset(f)
+	}
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(500 * time.Millisecond)
@@ -211,11 +220,40 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			}
 		}
 	}()
-	for _, f := range w.Fetch {
-		off := int64(0)
-		if p, ok := o.Partial[f.Etag]; ok && p <= f.Size {
-			off = p
+	var errs []string
+	if contains(res.caps, "puts") {
+		errs = r.relayBatched(ctx, conn, become, s, w, tr, owner, offset, &moved)
+	} else {
+		errs = r.relayEach(ctx, conn, become, s, w, tr, owner, offset, &moved)
+	}
+	close(stop)
+	if len(errs) > 0 {
+		n := len(errs)
+		if n > maxListed {
+			errs = append(errs[:maxListed:maxListed], fmt.Sprintf("... and %d more", n-maxListed))
 		}
+		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), n, strings.Join(errs, "\n"))
+	}
+	_, err = r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil)
+	return err
+}
+
+// receiverArgv is the receiver's argv in a relay mode (put, puts).
+func (r *snapshot) receiverArgv(s *snapSpec, commit, mode, owner string, extra ...string) []string {
+	st := r.store()
+	key := snapKey(s.HubDir, s.repoDir(), commit)
+	return append([]string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
+		s.HubDir, s.repoDir(), commit, "", "1", mode, owner, "", ""}, extra...)
+}
+
+// relayEach sends one put command per blob, parallel at once.
+func (r *snapshot) relayEach(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, tr snapTransfer,
+	owner string, offset func(snapFile) int64, moved *atomic.Int64) []string {
+	sem := make(chan struct{}, s.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []string
+	for _, f := range w.Fetch {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(f snapFile, off int64) {
@@ -223,10 +261,9 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 			defer func() { <-sem }()
 			rc, err := tr.Stream(ctx, f, off)
 			if err == nil {
-				argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-					s.HubDir, s.repoDir(), w.Commit, "", "1", "put", owner, "", "", f.Etag, strconv.FormatInt(f.Size, 10)}
 				var res node.Result
-				res, err = conn.Run(ctx, node.Cmd{Argv: argv, Become: become, Stdin: countingReader{r: rc, n: &moved}})
+				res, err = conn.Run(ctx, node.Cmd{Argv: r.receiverArgv(s, w.Commit, "put", owner, f.Etag, strconv.FormatInt(f.Size, 10)),
+					Become: become, Stdin: countingReader{r: rc, n: moved}})
 				rc.Close()
 				if err == nil && !strings.HasPrefix(string(res.Stdout), "D ") {
 					err = fmt.Errorf("%s", strings.TrimSpace(string(res.Stdout)))
@@ -237,15 +274,194 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 				errs = append(errs, f.Path+": "+err.Error())
 				mu.Unlock()
 			}
-		}(f, off)
+		}(f, offset(f))
 	}
 	wg.Wait()
-	close(stop)
-	if len(errs) > 0 {
-		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), len(errs), strings.Join(errs, "\n"))
+	return errs
+}
+
+// relayGroups splits files into at most n groups of about equal bytes
+// (the biggest first, each to the lightest group), each in listing order.
+func relayGroups(files []snapFile, offset func(snapFile) int64, n int) [][]snapFile {
+	if len(files) == 0 {
+		return nil
 	}
-	_, err := r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil)
-	return err
+	n = max(1, min(n, len(files)))
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		return files[idx[a]].Size-offset(files[idx[a]]) > files[idx[b]].Size-offset(files[idx[b]])
+	})
+	load := make([]int64, n)
+	of := make([]int, len(files))
+	for _, i := range idx {
+		g := 0
+		for j := range load {
+			if load[j] < load[g] {
+				g = j
+			}
+		}
+		of[i] = g
+		load[g] += files[i].Size - offset(files[i])
+	}
+	groups := make([][]snapFile, n)
+	for i, f := range files {
+		groups[of[i]] = append(groups[of[i]], f)
+	}
+	return groups
+}
+
+// relayBatched sends the blobs in min(parallel, blobs) streams, each one
+// "puts" command on the node fed by one source stream.
+func (r *snapshot) relayBatched(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, tr snapTransfer,
+	owner string, offset func(snapFile) int64, moved *atomic.Int64) []string {
+	var mu sync.Mutex
+	var errs []string
+	fail := func(msg string) {
+		mu.Lock()
+		errs = append(errs, msg)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for _, g := range relayGroups(w.Fetch, offset, s.Parallel) {
+		wg.Add(1)
+		go func(g []snapFile) {
+			defer wg.Done()
+			offs := make([]int64, len(g))
+			for i, f := range g {
+				offs[i] = offset(f)
+			}
+			src, err := streamMany(ctx, tr, g, offs)
+			if err != nil {
+				fail(err.Error())
+				return
+			}
+			pr, pw := io.Pipe()
+			wdone := make(chan struct{})
+			go func() {
+				defer close(wdone)
+				for i, f := range g {
+					n := f.Size - offs[i]
+					if _, err := fmt.Fprintf(pw, "%s %d %d %d\n", f.Etag, f.Size, offs[i], n); err != nil {
+						return
+					}
+					if _, err := io.CopyN(pw, countingReader{r: src, n: moved}, n); err != nil {
+						pw.CloseWithError(fmt.Errorf("%s from the source: %w", f.Path, err))
+						return
+					}
+				}
+				_, _ = io.WriteString(pw, "END\n")
+				pw.Close()
+			}()
+			done := map[string]bool{}
+			var failed []string
+			lw := &lineWriter{fn: func(l string) {
+				f := strings.SplitN(l, "\t", 3)
+				switch {
+				case len(f) == 3 && f[0] == "D":
+					done[f[1]] = true
+				case len(f) == 3 && f[0] == "E":
+					failed = append(failed, f[1][:min(12, len(f[1]))]+": "+f[2])
+				}
+			}}
+			_, err = conn.Run(ctx, node.Cmd{Argv: r.receiverArgv(s, w.Commit, "puts", owner), Become: become, Stdin: pr, Stdout: lw})
+			// The feeder stops (its writes fail, its source is closed) before
+			// this returns: nothing reads the source after.
+			pr.Close()
+			src.Close()
+			<-wdone
+			for _, m := range failed {
+				fail(m)
+			}
+			if err == nil && len(failed) == 0 {
+				for _, f := range g {
+					if !done[f.Etag] {
+						fail(f.Path + ": not received")
+					}
+				}
+			}
+			if err != nil {
+				fail(err.Error())
+			}
+		}(g)
+	}
+	wg.Wait()
+	return errs
+}
+
+// streamMany is the bytes of each of files from its offset, one after the
+// other (exactly Size-offset bytes each): the transfer's own batch when it
+// has one (snapStreamBatcher: one command on the source node for a relay),
+// else its Streams in turn.
+func streamMany(ctx context.Context, tr snapTransfer, files []snapFile, offs []int64) (io.ReadCloser, error) {
+	if b, ok := tr.(snapStreamBatcher); ok {
+		return b.StreamMany(ctx, files, offs)
+	}
+	return &seqStream{ctx: ctx, tr: tr, files: files, offs: offs}, nil
+}
+
+// seqStream reads each file's Stream in turn, opened when reached.
+// Close may come while a Read runs (the receiver gave up): it closes the
+// current stream, and no Read opens another.
+type seqStream struct {
+	mu     sync.Mutex
+	closed bool
+	ctx    context.Context
+	tr     snapTransfer
+	files  []snapFile
+	offs   []int64
+	cur    io.ReadCloser
+	i      int
+}
+
+func (q *seqStream) Read(p []byte) (int, error) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return 0, io.ErrClosedPipe
+		}
+		if q.cur == nil {
+			if q.i >= len(q.files) {
+				q.mu.Unlock()
+				return 0, io.EOF
+			}
+			rc, err := q.tr.Stream(q.ctx, q.files[q.i], q.offs[q.i])
+			if err != nil {
+				q.mu.Unlock()
+				return 0, err
+			}
+			q.cur = rc
+		}
+		cur := q.cur
+		q.mu.Unlock()
+		n, err := cur.Read(p)
+		if err == io.EOF {
+			q.mu.Lock()
+			cur.Close()
+			if q.cur == cur {
+				q.cur, q.i = nil, q.i+1
+			}
+			q.mu.Unlock()
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+func (q *seqStream) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	if q.cur != nil {
+		return q.cur.Close()
+	}
+	return nil
 }
 
 // destroyCommit gives back what the record of one snapshot names.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sparkform/sparkform/providers/node"
 )
@@ -157,4 +158,131 @@ func equalListings(a, b *snapListing) bool {
 		}
 	}
 	return true
+}
+
+// stallTransfer is a push whose stream stops after `after` bytes of the
+// blob big and cancels the apply (sparkform killed mid-blob).
+type stallTransfer struct {
+	*localTransfer
+	big    string
+	after  int64
+	cancel context.CancelFunc
+}
+
+func (t *stallTransfer) Stream(ctx context.Context, f snapFile, off int64) (io.ReadCloser, error) {
+	rc, err := t.localTransfer.Stream(ctx, f, off)
+	if err != nil || f.Etag != t.big {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(io.LimitReader(rc, t.after), stallReader{ctx: ctx, cancel: t.cancel}), rc}, nil
+}
+
+type stallReader struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (s stallReader) Read([]byte) (int, error) {
+	time.Sleep(300 * time.Millisecond) // the bytes before reach the node
+	s.cancel()
+	<-s.ctx.Done()
+	return 0, s.ctx.Err()
+}
+
+// TestPushBatchInterrupted: a push cancelled in the middle of a big blob
+// of a batch leaves no blob under blobs/ that is not whole and verified,
+// no receiver running, the blob's bytes so far in its .incomplete; the
+// next push sends only what is missing (counted) and the tree is whole.
+func TestPushBatchInterrupted(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"x": 1})
+	home := t.TempDir()
+	files := map[string]int{"config.json": 321, "big.safetensors": 6 << 20, "c.txt": 10, "d.bin": 2 << 20}
+	h := makePeerHub(t, home, files)
+	dHub, recs := filepath.Join(b.bed.Nodes[1].Root, "hub"), filepath.Join(b.bed.Nodes[1].Root, "records")
+	must(t, os.MkdirAll(dHub, 0o755))
+	must(t, os.MkdirAll(recs, 0o755))
+	chownTree(t, b.bed.Nodes[1].Root)
+	s := &snapSpec{HubDir: dHub, RepoID: "org/model", RepoType: "model", Revision: "main", SourceLocalDir: h.dir, Parallel: 1, Verify: "size"}
+	src, err := newLocalSourceOf(s)
+	must(t, err)
+	r := &snapshot{conn: b.pool.Get, recDir: recs}
+	bigEtag := h.etags["big.safetensors"]
+	run := func(ctx context.Context, tr snapTransfer) (int64, error) {
+		l, err := src.List(ctx, nil, s)
+		must(t, err)
+		obs, err := observe(ctx, b.dc, false, recs, []obsReq{{s: s, commit: l.Commit}})
+		must(t, err)
+		w, err := computeWork(s, l, obs[0])
+		must(t, err)
+		r0 := tr.Relayed()
+		err = r.relay(ctx, b.dc, false, s, w, obs[0], tr, "test", jobLines(w, false), func(int64) {})
+		return tr.Relayed() - r0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const after = 2<<20 + 12345
+	if _, err := run(ctx, &stallTransfer{localTransfer: &localTransfer{l: src}, big: bigEtag, after: after, cancel: cancel}); err == nil {
+		t.Fatal("the cancelled push succeeded")
+	}
+	blobs := filepath.Join(dHub, "models--org--model", "blobs")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(procsWith(dHub)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if procs := procsWith(dHub); len(procs) != 0 {
+		t.Errorf("processes left on D after the cancelled push: %q", procs)
+	}
+	ents, err := os.ReadDir(blobs)
+	must(t, err)
+	var partial int64
+	for _, e := range ents {
+		name := e.Name()
+		if etag, ok := strings.CutSuffix(name, ".incomplete"); ok {
+			fi, err := e.Info()
+			must(t, err)
+			if etag == bigEtag {
+				partial = fi.Size()
+			}
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(blobs, name))
+		must(t, err)
+		var p string
+		for path, e := range h.etags {
+			if e == name {
+				p = path
+			}
+		}
+		if p == "" || !bytes.Equal(data, h.files[p]) {
+			t.Errorf("blobs/%s is visible and is not the whole blob (%d bytes)", name, len(data))
+		}
+	}
+	if partial < after/2 || partial > after {
+		t.Errorf("the big blob's .incomplete has %d bytes; want the %d sent before the cut (at least half of them written)", partial, after)
+	}
+	var total int64
+	for _, d := range h.files {
+		total += int64(len(d))
+	}
+	sent, err := run(context.Background(), &localTransfer{l: src})
+	must(t, err)
+	var present int64
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".incomplete") {
+			fi, _ := e.Info()
+			present += fi.Size()
+		}
+	}
+	if want := total - present - partial; sent != want {
+		t.Errorf("the next push sent %d bytes, want %d (not the %d already in the .incomplete)", sent, want, partial)
+	}
+	for p, e := range h.etags {
+		data, err := os.ReadFile(filepath.Join(blobs, e))
+		if err != nil || !bytes.Equal(data, h.files[p]) {
+			t.Errorf("%s after the second push: %d bytes, %v", p, len(data), err)
+		}
+	}
 }

@@ -56,10 +56,11 @@ import (
 // counted (Relayed) and the plan says so.
 
 // peerKeyTTL is how long a one-time key lets D log in to S, at least.
-// Each big blob is one login, so it bounds the transfer's length (not a
-// blob's): keyTTL adds the time the listed bytes take at a slow 25 MB/s.
-// A transfer that outlives its key fails its next logins; the next apply
-// resumes with a new key.
+// The masters log in when the transfer opens (sshd checks expiry-time
+// then), so it bounds the logins, and a blob's ssh that finds its master
+// gone logs in on its own: keyTTL adds the time the listed bytes take at a
+// slow 25 MB/s. A transfer that outlives its key fails such logins; the
+// next apply resumes with a new key.
 const peerKeyTTL = 2 * time.Hour
 
 func keyTTL(l *snapListing) time.Duration {
@@ -72,13 +73,18 @@ func keyTTL(l *snapListing) time.Duration {
 	return peerKeyTTL + time.Duration(total/(25<<20))*time.Second
 }
 
-// Blobs under muxBelow bytes share the transfer's one master connection
-// (ControlPersist muxIdle seconds after its last use); bigger ones get a
-// connection each.
+// Every blob goes over one of a few master connections D opens to S
+// when the transfer opens (ControlMaster; ControlPersist muxIdle seconds
+// after their last use): a blob is one session on an open connection, not
+// a handshake (on a busy 2-core bench the 40 handshakes of 40 big blobs
+// cost D 2 s of CPU). There are min(parallel, maxMasters) of them, so that
+// the decryption runs on that many cores; a blob picks one by its etag.
 const (
-	muxBelow = 16 << 20
-	muxIdle  = 60
+	maxMasters = 4
+	muxIdle    = 60
 )
+
+func mastersFor(parallel int) int { return max(1, min(parallel, maxMasters)) }
 
 // hostAlias is the name D's ssh checks S's host key under: the known_hosts
 // file written for one transfer holds only S's verified keys under it.
@@ -102,7 +108,18 @@ type peerSource struct {
 	knownHosts string
 
 	mu   sync.Mutex
-	last *snapListing // what List found last (its sizes pick the small blobs)
+	last *snapListing // what List found last (its sizes set the key's expiry)
+	// What List's scan found (for the destination dstKey): Open uses it
+	// rather than scanning again.
+	scanned *peerScan
+}
+
+// peerScan is one scan's result: S's verified host keys as D sees them at
+// source_address, and D's address toward S.
+type peerScan struct {
+	dstKey string
+	keys   []ssh.PublicKey
+	from   string
 }
 
 func (p *peerSource) listed() *snapListing {
@@ -206,13 +223,16 @@ func (p *peerSource) List(ctx context.Context, dst node.Conn, s *snapSpec) (*sna
 	if err != nil {
 		return nil, err
 	}
+	var sc *peerScan
 	if !p.relay {
-		if _, _, err := p.scan(ctx, dst); err != nil {
+		keys, from, err := p.scan(ctx, dst)
+		if err != nil {
 			return nil, err
 		}
+		sc = &peerScan{dstKey: p.env.dst.Key(), keys: keys, from: from}
 	}
 	p.mu.Lock()
-	p.last = l
+	p.last, p.scanned = l, sc
 	p.mu.Unlock()
 	return l, nil
 }
@@ -347,10 +367,19 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 	if p.relay {
 		return t, nil
 	}
-	keys, from, err := p.scan(ctx, dst)
-	if err != nil {
-		return nil, err
+	// The keys List just verified (same destination), else a scan now.
+	p.mu.Lock()
+	sc := p.scanned
+	p.scanned = nil
+	p.mu.Unlock()
+	if sc == nil || sc.dstKey != p.env.dst.Key() {
+		keys, from, err := p.scan(ctx, dst)
+		if err != nil {
+			return nil, err
+		}
+		sc = &peerScan{keys: keys, from: from}
 	}
+	keys, from := sc.keys, sc.from
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -368,20 +397,10 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 		return nil, err
 	}
 	t.id = hex.EncodeToString(id[:])
+	t.keyFP = ssh.FingerprintSHA256(sshPub)
 	expires := time.Now().Add(keyTTL(p.listed())).Unix()
 	head := fmt.Sprintf("key %s\nowner %s\nexpires %d\n", t.id, t.owner, expires)
 	serve := strings.Replace(serveScript, "BLOBS", node.Quote(p.repo+"/blobs"), 1)
-	// From here on Close undoes whatever part ran.
-	t.installed = true
-	out, err := p.records.Run(ctx, conn, false, peerKeyFuncs+installKeyScript, p.records.Name(t.id), head,
-		p.authorizedKeys, t.id, t.owner, strconv.FormatInt(expires, 10),
-		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))), from, serve)
-	if err == nil && strings.TrimSpace(out) != "installed" {
-		err = fmt.Errorf("unexpected output %q", out)
-	}
-	if err != nil {
-		return t, fmt.Errorf("installing the one-time key on source_node %s: %w", p.src.Name, err)
-	}
 	var kh strings.Builder
 	algos := map[string]bool{}
 	var algoList []string
@@ -394,20 +413,30 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 			}
 		}
 	}
-	// Many small blobs share one SSH connection (a master started by the
-	// first login below): a handshake each would cost more than the
-	// bytes. Big blobs get a connection each, so their streams run on
-	// as many cores as parallel allows.
-	var small strings.Builder
-	if l := p.listed(); l != nil {
-		for _, f := range l.Files {
-			if f.Size < muxBelow {
-				small.WriteString(f.Etag + "\n")
-			}
+	// From here on Close undoes whatever part ran. The key goes on S and
+	// its private half on D at the same time (two round trips in one).
+	t.installed = true
+	var wg sync.WaitGroup
+	var installErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		out, err := p.records.Run(ctx, conn, false, peerKeyFuncs+installKeyScript, p.records.Name(t.id), head,
+			p.authorizedKeys, t.id, t.owner, strconv.FormatInt(expires, 10),
+			strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))), from, serve)
+		if err == nil && strings.TrimSpace(out) != "installed" {
+			err = fmt.Errorf("unexpected output %q", out)
 		}
-	}
+		if err != nil {
+			installErr = fmt.Errorf("installing the one-time key on source_node %s: %w", p.src.Name, err)
+		}
+	}()
 	res, err := dst.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", dstKeyScript, "sh", t.owner, kh.String()},
-		Become: p.env.dst.Become, Stdin: strings.NewReader(string(pem.EncodeToMemory(blk)) + small.String())})
+		Become: p.env.dst.Become, Stdin: strings.NewReader(string(pem.EncodeToMemory(blk)))})
+	wg.Wait()
+	if installErr != nil {
+		return t, installErr
+	}
 	if err != nil {
 		return t, fmt.Errorf("writing the one-time key on %s: %w", dst.Name(), err)
 	}
@@ -427,27 +456,27 @@ func (p *peerSource) open(ctx context.Context, dst node.Conn, s *snapSpec) (*pee
 		"-o", "Ciphers=aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com",
 		"-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
 		"-o", "LogLevel=ERROR", "-p", strconv.Itoa(p.port), "-l", user}
-	with := func(opts ...string) string {
-		return node.QuoteArgv(append(append(append([]string{}, base...), opts...), "--", p.addr))
+	masters := mastersFor(s.Parallel)
+	// ssh to S over master $k (a shell variable of the command: cm$k).
+	// Without its master (gone, or never up) ssh connects on its own.
+	over := func(opts ...string) string {
+		return "cm=" + node.Quote(t.dir+"/cm") + "; exec " + node.QuoteArgv(append(append(append([]string{}, base...), opts...), "-o", "ControlMaster=no")) +
+			` -o "ControlPath=$cm$k" -- ` + node.Quote(p.addr)
 	}
-	// -n: stdin from /dev/null (the receiver's stdin is not S's business).
-	cm := t.dir + "/cm"
-	master := with("-n", "-o", "ControlMaster=yes", "-o", "ControlPersist="+strconv.Itoa(muxIdle), "-o", "ControlPath="+cm)
-	mux := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath="+cm)
-	solo := with("-n", "-o", "ControlMaster=no", "-o", "ControlPath=none")
 	// The receiver appends "ETAG OFFSET PATH": only the first two reach S.
-	// A regular (git) file is small by the hub's rules; so is an LFS file
-	// the listing says is. Without the master, mux connects on its own.
+	// -n: stdin from /dev/null (the receiver's stdin is not S's business).
+	// A blob's master: its etag's first byte modulo their number.
+	t.argv = []string{"sh", "-c", `k=$((0x${1%"${1#??}"} % ` + strconv.Itoa(masters) + `)); ` + over("-n") + ` blob "$1" "$2"`, "sh"}
 	// Without -n: the etags of a batch go to S on stdin.
-	t.batch = []string{"sh", "-c", "exec " + with("-o", "ControlMaster=no", "-o", "ControlPath="+cm) + " tar", "sh"}
-	t.argv = []string{"sh", "-c", `if [ ${#1} -eq 40 ] || grep -qxF -- "$1" ` + node.Quote(t.dir+"/small") + `; then exec ` + mux +
-		` blob "$1" "$2"; fi; exec ` + solo + ` blob "$1" "$2"`, "sh"}
-	// One login before the transfer starts, which stays as the master
-	// connection: a key sshd refuses (a from= that NAT defeats, an sshd
-	// that ignores ~/.ssh/authorized_keys) is one clear error here, not
-	// one per blob.
-	res, err = dst.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + master + " ping"}, Become: p.env.dst.Become})
-	if err == nil && strings.TrimSpace(string(res.Stdout)) != "sparkform-serve" {
+	t.batch = []string{"sh", "-c", "k=0; " + over() + " tar", "sh"}
+	// The masters, each up by its first login (which pings) before the
+	// transfer starts: a key sshd refuses (a from= that NAT defeats, an
+	// sshd that ignores ~/.ssh/authorized_keys) is one clear error here,
+	// not one per blob.
+	master := node.QuoteArgv(append(append([]string{}, base...), "-n", "-o", "ControlMaster=yes", "-o", "ControlPersist="+strconv.Itoa(muxIdle)))
+	res, err = dst.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", startMastersScript, "sh", strconv.Itoa(masters), t.dir + "/cm", master, p.addr},
+		Become: p.env.dst.Become})
+	if err == nil && strings.Count(string(res.Stdout), "sparkform-serve\n") != masters {
 		err = fmt.Errorf("unexpected answer %q", res.Stdout)
 	}
 	if err != nil {
@@ -482,6 +511,9 @@ type peerTransfer struct {
 	dir       string
 	argv      []string
 	batch     []string
+	// keyFP is the one-time key's SHA256 fingerprint (tests count its
+	// logins in S's sshd log).
+	keyFP string
 
 	relayed   atomic.Int64
 	closeOnce sync.Once
@@ -518,6 +550,21 @@ func (t *peerTransfer) Stream(ctx context.Context, f snapFile, offset int64) (io
 	return streamRun(ctx, t.src, node.Cmd{Argv: argv, Become: t.p.src.Become}, &t.relayed), nil
 }
 
+// StreamMany implements snapStreamBatcher: one command on S for all of
+// files (relayStreamScript), every byte counted.
+func (t *peerTransfer) StreamMany(ctx context.Context, files []snapFile, offsets []int64) (io.ReadCloser, error) {
+	var list strings.Builder
+	for i, f := range files {
+		if !etagRe.MatchString(f.Etag) || offsets[i] < 0 || offsets[i] > f.Size {
+			return nil, fmt.Errorf("%w: blob %q offset %d", ErrBadConfig, f.Etag, offsets[i])
+		}
+		fmt.Fprintf(&list, "%s %d %d\n", f.Etag, offsets[i], f.Size-offsets[i])
+	}
+	cmd := node.Cmd{Argv: []string{"sh", "-c", relayStreamScript, "sh", t.p.repo + "/blobs"}, Become: t.p.src.Become,
+		Stdin: strings.NewReader(list.String())}
+	return streamRun(ctx, t.src, cmd, &t.relayed), nil
+}
+
 // Relayed implements snapTransfer.
 func (t *peerTransfer) Relayed() int64 { return t.relayed.Load() }
 
@@ -531,16 +578,26 @@ func (t *peerTransfer) Close(ctx context.Context) error {
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
+		// D and S at the same time.
 		var errs []error
-		if _, err := t.dst.Run(cctx, node.Cmd{Argv: []string{"sh", "-c", dstSweepScript, "sh", t.owner}, Become: t.p.env.dst.Become}); err != nil {
-			errs = append(errs, fmt.Errorf("removing the one-time key from %s: %w", t.dst.Name(), err))
-		}
+		var dstErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := t.dst.Run(cctx, node.Cmd{Argv: []string{"sh", "-c", dstSweepScript, "sh", t.owner}, Become: t.p.env.dst.Become}); err != nil {
+				dstErr = fmt.Errorf("removing the one-time key from %s: %w", t.dst.Name(), err)
+			}
+		}()
 		out, err := t.p.records.Run(cctx, t.src, false, peerKeyFuncs+removeKeyScript, t.p.records.Name(t.id))
 		if err == nil && strings.TrimSpace(out) != "removed" {
 			err = fmt.Errorf("unexpected output %q", out)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("removing the one-time key from source_node %s (the next copy from it removes it; it expires anyway): %w", t.p.src.Name, err))
+		}
+		<-done
+		if dstErr != nil {
+			errs = append([]error{dstErr}, errs...)
 		}
 		t.closeErr = errors.Join(errs...)
 	})

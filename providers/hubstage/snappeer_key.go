@@ -168,30 +168,52 @@ sf_punkey "$1" "$2" "$3" || exit 1
 echo removed
 `
 
-// dstSweepFunc stops the ssh master connections of key folders and
-// removes the folders: sf_pdrop DIR...
+// dstSweepFunc stops the ssh master connections of key folders (cm0,
+// cm1 ...) and removes the folders: sf_pdrop DIR...
 const dstSweepFunc = `sf_pdrop() {
 	for _d; do
 		[ -d "$_d" ] || continue
-		[ ! -S "$_d/cm" ] || ssh -F /dev/null -o ControlPath="$_d/cm" -O exit sparkform-source >/dev/null 2>&1
+		for _s in "$_d"/cm*; do
+			[ ! -S "$_s" ] || ssh -F /dev/null -o ControlPath="$_s" -O exit sparkform-source >/dev/null 2>&1
+		done
 		rm -rf "$_d" || return 1
 	done
 }
 `
 
-// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key,
-// then the etags of the small blobs, one a line) removes the key folders
-// an earlier transfer of the same owner left on the destination, makes a
-// fresh private one and writes the key, the known_hosts file and the
-// small etags there. It prints the folder.
+// startMastersScript ($1 how many, $2 the control path prefix (master k
+// listens on PREFIXk), $3 the ssh argv of a master, quoted (node.QuoteArgv:
+// evaluated here), $4 S's address) starts the master connections of a
+// direct copy at once, each by a ping login, and prints their answers; a
+// refused login's ssh error goes to stderr with exit 1.
+const startMastersScript = `set -u
+n=$1 cm=$2 m=$3 addr=$4
+k=0
+while [ $k -lt "$n" ]; do
+  eval "$m"' -o "ControlPath=$cm$k" -- "$addr" ping' >"$cm.out$k" 2>"$cm.err$k" &
+  k=$((k+1))
+done
+wait
+k=0 rc=0
+while [ $k -lt "$n" ]; do
+  cat "$cm.out$k"
+  if [ "$(cat "$cm.out$k")" != sparkform-serve ]; then cat "$cm.err$k" >&2; rc=1; fi
+  rm -f "$cm.out$k" "$cm.err$k"
+  k=$((k+1))
+done
+exit $rc
+`
+
+// dstKeyScript ($1 owner, $2 known_hosts lines; stdin the private key)
+// removes the key folders an earlier transfer of the same owner left on
+// the destination, makes a fresh private one and writes the key and the
+// known_hosts file there. It prints the folder.
 const dstKeyScript = dstSweepFunc + `set -u
 umask 077
 t=${TMPDIR:-/tmp}
 sf_pdrop "$t"/sparkform-snappeer-"$1".* || exit 1
 d=$(mktemp -d "$t/sparkform-snappeer-$1.XXXXXX") || exit 1
-printf '%s' "$2" >"$d/known_hosts" &&
-  awk -v d="$d" 'f { print > (d "/small"); next } { print > (d "/id") } /^-----END OPENSSH PRIVATE KEY-----$/ { f = 1 }' &&
-  : >>"$d/small" || { rm -rf "$d"; exit 1; }
+printf '%s' "$2" >"$d/known_hosts" && cat >"$d/id" || { rm -rf "$d"; exit 1; }
 printf '%s\n' "$d"
 `
 
@@ -208,4 +230,17 @@ done
 ssh-keyscan -T 10 -p "$2" -- "$1" 2>/dev/null
 r=$(ip -o route get "$1" 2>/dev/null) && printf 'route %s\n' "$r"
 exit 0
+`
+
+// relayStreamScript ($1 the blobs folder; stdin "ETAG OFFSET LEN" lines)
+// runs on S for a relay: for each line exactly LEN bytes, the blob's from
+// OFFSET, padded with zeros when the file is shorter (or missing: said on
+// stderr), so that the frames the receiver gets stay whole and such a
+// blob fails its content address there, alone.
+const relayStreamScript = `set -u
+b=$1
+while read -r e off n; do
+  case $e$off$n in *[!0-9a-f]*|'') echo "sparkform: bad request" >&2; exit 2 ;; esac
+  { tail -c +$((off + 1)) -- "$b/$e" || printf 'sparkform: cannot read blob %s\n' "$e" >&2; exec cat /dev/zero; } | head -c "$n"
+done
 `

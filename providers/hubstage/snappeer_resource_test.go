@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/internal/hubtest"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -128,10 +130,10 @@ func TestSnapshotFromNode(t *testing.T) {
 			hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
 			b.checkAuthKeysRestored(t)
 			if tc.become {
-				// Every file is small: one login (ping) and one batch (tar)
-				// over it, not a session per file.
-				if n := strings.Count(b.bed.Nodes[0].Log(), "forced-command"); n != 2 {
-					t.Errorf("S's sshd served %d sessions of the one-time key, want 2 (ping, tar)", n)
+				// Every file is small: the masters' logins (a ping each) and
+				// one batch (tar) over them, not a session per file.
+				if n, want := strings.Count(b.bed.Nodes[0].Log(), "forced-command"), mastersFor(defaultParallel)+1; n != want {
+					t.Errorf("S's sshd served %d sessions of the one-time key, want %d (a ping per master, tar)", n, want)
 				}
 			}
 			if ents, _ := filepath.Glob("/tmp/sparkform-snappeer-*"); len(ents) != 0 {
@@ -184,4 +186,112 @@ func TestSnapshotFromLocal(t *testing.T) {
 	hubtest.CompareTrees(t, dHub, local, repo.CacheDirName())
 	sdktest.Destroy(t, p, TypeSnapshot, b.D, ap.NewState, ap.Private)
 	sameTree(t, "D's hub after destroy", before, tree(t, dHub))
+}
+
+// countingConns wraps the pool: how many commands each node ran.
+type countingConns struct {
+	get func(ctx context.Context, n sdk.Node) (node.Conn, error)
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func (c *countingConns) conn(ctx context.Context, n sdk.Node) (node.Conn, error) {
+	conn, err := c.get(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return &cmdCountConn{Conn: conn, c: c, key: n.Key()}, nil
+}
+
+func (c *countingConns) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+type cmdCountConn struct {
+	node.Conn
+	c   *countingConns
+	key string
+}
+
+func (c *cmdCountConn) Run(ctx context.Context, cmd node.Cmd) (node.Result, error) {
+	c.c.mu.Lock()
+	c.c.n[c.key]++
+	c.c.mu.Unlock()
+	return c.Conn.Run(ctx, cmd)
+}
+
+// TestRelayAndPushBatched: a relay and a push send many blobs per
+// command: the apply of a snapshot of many files runs about parallel
+// commands on the destination (and on the source node, for the relay),
+// not one (or two) per blob; the tree is the source's, every byte counted.
+func TestRelayAndPushBatched(t *testing.T) {
+	const par = 2
+	for _, tc := range []string{"relay", "push"} {
+		t.Run(tc, func(t *testing.T) {
+			b := startPeerBed(t, map[string]int{"x": 1})
+			repo, _, c2 := testRepo()
+			srv := hubtest.NewServer(t, repo)
+			srv.SetToken(testToken)
+			dRoot := b.bed.Nodes[1].Root
+			dHub, recs := filepath.Join(dRoot, "hub"), filepath.Join(dRoot, "records")
+			must(t, os.MkdirAll(dHub, 0o755))
+			must(t, os.MkdirAll(recs, 0o755))
+			chownTree(t, dRoot)
+			attrs := map[string]cty.Value{"hub_dir": cty.StringVal(dHub), "repo_id": cty.StringVal("acme/tiny-llm"),
+				"parallel": cty.NumberIntVal(par)}
+			srcHub := filepath.Join(t.TempDir(), "hub")
+			if tc == "relay" {
+				srcHub = b.hub.dir
+				attrs["source_node"] = nodeValue(b.S)
+				attrs["source_hub_dir"] = cty.StringVal(srcHub)
+				attrs["transfer"] = cty.StringVal("relay")
+			} else {
+				attrs["source_local_dir"] = cty.StringVal(srcHub)
+			}
+			refDownload(t, srv, srcHub, "main")
+			chownTree(t, srcHub)
+			// The biggest blob half there (an earlier apply killed): its
+			// first half is not sent again.
+			big := &hubtest.File{}
+			for _, f := range c2.Files {
+				if f.Size > big.Size {
+					big = f
+				}
+			}
+			data, err := os.ReadFile(filepath.Join(srcHub, repo.CacheDirName(), "blobs", big.Etag))
+			must(t, err)
+			half := int64(len(data) / 2)
+			must(t, os.MkdirAll(filepath.Join(dHub, repo.CacheDirName(), "blobs"), 0o755))
+			must(t, os.WriteFile(filepath.Join(dHub, repo.CacheDirName(), "blobs", big.Etag+".incomplete"), data[:half], 0o644))
+			chownTree(t, dRoot)
+			cc := &countingConns{get: b.pool.Get, n: map[string]int{}}
+			res := &snapshot{conn: cc.conn, getenv: func(string) string { return "" }, recDir: recs}
+			p := sdktest.GRPC(t, &sdk.Router{Name: "hubstage", Resources: map[string]sdk.Resource{TypeSnapshot: res}})
+			cfg := snapConfig(t, attrs)
+			null := cty.NullVal(snapSchema.Block.ImpliedType())
+			pl := sdktest.Plan(t, p, TypeSnapshot, b.D, null, nil, cfg)
+			cc.take()
+			ap, _ := sdktest.Apply(t, p, TypeSnapshot, b.D, null, pl.Planned, cfg, pl.PlannedPrivate)
+			n := cc.take()
+			files := len(c2.Files)
+			// D: observe, prep, one receiver per stream, finish; S: the
+			// listing and one stream command per stream.
+			if d := n[b.D.Key()]; d > par+3 || files < 3*par {
+				t.Errorf("%d commands on the destination for %d blobs (parallel %d), want at most %d", d, files, par, par+3)
+			}
+			if s := n[b.S.Key()]; tc == "relay" && s > par+1 {
+				t.Errorf("%d commands on the source node for %d blobs (parallel %d), want at most %d", s, files, par, par+1)
+			}
+			if got := bigInt(ap.NewState.GetAttr("relayed_bytes")); got != c2.TotalSize()-half {
+				t.Errorf("relayed_bytes = %d, want %d (all but the half blob's first %d bytes)", got, c2.TotalSize()-half, half)
+			}
+			hubtest.CheckLayout(t, dHub, repo, "main")
+			hubtest.CompareTrees(t, dHub, srcHub, repo.CacheDirName())
+			t.Logf("%s: %d blobs, commands per node %v", tc, files, n)
+		})
+	}
 }

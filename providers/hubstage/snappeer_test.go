@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -711,6 +712,70 @@ func TestPeerSourceConfig(t *testing.T) {
 			must(t, err)
 			if d := p.Describe(); d != tc.wantDesc {
 				t.Errorf("Describe() = %q, want %q", d, tc.wantDesc)
+			}
+		})
+	}
+}
+
+// TestPeerDirectLoginsPerMaster: every blob of a direct copy, big ones
+// included, is a session on one of the master connections the transfer
+// opened (min(parallel, maxMasters) logins with the one-time key on S in
+// all, however many blobs), not a login (a handshake) each; the batch too.
+// Close ends the masters.
+func TestPeerDirectLoginsPerMaster(t *testing.T) {
+	files := map[string]int{"config.json": 321, "a.safetensors": 17 << 20, "b.safetensors": 17 << 20, "c.safetensors": 5 << 20}
+	b := startPeerBed(t, files)
+	ctx := context.Background()
+	for _, par := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallel %d", par), func(t *testing.T) {
+			s := b.spec("direct")
+			s.Parallel = par
+			src, err := newPeerSource(b.env(b.D), s)
+			must(t, err)
+			l, err := src.List(ctx, b.dc, s)
+			must(t, err)
+			tr, err := src.Open(ctx, b.dc, s)
+			must(t, err)
+			defer tr.Close(ctx)
+			pt := tr.(*peerTransfer)
+			argv, _, _ := tr.NodeFetch()
+			var wg sync.WaitGroup
+			errs := make([]error, len(l.Files))
+			for i, f := range l.Files {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					out := filepath.Join(b.bed.Nodes[1].Root, fmt.Sprintf("got%d", i))
+					if errs[i] = fetch(ctx, b.dc, argv, f, 0, out); errs[i] == nil {
+						if got, _ := os.ReadFile(out); !bytes.Equal(got, b.hub.files[f.Path]) {
+							errs[i] = fmt.Errorf("%s: D got %d bytes that differ from S's", f.Path, len(got))
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			must(t, errors.Join(errs...))
+			bargv, _ := pt.NodeFetchBatch()
+			cmd := append([]string{"sh", "-c", `"$@" >/dev/null`, "sh"}, bargv...)
+			_, err = b.dc.Run(ctx, node.Cmd{Argv: cmd, Stdin: strings.NewReader(l.Files[0].Etag + "\n")})
+			must(t, err)
+			logins := strings.Count(b.bed.Nodes[0].Log(), "Accepted publickey for "+testbed.User+" ") // all keys
+			mine := 0
+			for _, line := range strings.Split(b.bed.Nodes[0].Log(), "\n") {
+				if strings.Contains(line, "Accepted publickey") && strings.Contains(line, pt.keyFP) {
+					mine++
+				}
+			}
+			if want := mastersFor(par); mine != want {
+				t.Errorf("%d logins with the one-time key on S for %d blobs and a batch (parallel %d), want %d (one per master); %d logins in all",
+					mine, len(l.Files), par, want, logins)
+			}
+			if procs := procsWith(pt.dir + "/cm"); len(procs) != mastersFor(par) {
+				t.Errorf("%d master processes on D, want %d: %q", len(procs), mastersFor(par), procs)
+			}
+			must(t, tr.Close(ctx))
+			if procs := procsWith(pt.dir); len(procs) != 0 {
+				t.Errorf("processes of the transfer left on D after Close: %q", procs)
 			}
 		})
 	}

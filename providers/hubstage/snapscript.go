@@ -121,7 +121,8 @@ sf_hunlock() { exec 7<&-; }
 //	$9 parallel  then: mode ("fetch": blobs come from the fetch argv that
 //	follows; "prep": record and folders only; "finish": links and ref
 //	only; "put": ETAG SIZE follow, the bytes on stdin from the
-//	.incomplete's current size on), the owner (the instance address,
+//	.incomplete's current size on; "puts": many blobs framed on stdin,
+//	see below), the owner (the instance address,
 //	recorded as "owner ADDR"), the batch kind ("" none, "files" or "tar":
 //	see snapBatcher, snapTarBatcher) and the batch argv quoted as one
 //	string, then the fetch argv (fetch mode).
@@ -140,6 +141,15 @@ sf_hunlock() { exec 7<&-; }
 //	L TARGET PATH         a link (in the tar) at snapshots/<commit>/PATH
 //	X ETAG                a blob whose content is not its address
 //	                      (verify=full): removed before the fetch
+//
+// stdin (puts: the relay and the push, many blobs in one command): frames
+// "ETAG SIZE OFFSET LEN" (one line, spaces) then LEN bytes, which go on
+// the .incomplete from OFFSET (its size now: anything else is refused
+// for that blob, the bytes skipped); "END" ends. Each blob is hashed
+// once whole (the big ones while the next ones arrive) and renamed when
+// it matches. It needs a head that reads no byte past -c (GNU's); prep
+// says "C puts" where there is one, and the relay sends one "put" per
+// blob elsewhere.
 //
 // Order: record (folders, blobs) before anything is made; blobs fetched
 // in parallel into blobs/ETAG.incomplete (resumed from its size),
@@ -201,6 +211,34 @@ if [ "$mode" = put ]; then
   if [ "$(size "$inc")" != "$sz" ]; then echo "E $e short: $(size "$inc") of $sz bytes"; exit 0; fi
   if [ "$h" != "$e" ]; then rm -f "$inc"; echo "E $e content address mismatch (got $h)"; exit 0; fi
   mv -f "$inc" "$b" && echo "D $e $sz"
+  exit 0
+fi
+if [ "$mode" = puts ]; then
+  # done1 ETAG SIZE: the complete .incomplete verified and renamed.
+  done1() {
+    _inc=$rd/blobs/$1.incomplete
+    _h=$(hashed "$1" "$2" < "$_inc")
+    if [ "$_h" = "$1" ]; then mv -f "$_inc" "$rd/blobs/$1" && echo "D	$1	$2"
+    else rm -f "$_inc"; echo "E	$1	content address mismatch (got $_h)"; fi
+  }
+  while IFS=' ' read -r e sz off n; do
+    [ "$e" != END ] || break
+    case $e$sz$off$n in *[!0-9a-f]*|'') echo "E	-	bad frame"; exit 2 ;; esac
+    inc=$rd/blobs/$e.incomplete
+    cur=0; [ ! -s "$inc" ] || cur=$(size "$inc")
+    if [ "$cur" != "$off" ]; then
+      if [ "$off" = 0 ]; then : > "$inc"; else
+        head -c "$n" > /dev/null
+        echo "E	$e	the partial file has $cur bytes, not $off"; continue
+      fi
+    fi
+    head -c "$n" >> "$inc"
+    now=$(size "$inc")
+    if [ "$now" != "$sz" ]; then echo "E	$e	got $now of $sz bytes"; [ "$now" -lt "$sz" ] || rm -f "$inc"; continue; fi
+    # A big blob is hashed while the next ones arrive.
+    if [ "$sz" -ge 1048576 ]; then done1 "$e" "$sz" & else done1 "$e" "$sz"; fi
+  done
+  wait
   exit 0
 fi
 IFS= read -r sec || sec=
@@ -420,7 +458,10 @@ if [ "$mode" = fetch ]; then
   wait
   [ ! -e "$tmp/failed" ] || exit 2
 fi
-[ "$mode" = prep ] && { echo OK; exit 0; }
+if [ "$mode" = prep ]; then
+  case $(head --version 2>/dev/null) in *GNU*) printf 'C\tputs\n' ;; esac
+  echo OK; exit 0
+fi
 if [ "$mode" = finish ]; then
   while IFS="$tab" read -r t e sz p; do
     case $t in B|S) ;; *) continue ;; esac

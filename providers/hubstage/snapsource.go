@@ -88,6 +88,14 @@ type snapTarBatcher interface {
 	NodeFetchBatch() (argv []string, ok bool)
 }
 
+// snapStreamBatcher is implemented by a transfer that streams many blobs
+// in one request (the relay: one command on the source node): the bytes
+// of each of files from its offset, exactly Size-offset bytes each, one
+// after the other (counted in Relayed). The caller closes it.
+type snapStreamBatcher interface {
+	StreamMany(ctx context.Context, files []snapFile, offsets []int64) (io.ReadCloser, error)
+}
+
 // batchOf is the batch form tr offers: kind "" when none.
 func batchOf(tr snapTransfer) (argv []string, kind string) {
 	if b, ok := tr.(snapBatcher); ok {
