@@ -227,8 +227,8 @@ func classify(root testbed.Proc) string {
 	switch {
 	case strings.Contains(line, "sftp-server"):
 		return "sftp"
-	case strings.Contains(line, "sparkform-shell"):
-		return "shell"
+	case strings.Contains(line, "sparkform-held-ready"):
+		return "held"
 	case strings.Contains(line, "dial-stdio") || strings.Contains(line, "docker") || strings.Contains(line, "cgroup"):
 		return "docker"
 	case strings.Contains(line, "git"):

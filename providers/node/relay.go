@@ -300,6 +300,10 @@ func (r *Relay) handle(c *net.UnixConn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if nc.ChannelType() == heldChannel {
+				forwardHeld(ctx, up, nc)
+				return
+			}
 			forward(ctx, up, nc)
 		}()
 	}
@@ -520,10 +524,11 @@ func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node) (*SSH, error) {
 		return nil, &relayError{msg: rep.Error, kind: relayKinds[rep.Kind]}
 	}
 	s := &SSH{
-		node:   n,
-		client: client,
-		slots:  make(chan struct{}, maxSessions),
-		done:   make(chan struct{}),
+		node:    n,
+		client:  client,
+		slots:   make(chan struct{}, maxSessions),
+		done:    make(chan struct{}),
+		relayed: true,
 	}
 	go func() {
 		_ = client.Wait()
