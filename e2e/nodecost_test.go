@@ -286,6 +286,17 @@ func TestNoopPlanNodeCost(t *testing.T) {
 			t.Errorf("%s: sshd started %d processes in a no-op plan, want at most %d", n.Name, len(nc.procs), costMaxProcs)
 		}
 	}
+	// Nothing stays on the nodes: every connection ended (the tracer
+	// waited for it) and no privileged shell outlived it.
+	out, err := exec.Command("ps", "-eo", "pid,user,args").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ps: %v: %s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "sparkform-held-ready") {
+			t.Errorf("a privileged shell outlived the plan: %s", l)
+		}
+	}
 }
 
 // BenchmarkNoopPlanNodeCost times TestNoopPlanNodeCost's no-op plan on

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -68,7 +67,7 @@ const heldChannel = "held@sparkform"
 type heldShell struct {
 	sess   *ssh.Session
 	stdin  io.WriteCloser
-	stdout *bufio.Reader
+	stdout io.Reader
 	stderr *lockedBuffer
 	errc   chan struct{} // closed when the stderr copy ended
 	done   chan struct{} // closed when the session ended; err holds Wait's result
@@ -126,7 +125,7 @@ func (s *SSH) startHeld(ctx context.Context) (*heldShell, error) {
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
 	}
-	h.stdin, h.stdout = stdin, bufio.NewReaderSize(stdout, 64)
+	h.stdin, h.stdout = stdin, stdout
 	if err := sess.Start(CommandLine(Cmd{Argv: heldArgv}, true)); err != nil {
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
@@ -141,7 +140,8 @@ func (s *SSH) startHeld(ctx context.Context) (*heldShell, error) {
 	}()
 	ready := make(chan error, 1)
 	go func() {
-		line, err := h.stdout.ReadString('\n')
+		// Byte by byte: what follows is the command's, copied in bulk.
+		line, err := readLine(h.stdout, len(heldReady)+1)
 		if err == nil && line != heldReady+"\n" {
 			err = fmt.Errorf("unexpected first line %q", line)
 		}
@@ -180,6 +180,23 @@ func (s *SSH) startHeld(ctx context.Context) (*heldShell, error) {
 	case <-s.done:
 		return fail(fmt.Errorf("node %s: start the privileged shell: connection lost", s.node.Name))
 	}
+}
+
+// readLine reads up to and including '\n', at most max bytes, one at a
+// time (nothing after it is consumed).
+func readLine(r io.Reader, max int) (string, error) {
+	var b []byte
+	var c [1]byte
+	for len(b) < max {
+		if _, err := io.ReadFull(r, c[:]); err != nil {
+			return string(b), err
+		}
+		b = append(b, c[0])
+		if c[0] == '\n' {
+			break
+		}
+	}
+	return string(b), nil
 }
 
 // PrepareBecome makes sure s holds an idle privileged shell, starting one
