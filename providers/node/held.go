@@ -69,6 +69,7 @@ type heldShell struct {
 	stdin  io.WriteCloser
 	stdout io.Reader
 	stderr *lockedBuffer
+	sent   bool          // the command line went with the start
 	errc   chan struct{} // closed when the stderr copy ended
 	done   chan struct{} // closed when the session ended; err holds Wait's result
 	err    error
@@ -110,8 +111,10 @@ func (h *heldShell) ended() bool {
 }
 
 // startHeld starts a privileged shell on s and waits until it is ready.
-// sudo refusing is a *BecomeError, as for any Become command.
-func (s *SSH) startHeld(ctx context.Context) (*heldShell, error) {
+// sudo refusing is a *BecomeError, as for any Become command. A line is
+// sent at once, behind the start (no round trip waiting for the ready
+// line first): the shell reads it once sudo let it run.
+func (s *SSH) startHeld(ctx context.Context, line string) (*heldShell, error) {
 	s.trips.Add(1)
 	sess, err := s.client.NewSession()
 	if err != nil {
@@ -129,6 +132,13 @@ func (s *SSH) startHeld(ctx context.Context) (*heldShell, error) {
 	if err := sess.Start(CommandLine(Cmd{Argv: heldArgv}, true)); err != nil {
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
+	}
+	if line != "" {
+		if err := h.send(line); err != nil {
+			sess.Close()
+			return nil, s.connErr("start the privileged shell", err)
+		}
+		h.sent = true
 	}
 	go func() {
 		_, _ = io.Copy(h.stderr, stderr)
@@ -213,7 +223,7 @@ func (s *SSH) PrepareBecome(ctx context.Context) error {
 	}
 	s.held = nil
 	s.heldMu.Unlock()
-	h, err := s.startHeld(ctx)
+	h, err := s.startHeld(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -227,8 +237,9 @@ func (s *SSH) PrepareBecome(ctx context.Context) error {
 	return nil
 }
 
-// takeHeld returns the idle privileged shell, or a new one.
-func (s *SSH) takeHeld(ctx context.Context) (*heldShell, error) {
+// takeHeld returns the idle privileged shell, or a new one with line
+// already sent.
+func (s *SSH) takeHeld(ctx context.Context, line string) (*heldShell, error) {
 	s.heldMu.Lock()
 	h := s.held
 	s.held = nil
@@ -236,7 +247,7 @@ func (s *SSH) takeHeld(ctx context.Context) (*heldShell, error) {
 	if h != nil && !h.ended() {
 		return h, nil
 	}
-	return s.startHeld(ctx)
+	return s.startHeld(ctx, line)
 }
 
 // send frames line into h: its count of lines, then the lines.
@@ -253,8 +264,10 @@ func (h *heldShell) send(line string) error {
 // SIGTERM and the session closed, as Run does.
 func (h *heldShell) execOn(ctx context.Context, line string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer h.sess.Close()
-	if err := h.send(line); err != nil {
-		return err
+	if !h.sent {
+		if err := h.send(line); err != nil {
+			return err
+		}
 	}
 	go func() {
 		if stdin != nil {
@@ -287,7 +300,7 @@ func (s *SSH) runBecome(ctx context.Context, c Cmd, stdout, stderr io.Writer) er
 	if s.relayed {
 		return s.runRelayedHeld(ctx, line, c.Stdin, stdout, stderr)
 	}
-	h, err := s.takeHeld(ctx)
+	h, err := s.takeHeld(ctx, line)
 	if err != nil {
 		return err
 	}
@@ -389,7 +402,7 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 		return
 	}
 	line := string(nc.ExtraData())
-	h, herr := up.takeHeld(ctx)
+	h, herr := up.takeHeld(ctx, line)
 	var ee *ExitError
 	if herr != nil && !errors.As(herr, &ee) {
 		nc.Reject(ssh.ConnectionFailed, herr.Error())
