@@ -27,7 +27,7 @@ import (
 )
 
 // requireParts checks the parts the test drives before starting anything.
-func requireParts(t *testing.T) {
+func requireParts(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		realpart.Missing(t, "root (the test bed creates users and starts sshd)")
@@ -49,7 +49,7 @@ func requireParts(t *testing.T) {
 
 // sharedDir is a world-readable scratch folder (the sshd test user reads
 // the hub and the kit repo through it), removed when the test ends.
-func sharedDir(t *testing.T, prefix string) string {
+func sharedDir(t testing.TB, prefix string) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -64,7 +64,7 @@ func sharedDir(t *testing.T, prefix string) string {
 
 // chownTree gives a tree to the named user (git serves only repositories
 // owned by the user reading them, unless told otherwise).
-func chownTree(t *testing.T, dir, name string) {
+func chownTree(t testing.TB, dir, name string) {
 	t.Helper()
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -84,7 +84,7 @@ func chownTree(t *testing.T, dir, name string) {
 }
 
 // writeFiles writes name -> content under dir, making folders.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, name)
@@ -98,7 +98,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 // copyTree copies the regular files of src into dst (modes kept).
-func copyTree(t *testing.T, src, dst string) {
+func copyTree(t testing.TB, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -125,7 +125,7 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // git runs git in dir with a fixed identity and date, returning stdout.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "safe.directory=*"}, args...)...)
 	cmd.Dir = dir
@@ -158,7 +158,7 @@ func makeKitRepo(t *testing.T, parent, owner string) (string, string) {
 // that link into the hub-level shared store, snapshots of relative
 // symlinks, refs/main.
 type hub struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
@@ -274,7 +274,7 @@ func health(t *testing.T, port int) string {
 // cli runs the sparkform binary in a working directory with the
 // environment the test set up.
 type cli struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	env []string
 	// bin is the binary to run; "" means sparkformBin.
@@ -330,7 +330,7 @@ func (c *cli) run(args ...string) result {
 // terraform-json, as tools written for Terraform do, and fails the test
 // when it does not decode and validate, a change is not whole, or a
 // sensitive value is written (internal/tfjsoncheck).
-func checkDocument(t *testing.T, args []string, stdout string) {
+func checkDocument(t testing.TB, args []string, stdout string) {
 	t.Helper()
 	var pos []string
 	asJSON := false

@@ -3,6 +3,8 @@ package gitkit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -248,6 +251,100 @@ func parseObservation(line string) observation {
 	return observation{err: fmt.Sprintf("unexpected output %q", line)}
 }
 
+// walk runs walk.sh for paths (one remote command) and hashes the
+// listings here. state is walkOK, or why read.sh must answer instead.
+func walk(ctx context.Context, conn node.Conn, paths []string, become bool) ([]observation, walkState, error) {
+	res, err := conn.Run(ctx, node.Cmd{Argv: shArgv(walkScript, paths...), Become: become})
+	var ee *node.ExitError
+	if errors.As(err, &ee) {
+		return nil, walkFailed, nil // read.sh says what it was
+	}
+	if err != nil {
+		return nil, walkFailed, fmt.Errorf("reading %d checkout(s) on node %s: %s", len(paths), conn.Name(), runErrText(err))
+	}
+	obs, state := parseWalk(res.Stdout, len(paths))
+	return obs, state, nil
+}
+
+// walkState is how walk.sh's answer can be used.
+type walkState int
+
+const (
+	walkOK       walkState = iota
+	walkFailed             // a tree could not be read (read.sh says why)
+	walkFallback           // a newline in a name, or other tools: read.sh
+)
+
+// parseWalk reads walk.sh's output for n paths.
+func parseWalk(out []byte, n int) ([]observation, walkState) {
+	var obs []observation
+	lines := strings.Split(string(out), "\n")
+	if len(lines) == 0 || lines[len(lines)-1] != "" {
+		return nil, walkFallback
+	}
+	lines = lines[:len(lines)-1]
+	for i := 0; i < len(lines); i++ {
+		if lines[i] != "walk" {
+			o := parseObservation(lines[i])
+			if o.err != "" {
+				return nil, walkFallback
+			}
+			obs = append(obs, o)
+			continue
+		}
+		var listing []string
+		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "#"); i++ {
+			listing = append(listing, lines[i])
+		}
+		switch {
+		case i == len(lines) && len(obs) == n-1:
+			// The last walk, exec'd: the command exited 0.
+			obs = append(obs, observation{digest: "sha256:" + listingDigest(listing)})
+		case i < len(lines) && lines[i] == "#end 0":
+			obs = append(obs, observation{digest: "sha256:" + listingDigest(listing)})
+		case i < len(lines) && strings.HasPrefix(lines[i], "#end "):
+			return nil, walkFailed
+		default:
+			return nil, walkFallback // #newline, or cut short
+		}
+	}
+	if len(obs) != n {
+		return nil, walkFallback
+	}
+	return obs, walkOK
+}
+
+// tagLine is GNU sha256sum --tag's line for an executable (a leading
+// backslash when it escaped the name).
+var tagLine = regexp.MustCompile(`^(\\?)SHA256 \((.*)\) = ([0-9a-f]{64})$`)
+
+// listingDigest is tree_digest (scripts/digest.sh) of one walk's lines:
+// its sed (folders, symlinks and others as they are; executables as "x
+// HASH  NAME", other files "f " and sha256sum's line), then sort in the C
+// locale and the sha256 of the sorted lines.
+func listingDigest(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		switch {
+		case len(l) >= 2 && l[1] == ' ' && (l[0] == 'd' || l[0] == 'l' || l[0] == 'o'):
+			out[i] = l
+		default:
+			if m := tagLine.FindStringSubmatch(l); m != nil {
+				out[i] = "x " + m[1] + m[3] + "  " + m[2]
+			} else {
+				out[i] = "f " + l
+			}
+		}
+	}
+	sort.Strings(out)
+	h := sha256.New()
+	for _, l := range out {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // observe runs read.sh for paths: one remote command.
 func observe(ctx context.Context, conn node.Conn, paths []string, become bool) ([]observation, error) {
 	res, err := conn.Run(ctx, node.Cmd{Argv: shArgv(readScript, paths...), Become: become})
@@ -285,12 +382,25 @@ func runErrText(err error) string {
 // is unreadable (staged through sudo, or changed on the node) and the node
 // allows become, once more as root. It returns the round trips made.
 func readPaths(ctx context.Context, conn node.Conn, n sdk.Node, paths []string) ([]observation, int, error) {
-	obs, err := observe(ctx, conn, paths, false)
+	// walk.sh as the user; a tree it cannot read, as root where allowed.
+	obs, state, err := walk(ctx, conn, paths, false)
+	trips := 1
+	if err == nil && state == walkFailed && n.Become {
+		obs, state, err = walk(ctx, conn, paths, true)
+		trips++
+	}
+	if err != nil || state == walkOK {
+		return obs, trips, err
+	}
+	// read.sh answers what walk.sh left to it (a newline in a name,
+	// busybox tools, an error to explain), as before.
+	obs, err = observe(ctx, conn, paths, false)
+	trips++
 	if err != nil || !n.Become || !slices.ContainsFunc(obs, func(o observation) bool { return o.err != "" }) {
-		return obs, 1, err
+		return obs, trips, err
 	}
 	obs, err = observe(ctx, conn, paths, true)
-	return obs, 2, err
+	return obs, trips + 1, err
 }
 
 // Read implements sdk.Resource: all items in one remote command.

@@ -11,6 +11,8 @@ var (
 	prelude string
 	//go:embed scripts/read.sh
 	readScript string
+	//go:embed scripts/walk.sh
+	walkScript string
 	//go:embed scripts/check.sh
 	checkScript string
 	//go:embed scripts/stage.sh

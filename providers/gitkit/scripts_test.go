@@ -184,6 +184,56 @@ func TestTreeDigestPinned(t *testing.T) {
 		if got := strings.TrimSpace(runScript(t, sh.shell, sh.env, readScript, tree)); got != sh.want {
 			t.Errorf("%s: read.sh printed %q; want %q", sh.name, got, sh.want)
 		}
+		// walk.sh leaves a newline in a name (and busybox's tools, which
+		// fail it) to read.sh.
+		argv := append(append([]string{}, sh.shell...), shArgv(walkScript, tree)[1:]...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), sh.env...)
+		out, err := cmd.Output() // busybox's find refuses -printf: an error
+		if obs, st := parseWalk(out, 1); err == nil && st == walkOK {
+			t.Errorf("%s: walk.sh gave %v for a tree with newlines; want it left to read.sh", sh.name, obs)
+		}
+	}
+}
+
+// TestWalkDigest: walk.sh's listing, hashed by the provider, is
+// tree_digest's value (TestTreeDigestOneWalk's tree, awkward names and
+// all), in one find and no sort, sed or sha256sum of the listing on the
+// node; other paths are answered as read.sh does.
+func TestWalkDigest(t *testing.T) {
+	tree := oneWalkTree(t)
+	env, log := countingFind(t)
+	dir := filepath.Dir(tree)
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runScript(t, []string{"sh"}, env, walkScript, tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree)
+	obs, st := parseWalk([]byte(out), 4)
+	if st != walkOK {
+		t.Fatalf("walk.sh printed %q: not a walk", out)
+	}
+	want := []observation{{digest: "sha256:" + oneWalkDigest}, {absent: true}, {digest: "(file, not a directory)"}, {digest: "sha256:" + oneWalkDigest}}
+	for i := range want {
+		if obs[i] != want[i] {
+			t.Errorf("path %d: %+v, want %+v", i, obs[i], want[i])
+		}
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "find\n"); n != 2 {
+		t.Errorf("walk.sh started find %d times for two trees, want 2", n)
+	}
+	// An unreadable tree is left to read.sh (which says why).
+	if _, st := parseWalk([]byte("walk\nd .\n#end 1\n"), 1); st != walkFailed {
+		t.Error("a failed walk was not said to be one")
+	}
+	if _, st := parseWalk([]byte("walk\nd .\n"), 2); st != walkFallback {
+		t.Error("a walk cut short was taken")
+	}
+	if _, st := parseWalk([]byte("walk\nd .\n#newline\n"), 1); st != walkFallback {
+		t.Error("a walk that met a newline was taken")
 	}
 }
 
@@ -212,6 +262,26 @@ func countingFind(t *testing.T) (env []string, log string) {
 // and text that looks like sha256sum's output.
 // A newline anywhere takes the original walk (TestTreeDigestPinned).
 func TestTreeDigestOneWalk(t *testing.T) {
+	tree := oneWalkTree(t)
+	env, log := countingFind(t)
+	const want = "dir " + oneWalkDigest
+	if got := strings.TrimSpace(runScript(t, []string{"sh"}, env, readScript, tree)); got != want {
+		t.Errorf("read.sh printed %q; want %q (the original script's digest)", got, want)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "find\n"); n != 2 {
+		t.Errorf("tree_digest started find %d times, want 2 (the check, then one walk)", n)
+	}
+}
+
+// oneWalkDigest is the original script's tree_digest of oneWalkTree.
+const oneWalkDigest = "7fffcb36efcb42b853321a9fd9ccc85ade5cb022755e61918ee47de561f02633"
+
+// oneWalkTree makes TestTreeDigestOneWalk's tree.
+func oneWalkTree(t *testing.T) string {
 	tree := filepath.Join(t.TempDir(), "tree")
 	for _, d := range []string{"a/b", "we ird", "tab\there", "empty dir"} {
 		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
@@ -245,16 +315,5 @@ func TestTreeDigestOneWalk(t *testing.T) {
 	if err := exec.Command("mkfifo", filepath.Join(tree, "fi fo")).Run(); err != nil {
 		t.Fatal(err)
 	}
-	env, log := countingFind(t)
-	const want = "dir 7fffcb36efcb42b853321a9fd9ccc85ade5cb022755e61918ee47de561f02633"
-	if got := strings.TrimSpace(runScript(t, []string{"sh"}, env, readScript, tree)); got != want {
-		t.Errorf("read.sh printed %q; want %q (the original script's digest)", got, want)
-	}
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "find\n"); n != 2 {
-		t.Errorf("tree_digest started find %d times, want 2 (the check, then one walk)", n)
-	}
+	return tree
 }

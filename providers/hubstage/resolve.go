@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
@@ -65,8 +68,16 @@ const maxDepth = 64
 //	X kind path final incomplete   an entry that is not a file or folder
 //	O name         an entry whose name holds a tab or newline (shown with ?)
 //	D dir          a folder (to spot loops by depth)
-//	W line         a complaint of find (loops, permissions)
-//	Z rc           end of the walk, with find's exit status
+//	W line         the snapshot folder cannot be entered
+//	Z rc           end of the walk, with find's exit status (not after
+//	               the last instance's walk: its find runs in the
+//	               script's place, and the script's exit status is rc)
+//
+// find's complaints (loops, permissions) go to stderr between two lines
+// of a random marker (the third argument), "MARK\tn" before instance n's
+// walk and "MARK" after it (the last walk's run to the end of stderr);
+// findComplaints gives them to the instance.
+// Nothing on the node captures them: no subshell, no read loop.
 //
 // The walk runs in the snapshot folder on ".", so every path in F, B, X,
 // O and D records and in find's complaints starts with "./" (parseResolve
@@ -77,7 +88,7 @@ const maxDepth = 64
 const resolveScript = `set -u
 nl='
 '
-tab=$(printf '\t')
+tab='` + "\t" + `'
 good='printf "B\t%d\n" "$#"; stat -L -c "%s %Y %n" "$@" && realpath "$@"'
 dirs='printf "D\t%s\n" "$@"'
 odd='for f do printf "O\t"; printf "%s" "$f" | tr "\t\n" "??"; echo; done'
@@ -100,7 +111,8 @@ one() {
   if [ -n "$mp" ]; then
     if [ -f "$mp" ]; then s=$(sha256sum < "$mp"); printf 'M\t%s\n' "${s%% *}"; else printf 'M\t-\n'; fi
   fi
-  rh=$(cd -P "$hub" 2>/dev/null && pwd -P) || { printf 'E\tnohub\t%s\n' "$hub"; return; }
+  cd -P -- "$hub" 2>/dev/null || { printf 'E\tnohub\t%s\n' "$hub"; return; }
+  rh=$PWD
   printf 'H\t%s\n' "$rh"
   rd=$rh/$repo
   [ -d "$rd" ] || { printf 'E\tnorepo\t%s\n' "$rd"; return; }
@@ -121,23 +133,33 @@ one() {
   [ -d "$sd" ] || { printf 'E\tnosnap\t%s\n' "$sd"; return; }
   printf 'S\t%s\n' "$sd"
   cd "$sd" 2>/dev/null || { printf 'W\t%s: cannot enter the folder (permission denied?)\n' "$sd"; printf 'Z\t1\n'; return; }
-  if [ -n "$gnu" ]; then
-    { errs=$(find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
-        -o -type f -printf 'F\t%s\t%T@\t%p\n' -exec realpath {} + -o -type d -printf 'D\t%p\n' \
-        -o -exec sh -c "$bad" sh {} + 2>&1 1>&3 3>&-); rc=$?; } 3>&1
-  else
-    { errs=$(find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
-        -o -type f -exec sh -c "$good" sh {} + -o -type d -exec sh -c "$dirs" sh {} + \
-        -o -exec sh -c "$bad" sh {} + 2>&1 1>&3 3>&-); rc=$?; } 3>&1
-  fi
-  if [ -n "$errs" ]; then printf '%s\n' "$errs" | while IFS= read -r l; do printf 'W\t%s\n' "$l"; done; fi
+  # find's complaints go to stderr between two marker lines: the
+  # provider reads them as this instance's W records.
+  printf '%s\t%d\n' "$wmark" "$i" >&2
+  # The last instance's find runs in the shell's place: its status is the
+  # command's, and no Z record or end marker follows.
+  [ -z "$last" ] || eval "exec $walk"
+  eval "$walk"
+  rc=$?
+  printf '%s\n' "$wmark" >&2
   printf 'Z\t%d\n' "$rc"
 }
-maxd=$1; shift
-# GNU find prints size, mtime and path itself (no stat process per batch).
-gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
-i=0
+# maxd, then gnu: 1 when find is GNU find (it prints size, mtime and path
+# itself: no stat process per batch; the provider asks again without it
+# when find refused -printf), then wmark: the stderr marker.
+maxd=$1 gnu=$2 wmark=$3; shift 3
+if [ -n "$gnu" ]; then
+  walk='find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
+    -o -type f -printf "F\t%s\t%T@\t%p\n" -exec realpath {} + -o -type d -printf "D\t%p\n" \
+    -o -exec sh -c "$bad" sh {} +'
+else
+  walk='find -L . -mindepth 1 -maxdepth "$maxd" \( -name "*$nl*" -o -name "*$tab*" \) -exec sh -c "$odd" sh {} + \
+    -o -type f -exec sh -c "$good" sh {} + -o -type d -exec sh -c "$dirs" sh {} + \
+    -o -exec sh -c "$bad" sh {} +'
+fi
+i=0 last=
 while [ $# -ge 4 ]; do
+  [ $# -ge 8 ] || last=1
   printf 'I\t%d\n' "$i"
   one "$1" "$2" "$3" "$4"
   shift 4
@@ -169,7 +191,8 @@ type rawItem struct {
 	FindErrs     []string
 	FindRC       int
 	Ended        bool
-	nreal        int // files whose real path has been read
+	execEnded    bool // the walk was the script's last command (exec'd)
+	nreal        int  // files whose real path has been read
 	// manifestUnread: manifest_path is there but could not be read.
 	manifestUnread bool
 }
@@ -202,31 +225,85 @@ func walkedClean(items []*rawItem) bool {
 	return true
 }
 
-// resolveAs runs resolveScript for specs once, as root when become.
+// resolveAs runs resolveScript for specs once, as root when become: with
+// GNU find's -printf, and once more without it when find refused it
+// (busybox).
 func resolveAs(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, error) {
-	argv := []string{"sh", "-c", resolveScript, "sh", strconv.Itoa(maxDepth)}
+	if _, ok := noPrintf.Load(conn); ok {
+		return resolveMode(ctx, conn, become, specs, "")
+	}
+	items, err := resolveMode(ctx, conn, become, specs, "1")
+	if err == nil && slices.ContainsFunc(items, func(it *rawItem) bool {
+		return it.FindRC != 0 && slices.ContainsFunc(it.FindErrs, func(e string) bool { return strings.Contains(e, "-printf") })
+	}) {
+		noPrintf.Store(conn, true)
+		return resolveMode(ctx, conn, become, specs, "")
+	}
+	return items, err
+}
+
+// noPrintf holds the connections whose find refused -printf (busybox):
+// their later walks do without it at once.
+var noPrintf sync.Map
+
+// resolveMode is one run of resolveScript; gnu is its GNU find argument.
+func resolveMode(ctx context.Context, conn node.Conn, become bool, specs []*spec, gnu string) ([]*rawItem, error) {
+	var mark [8]byte
+	_, _ = rand.Read(mark[:])
+	wmark := "#sparkform-find-" + hex.EncodeToString(mark[:])
+	argv := []string{"sh", "-c", resolveScript, "sh", strconv.Itoa(maxDepth), gnu, wmark}
 	for _, s := range specs {
 		argv = append(argv, s.HubDir, s.repoDir(), s.Revision, s.ManifestPath)
 	}
 	res, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: become})
-	if err != nil {
-		var ee *node.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%w on %s: the resolve script exited with status %d: %s", ErrWalk, conn.Name(), ee.ExitCode, strings.TrimSpace(ee.Stderr))
-		}
+	// The last walk's find exits in the script's place: a non-zero exit
+	// is its status when the output stops inside that walk.
+	exit := 0
+	var ee *node.ExitError
+	if errors.As(err, &ee) && !errors.Is(err, node.ErrBecome) {
+		exit = ee.ExitCode
+	} else if err != nil {
 		return nil, fmt.Errorf("%w on %s: %v", ErrWalk, conn.Name(), err)
 	}
-	items, err := parseResolve(res.Stdout)
-	if err != nil {
-		return nil, fmt.Errorf("%w on %s: %v", ErrWalk, conn.Name(), err)
+	items, perr := parseResolve(res.Stdout, exit)
+	if ee != nil && (perr != nil || len(items) == 0 || !items[len(items)-1].execEnded) {
+		return nil, fmt.Errorf("%w on %s: the resolve script exited with status %d: %s", ErrWalk, conn.Name(), ee.ExitCode, strings.TrimSpace(ee.Stderr))
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("%w on %s: %v", ErrWalk, conn.Name(), perr)
 	}
 	if len(items) != len(specs) {
 		return nil, fmt.Errorf("%w on %s: got %d results for %d instances", ErrWalk, conn.Name(), len(items), len(specs))
 	}
+	findComplaints(items, res.Stderr, wmark)
 	return items, nil
 }
 
-func parseResolve(out []byte) ([]*rawItem, error) {
+// findComplaints gives each item the lines find wrote to stderr between
+// its pair of marker lines ("MARK\tI" ... "MARK"), as W records were.
+func findComplaints(items []*rawItem, stderr []byte, mark string) {
+	var cur *rawItem
+	if len(stderr) == 0 {
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(stderr), "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, mark+"\t"):
+			cur = nil
+			if i, err := strconv.Atoi(l[len(mark)+1:]); err == nil && i >= 0 && i < len(items) {
+				cur = items[i]
+			}
+		case l == mark:
+			cur = nil
+		case cur != nil:
+			cur.FindErrs = append(cur.FindErrs, complaintInSnap(cur.Snap, l))
+		}
+	}
+}
+
+// parseResolve reads resolveScript's output; exit is the script's exit
+// status, the status of the last walk when that was exec'd.
+func parseResolve(out []byte, exit int) ([]*rawItem, error) {
 	var items []*rawItem
 	var cur *rawItem
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -334,6 +411,10 @@ func parseResolve(out []byte) ([]*rawItem, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if n := len(items); n > 0 && !items[n-1].Ended && items[n-1].Snap != "" {
+		// The last walk ran in the script's place.
+		items[n-1].FindRC, items[n-1].Ended, items[n-1].execEnded = exit, true, true
 	}
 	for i, it := range items {
 		if !it.Ended {

@@ -34,8 +34,10 @@ func Check(ctx context.Context, n sdk.Node) error {
 
 // Check is the package-level Check on the pool's connection to n: the
 // connection stays open for the rest of the run (a Relay serves it to the
-// plugins), so a plan's node check is the only handshake with n. After a
-// Prewarm it takes the `sudo -n true` that the prewarm ran.
+// plugins), so a plan's node check is the only handshake with n. With
+// n.Become it starts the privileged shell the connection holds for its
+// next Become command (held.go) instead of a throw-away `sudo -n true`;
+// after a Prewarm it takes the one the prewarm started.
 func (p *Pool) Check(ctx context.Context, n sdk.Node) error {
 	c, err := p.Get(ctx, n)
 	if err != nil {
@@ -52,7 +54,7 @@ func (p *Pool) Check(ctx context.Context, n sdk.Node) error {
 			return Explain(n, ctx.Err())
 		}
 	}
-	if _, err := c.Run(ctx, becomeCheck); err != nil {
+	if err := prepareBecome(ctx, c); err != nil {
 		return Explain(n, err)
 	}
 	return nil

@@ -6,7 +6,13 @@
 // over SSH the remote line is `cd -- DIR && exec [sudo -n --] [env K=V ...]
 // ARGV...` with every word Quote'd (see CommandLine). Become runs a
 // command through `sudo -n` (skipped when already root); when sudo wants a
-// password the error is a *BecomeError matching ErrBecome.
+// password the error is a *BecomeError matching ErrBecome. Over SSH the
+// sudo is a privileged shell (`sudo -n -- sh`, held.go): the node check
+// (PrepareBecome) starts one and holds it idle, and the next Become
+// command's line is framed into it (a line count, then the quoted lines)
+// and exec'd in its place, so a plan's check and its first privileged
+// command (often Docker's dial-stdio stream) cost one sudo. The idle shell
+// ends with its stdin when the connection closes, kill -9 included.
 //
 // Host keys are always checked against known_hosts (Node.KnownHosts,
 // default ~/.ssh/known_hosts), for the node and for every ProxyJump hop

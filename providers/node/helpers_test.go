@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("RELAY_PROBE"); sock != "" {
 		relayProbe(sock) // a child process of TestRelayRefusesStrangers
 	}
+	if spec := os.Getenv("HELD_HOLDER"); spec != "" {
+		heldHolder(spec) // a child process of TestHeldShellGoesWithKilledCLI
+	}
 	code := m.Run()
 	if theBed != nil {
 		theBed.Stop()

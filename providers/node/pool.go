@@ -140,12 +140,24 @@ func (p *Pool) Prewarm(n sdk.Node) {
 			e.becomeErr = e.err // the check reports the dial's error
 			return
 		}
-		_, e.becomeErr = e.conn.Run(context.Background(), becomeCheck)
+		e.becomeErr = prepareBecome(context.Background(), e.conn)
 	}()
 }
 
-// becomeCheck is what Check runs on a node that becomes root.
+// becomeCheck is what Check runs on a node that becomes root, unless the
+// connection holds a privileged shell (prepareBecome).
 var becomeCheck = Cmd{Argv: []string{"true"}, Become: true}
+
+// prepareBecome checks that conn may become root: over SSH by starting the
+// privileged shell it holds for the next Become command (held.go), else
+// by running becomeCheck.
+func prepareBecome(ctx context.Context, conn Conn) error {
+	if p, ok := conn.(interface{ PrepareBecome(context.Context) error }); ok {
+		return p.PrepareBecome(ctx)
+	}
+	_, err := conn.Run(ctx, becomeCheck)
+	return err
+}
 
 // takeBecome returns, once, the entry of n whose prewarmed become check
 // ran on conn (its result is e.becomeErr when e.become is closed); nil

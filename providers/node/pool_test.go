@@ -229,9 +229,25 @@ func TestPoolPrewarm(t *testing.T) {
 	if d, l, s := p.Dials(), logins()-before, sessions()-sessBefore; d != 1 || l != 1 || s != 1 {
 		t.Fatalf("prewarm, check and get: %d dials, %d sshd logins, %d commands; want 1, 1 and 1 (the check took the prewarm's)", d, l, s)
 	}
-	// A later check runs its own.
+	// A later check finds the privileged shell the first one started
+	// still held: it starts nothing.
+	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 1 {
+		t.Fatalf("second check: %v, %d commands; want the held shell (1 command)", err, sessions()-sessBefore)
+	}
+	// A Become command takes that shell (no new session): the next check
+	// starts a new one.
+	c, err := p.Get(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Run(ctxT(t), node.Cmd{Argv: []string{"id", "-u"}, Become: true}); err != nil || string(res.Stdout) != "0\n" {
+		t.Fatalf("become on the held shell: %q, %v; want uid 0", res.Stdout, err)
+	}
+	if s := sessions() - sessBefore; s != 1 {
+		t.Fatalf("the Become command started %d sessions, want none (it takes the held shell)", s-1)
+	}
 	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 2 {
-		t.Fatalf("second check: %v, %d commands; want it to run sudo -n true again", err, sessions()-sessBefore)
+		t.Fatalf("third check: %v, %d commands; want a new privileged shell (2 commands)", err, sessions()-sessBefore)
 	}
 
 	// A user sudo refuses: the prewarmed check's failure is the check's,
@@ -249,7 +265,7 @@ func TestPoolPrewarm(t *testing.T) {
 	p.Prewarm(bad)
 	// Whether the check comes while the prewarm dials or after it failed,
 	// it reports that dial's error and dials nothing itself.
-	err := p.Check(ctxT(t), bad)
+	err = p.Check(ctxT(t), bad)
 	if !errors.Is(err, node.ErrHostKeyUnknown) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("check after a failed prewarm: %v, want the unknown host key with what to do", err)
 	}

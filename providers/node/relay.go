@@ -300,6 +300,10 @@ func (r *Relay) handle(c *net.UnixConn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if nc.ChannelType() == heldChannel {
+				forwardHeld(ctx, up, nc)
+				return
+			}
 			forward(ctx, up, nc)
 		}()
 	}
@@ -520,11 +524,12 @@ func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node, o Options) (*SSH,
 		return nil, &relayError{msg: rep.Error, kind: relayKinds[rep.Kind]}
 	}
 	s := &SSH{
-		node:   n,
-		client: client,
-		slots:  make(chan struct{}, maxSessions),
-		done:   make(chan struct{}),
-		opts:   o,
+		node:    n,
+		client:  client,
+		slots:   make(chan struct{}, maxSessions),
+		done:    make(chan struct{}),
+		relayed: true,
+		opts:    o,
 	}
 	go func() {
 		_ = client.Wait()

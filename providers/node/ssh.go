@@ -54,6 +54,11 @@ type SSH struct {
 	sftp *sftp.Client
 
 	opts Options // where its command lines go
+	// relayed: a plugin's connection through the core's Relay, whose
+	// Become commands run on the core's held shell.
+	relayed bool
+	heldMu  sync.Mutex
+	held    *heldShell // the idle privileged shell (held.go), or nil
 }
 
 var _ Conn = (*SSH)(nil)
@@ -618,6 +623,22 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	}
 	defer func() { <-s.slots }()
 
+	if c.Become && s.node.User != "root" {
+		// Through the held privileged shell (held.go): its sudo may
+		// have run already, for the node check.
+		s.trips.Add(1)
+		var stdout, stderr bytes.Buffer
+		out := io.Writer(&stdout)
+		if c.Stdout != nil {
+			out = c.Stdout
+		}
+		err := s.runBecome(ctx, c, out, &stderr)
+		var be *BecomeError
+		if errors.As(err, &be) || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return Result{}, err
+		}
+		return s.finish(c, Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, err)
+	}
 	s.trips.Add(1)
 	sess, err := s.client.NewSession()
 	if err != nil {
@@ -632,8 +653,7 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 	}
 	sess.Stderr = &stderr
 	sess.Stdin = c.Stdin
-	sudo := c.Become && s.node.User != "root"
-	if err := sess.Start(CommandLine(c, sudo)); err != nil {
+	if err := sess.Start(CommandLine(c, false)); err != nil {
 		return Result{}, s.connErr("start command", err)
 	}
 	waitc := make(chan error, 1)
@@ -649,26 +669,37 @@ func (s *SSH) Run(ctx context.Context, c Cmd) (res Result, err error) {
 		sess.Close()
 		return Result{}, ctx.Err()
 	}
-	res = Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	return s.finish(c, Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, err)
+}
+
+// finish turns how c's session ended into Run's result: an *ExitError
+// (a *BecomeError when sudo refused) for a non-zero exit.
+func (s *SSH) finish(c Cmd, res Result, err error) (Result, error) {
 	var ee *ssh.ExitError
+	var he *heldExit
 	var em *ssh.ExitMissingError
+	code, signal := 0, ""
 	switch {
 	case err == nil:
 		return res, nil
 	case errors.As(err, &ee):
-		msg := stderr.String()
-		if ee.Signal() != "" {
-			msg += "(killed by signal " + ee.Signal() + ")"
-		}
-		xe := &ExitError{Argv: c.Argv, ExitCode: ee.ExitStatus(), Stderr: msg}
-		if c.Become {
-			return res, becomeError(s.node.Name, s.node.User, xe)
-		}
-		return res, xe
+		code, signal = ee.ExitStatus(), ee.Signal()
+	case errors.As(err, &he):
+		code, signal = he.code, he.signal
 	case errors.As(err, &em):
-		return res, fmt.Errorf("node %s: %s: the command ended without an exit status (connection lost?): %s", s.node.Name, QuoteArgv(c.Argv), stderr.String())
+		return res, fmt.Errorf("node %s: %s: the command ended without an exit status (connection lost?): %s", s.node.Name, QuoteArgv(c.Argv), res.Stderr)
+	default:
+		return res, s.connErr(QuoteArgv(c.Argv), err)
 	}
-	return res, s.connErr(QuoteArgv(c.Argv), err)
+	msg := string(res.Stderr)
+	if signal != "" {
+		msg += "(killed by signal " + signal + ")"
+	}
+	xe := &ExitError{Argv: c.Argv, ExitCode: code, Stderr: msg}
+	if c.Become {
+		return res, becomeError(s.node.Name, s.node.User, xe)
+	}
+	return res, xe
 }
 
 func (s *SSH) connErr(what string, err error) error {

@@ -1,0 +1,222 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/node"
+)
+
+// heldShells lists the node processes of held privileged shells (their
+// command line carries the ready marker) still running on this machine
+// that belong to bed node n's sshd (ps: every bed node is this machine).
+func heldShells(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ps", "-eo", "pid,user,args").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ps: %v: %s", err, out)
+	}
+	var found []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "sparkform-held-ready") && !strings.Contains(l, "ps -eo") {
+			found = append(found, strings.TrimSpace(l))
+		}
+	}
+	return found
+}
+
+// waitNoHeld waits until no held shell runs on the machine.
+func waitNoHeld(t *testing.T, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := heldShells(t)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: privileged shells still running on the node:\n%s", what, strings.Join(left, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHeldShell: the node check of a node with become starts one
+// privileged shell (one sudo) and the first Become command, in the core
+// or in a plugin through the relay, runs on it; commands keep their
+// stdin, stdout, stderr, exit status and quoting; a later one starts a
+// new sudo; nothing is left running when the pool closes.
+func TestHeldShell(t *testing.T) {
+	b := bed(t)
+	nd := b.Nodes[0]
+	n := nd.SDK()
+	n.Become = true
+	p := node.NewPool()
+	defer p.Close()
+	r, err := node.NewRelay(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	tr, err := nd.Trace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	// A plugin's connection: its Become command takes the core's shell.
+	plug, err := r.Dial(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plug.Close()
+	core, err := p.Get(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "a'b \"c\" $(id) `x` \\ \n; *"
+	for i, tc := range []struct {
+		name string
+		conn node.Conn
+	}{{"relayed", plug}, {"core", core}} {
+		// Output, quoting and environment pass through unchanged.
+		res, err := tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"sh", "-c", `id -u; printf '%s|' "$1" "$V"; pwd`, "sh", hostile},
+			Become: true, Env: map[string]string{"V": hostile}, Dir: "/tmp"})
+		if want := "0\n" + hostile + "|" + hostile + "|/tmp\n"; err != nil || string(res.Stdout) != want {
+			t.Fatalf("%s: got %q, %v; want %q", tc.name, res.Stdout, err, want)
+		}
+		if i == 0 {
+			ps, err := tr.Stop(0)
+			_ = err // the connection stays open: Stop reports it, not a failure here
+			if got := ps.Count("sudo"); got != 1 {
+				t.Fatalf("check and the first Become command started %d sudo, want 1:\n%s", got, ps.Programs())
+			}
+		}
+		// Stdin in, stderr and the exit status out.
+		res, err = tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"sh", "-c", "cat; echo oops >&2; exit 7"}, Become: true, Stdin: strings.NewReader("in\x00put")})
+		var ee *node.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode != 7 || strings.TrimSpace(ee.Stderr) != "oops" || string(res.Stdout) != "in\x00put" {
+			t.Fatalf("%s: got %q, %v; want stdin echoed and exit 7 with oops", tc.name, res.Stdout, err)
+		}
+		// A cancelled command ends on the node.
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		marker := fmt.Sprintf("sleep %d", 1000+i)
+		_, err = tc.conn.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + marker}, Become: true})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: cancelled command: %v, want the deadline", tc.name, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			out, _ := exec.Command("pgrep", "-f", marker).Output()
+			if len(out) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %q still runs on the node after its cancellation", tc.name, marker)
+			}
+		}
+	}
+	// The check holds a new idle shell; closing the pool ends it.
+	if err := p.Check(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	if len(heldShells(t)) == 0 {
+		t.Fatal("no privileged shell held after the check")
+	}
+	plug.Close()
+	r.Close()
+	p.Close()
+	waitNoHeld(t, "after the pool closed")
+}
+
+// TestHeldShellSudoRefused: where sudo wants a password the node check
+// fails with the clear become error, through the relay as well, and no
+// shell is left.
+func TestHeldShellSudoRefused(t *testing.T) {
+	b := bed(t)
+	n := b.Nodes[0].SDK()
+	n.User, n.Become = b.NoSudoUser, true
+	p := node.NewPool()
+	defer p.Close()
+	err := p.Check(ctxT(t), n)
+	var be *node.BecomeError
+	if !errors.As(err, &be) || !errors.Is(err, node.ErrBecome) || !strings.Contains(err.Error(), "passwordless sudo") ||
+		!strings.Contains(err.Error(), "sudo: a password is required") {
+		t.Fatalf("check: %v; want the BecomeError saying sudo wants a password", err)
+	}
+	r, err := node.NewRelay(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	plug, err := r.Dial(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plug.Close()
+	_, err = plug.Run(ctxT(t), node.Cmd{Argv: []string{"true"}, Become: true})
+	if !errors.Is(err, node.ErrBecome) || !strings.Contains(err.Error(), "a password is required") {
+		t.Fatalf("relayed Become command: %v; want ErrBecome", err)
+	}
+	waitNoHeld(t, "after sudo refused")
+}
+
+// TestHeldShellGoesWithKilledCLI: a sparkform process killed with
+// SIGKILL while it holds a privileged shell leaves nothing on the node:
+// sshd ends the session with the connection, and the shell its stdin.
+func TestHeldShellGoesWithKilledCLI(t *testing.T) {
+	b := bed(t)
+	waitNoHeld(t, "before the test")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "HELD_HOLDER="+strings.Join([]string{b.Nodes[0].Host, fmt.Sprint(b.Nodes[0].Port), b.User, b.IdentityFile, b.KnownHosts}, "\x1f"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	nr, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:nr]), "held") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("holder did not start its shell: %q", buf[:nr])
+	}
+	if len(heldShells(t)) == 0 {
+		t.Fatal("the holder holds no privileged shell")
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	waitNoHeld(t, "after kill -9 of the process holding it")
+}
+
+// heldHolder is TestHeldShellGoesWithKilledCLI's child (TestMain runs it
+// when HELD_HOLDER is set): it checks a node with become (starting the
+// held shell), says so, and waits to be killed.
+func heldHolder(spec string) {
+	f := strings.Split(spec, "\x1f")
+	var port int
+	fmt.Sscan(f[1], &port)
+	nd := &testbed.Node{Host: f[0], Port: port, User: f[2], IdentityFile: f[3], KnownHosts: f[4], Name: "holder"}
+	n := nd.SDK()
+	n.Become = true
+	p := node.NewPool()
+	if err := p.Check(context.Background(), n); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("held")
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
