@@ -339,9 +339,6 @@ if [ "$mode" = fetch ]; then
         printf '%s\n' "$sec" | "$@" "$e" "$off" "$p" >> "$inc" 2>>"$tmp/err.$e"
         now=0; [ ! -s "$inc" ] || now=$(size "$inc")
       fi
-      # The transfer is over: its slot goes to the next blob while this
-      # one is hashed (and, rarely, fetched again: retries take no slot).
-      if [ ! -e "$tmp/gave.$e" ]; then : > "$tmp/gave.$e"; echo >&3; fi
       if [ "$now" = "$sz" ]; then
         h=$(hashed "$e" "$sz" < "$inc")
         if [ "$h" = "$e" ]; then mv -f "$inc" "$b" && { echo "D	$e	$sz"; return 0; }; fi
@@ -378,19 +375,12 @@ if [ "$mode" = fetch ]; then
     mkfifo "$_sem" || return 1
     exec 3<>"$_sem"
     i=0; while [ $i -lt "$par" ]; do echo >&3; i=$((i+1)); done
-    _pids=
     while IFS="$tab" read -r t e sz p; do
       [ "$t" = B ] || continue
       read -r _ <&3
-      # The slot comes back when the blob's first transfer ends
-      # (fetch1), else when it is done.
-      ( one "$e" "$sz" "$p" "$@"; [ -e "$tmp/gave.$e" ] || echo >&3 ) &
-      _pids="$_pids $!"
+      ( one "$e" "$sz" "$p" "$@"; echo >&3 ) &
     done < "$_jf.B"
     while [ $i -gt 0 ]; do read -r _ <&3; i=$((i-1)); done
-    # Slots come back before the hashes end: every blob's worker is
-    # waited for (by pid: the caller's other jobs run on).
-    wait $_pids
   }
   # The large blobs stream while the small ones go in their batch.
   ( bigloop "$tmp/jobs" "$tmp/sem1" "$@" ) &
