@@ -31,13 +31,7 @@ func TestInterruptedStopLeavesNothingInFlight(t *testing.T) {
 	byHand(t, "run", "-d", "--name", name, "--stop-timeout", "3", "--restart", "unless-stopped",
 		"--entrypoint", "/bin/busybox", guardImage, "sleep", "600")
 
-	pool := node.NewPool()
-	t.Cleanup(func() { pool.Close() })
-	r := &containerResource{clients: newClients(pool)}
-	d, err := r.clients.get(context.Background(), sdk.Node{Name: "local", Transport: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, d := localClient(t)
 	ins, err := api.ContainerInspect(context.Background(), name, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,13 +79,7 @@ func TestStopHonoursTheStopSignal(t *testing.T) {
 	byHand(t, "run", "-d", "--name", name, "--stop-signal", "SIGUSR1", "--stop-timeout", "30",
 		"--entrypoint", "/bin/busybox", guardImage, "sh", "-c", `trap "exit 7" USR1; echo trapped; while :; do sleep 0.1; done`)
 	waitForLog(t, name, "trapped") // a signal before the trap is set is ignored by PID 1
-	pool := node.NewPool()
-	t.Cleanup(func() { pool.Close() })
-	r := &containerResource{clients: newClients(pool)}
-	d, err := r.clients.get(context.Background(), sdk.Node{Name: "local", Transport: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := localClient(t)
 	start := time.Now()
 	if err := stopContainer(context.Background(), d, name, nil); err != nil {
 		t.Fatal(err)
@@ -109,6 +97,20 @@ func TestStopHonoursTheStopSignal(t *testing.T) {
 	if err := stopContainer(context.Background(), d, name, nil); err != nil {
 		t.Fatalf("stop of an exited container: %v", err)
 	}
+}
+
+// localClient is a container resource and its client of the local node's
+// Docker Engine.
+func localClient(t *testing.T) (*containerResource, *dockerClient) {
+	t.Helper()
+	pool := node.NewPool()
+	t.Cleanup(func() { pool.Close() })
+	r := &containerResource{clients: newClients(pool)}
+	d, err := r.clients.get(context.Background(), sdk.Node{Name: "local", Transport: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, d
 }
 
 // waitForLog waits until the container has printed want.

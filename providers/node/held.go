@@ -391,16 +391,10 @@ func exitErr(code int, signal string) error {
 // shell of up (the node's one connection), its output and exit status go
 // back as a session's would.
 func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
-	select {
-	case up.slots <- struct{}{}:
-		defer func() { <-up.slots }()
-	case <-up.done:
-		nc.Reject(ssh.ConnectionFailed, "node "+up.node.Name+": connection lost")
-		return
-	case <-ctx.Done():
-		nc.Reject(ssh.ConnectionFailed, "node relay: closing")
+	if !takeSlot(ctx, up, nc) {
 		return
 	}
+	defer func() { <-up.slots }()
 	line := string(nc.ExtraData())
 	h, herr := up.takeHeld(ctx, line)
 	var ee *ExitError

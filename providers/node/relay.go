@@ -341,16 +341,10 @@ func relayKind(err error) string {
 // below sshd's MaxSessions.
 func forward(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 	if nc.ChannelType() == "session" {
-		select {
-		case up.slots <- struct{}{}:
-			defer func() { <-up.slots }()
-		case <-up.done:
-			nc.Reject(ssh.ConnectionFailed, "node "+up.node.Name+": connection lost")
-			return
-		case <-ctx.Done():
-			nc.Reject(ssh.ConnectionFailed, "node relay: closing")
+		if !takeSlot(ctx, up, nc) {
 			return
 		}
+		defer func() { <-up.slots }()
 	}
 	uch, ureqs, err := up.client.OpenChannel(nc.ChannelType(), nc.ExtraData())
 	if err != nil {
@@ -426,6 +420,20 @@ func forward(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 	_ = lch.CloseWrite()
 	lch.Close()
 	reqMu.Unlock()
+}
+
+// takeSlot holds one of up's session slots for nc (give it back with
+// <-up.slots), or rejects nc when the connection or the relay ends first.
+func takeSlot(ctx context.Context, up *SSH, nc ssh.NewChannel) bool {
+	select {
+	case up.slots <- struct{}{}:
+		return true
+	case <-up.done:
+		nc.Reject(ssh.ConnectionFailed, "node "+up.node.Name+": connection lost")
+	case <-ctx.Done():
+		nc.Reject(ssh.ConnectionFailed, "node relay: closing")
+	}
+	return false
 }
 
 // relayAddr is a relay as a plugin finds it in its environment.
