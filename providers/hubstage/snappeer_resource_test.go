@@ -172,6 +172,57 @@ func TestSnapshotFromNode(t *testing.T) {
 	}
 }
 
+// TestSnapshotFromNodeModes: the blobs a destination that works as root
+// (become) gets by the batch (tar) have the node's mode, 0666 less the
+// umask (0644 in the bed), as the hub client gives them, not the source's:
+// here 0600 (a source user with umask 077). tar run by root kept the
+// archive's, so D's login user (a later direct copy from D, a server that
+// does not run as root) got Permission denied on root's 0600 blobs.
+func TestSnapshotFromNodeModes(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"x": 1})
+	b.D.Become = true
+	repo, _, c2 := testRepo()
+	srv := hubtest.NewServer(t, repo)
+	srv.SetToken(testToken)
+	refDownload(t, srv, b.hub.dir, "main")
+	chownTree(t, b.hub.dir)
+	sBlobs := filepath.Join(b.hub.dir, repo.CacheDirName(), "blobs")
+	ents, err := os.ReadDir(sBlobs)
+	must(t, err)
+	for _, e := range ents {
+		must(t, os.Chmod(filepath.Join(sBlobs, e.Name()), 0o600))
+	}
+	dRoot := b.bed.Nodes[1].Root
+	dHub, recs := filepath.Join(dRoot, "hub"), filepath.Join(dRoot, "records")
+	must(t, os.MkdirAll(dHub, 0o755))
+	must(t, os.MkdirAll(recs, 0o755))
+	chownTree(t, dRoot)
+	p, _ := peerResource(t, b, recs)
+	cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(dHub), "repo_id": cty.StringVal("acme/tiny-llm"),
+		"source_node": nodeValue(b.S), "source_hub_dir": cty.StringVal(b.hub.dir)})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, p, TypeSnapshot, b.D, null, nil, cfg)
+	ap, _ := sdktest.Apply(t, p, TypeSnapshot, b.D, null, pl.Planned, cfg, pl.PlannedPrivate)
+	hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
+	dBlobs := filepath.Join(dHub, repo.CacheDirName(), "blobs")
+	n := 0
+	for _, f := range c2.Files {
+		fi, err := os.Stat(filepath.Join(dBlobs, f.Etag))
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		n++
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: blob mode %v on D, want -rw-r--r-- (0666 less D's umask 022)", f.Path, fi.Mode().Perm())
+		}
+	}
+	if n == 0 {
+		t.Fatal("no blob on D")
+	}
+	sdktest.Destroy(t, p, TypeSnapshot, b.D, ap.NewState, ap.Private)
+}
+
 // TestSnapshotFromLocal: source_local_dir pushes the operator's own hub
 // cache to a node: identical tree, relayed_bytes counts every byte, the
 // plan says the bytes go through this machine; destroy gives it back.
