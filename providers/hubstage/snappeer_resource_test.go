@@ -27,9 +27,10 @@ func peerResource(t *testing.T, b *peerBed, recs string) (sdk.Provider, *snapsho
 // node, directly (D pulls from S's sshd: 0 bytes through sparkform) and
 // relayed (every byte counted), into a tree identical to S's (paths, link
 // targets, blob bytes) in the hub's layout. The plan names the path. The
-// one-time key is gone after the apply, after a failed apply, and a key a
-// killed transfer left is swept by the next apply. Destroy gives D's hub
-// back as it was.
+// one-time key is gone after the apply, after a failed apply (on S and
+// its folder on D), and a key a killed transfer left is swept by the next
+// apply; the key folder of another transfer to D is left alone. Destroy
+// gives D's hub back as it was.
 func TestSnapshotFromNode(t *testing.T) {
 	for _, tc := range []struct {
 		name, transfer string
@@ -69,10 +70,22 @@ func TestSnapshotFromNode(t *testing.T) {
 			}
 
 			ctx := context.Background()
+			s, err := snapSpecOf(cfg)
+			must(t, err)
+			owner := (&peerSource{env: &snapEnv{dst: b.D}}).owner(s)
+			// What a failing run leaves is its own to remove (after the
+			// checks below have seen it), not the next run's.
+			t.Cleanup(func() {
+				for _, d := range keyFolders(owner) {
+					os.RemoveAll(d)
+				}
+			})
+			// Another transfer to D at the same time (another snapshot, or
+			// another test process on this machine): its key folder is not
+			// this snapshot's to remove, and not this test's to count.
+			other := plantKeyFolder(t, (&peerSource{env: &snapEnv{dst: b.D}}).owner(&snapSpec{HubDir: dHub + "-other", RepoID: s.RepoID, RepoType: s.RepoType}))
 			if transfer == "direct" && !tc.become {
 				// A transfer killed before its Close (no Close here) ...
-				s, err := snapSpecOf(cfg)
-				must(t, err)
 				src, err := newPeerSource(&snapEnv{conn: b.pool.Get, dst: b.D}, s)
 				must(t, err)
 				killed, err := src.Open(ctx, b.dc, s)
@@ -103,6 +116,9 @@ func TestSnapshotFromNode(t *testing.T) {
 				}
 				if recs := b.ownerRecords(t, src.owner(s)); len(recs) != 0 {
 					t.Errorf("a one-time key is left after a failed apply: records %v", recs)
+				}
+				if left := keyFolders(owner); len(left) != 0 {
+					t.Errorf("key folders left on D after a failed apply: %v", left)
 				}
 				b.checkAuthKeysRestored(t)
 				must(t, os.Chmod(gone, 0o644))
@@ -136,8 +152,11 @@ func TestSnapshotFromNode(t *testing.T) {
 					t.Errorf("S's sshd served %d sessions of the one-time key, want %d (a ping per master, tar)", n, want)
 				}
 			}
-			if ents, _ := filepath.Glob("/tmp/sparkform-snappeer-*"); len(ents) != 0 {
-				t.Errorf("key folders left on D: %v", ents)
+			if left := keyFolders(owner); len(left) != 0 {
+				t.Errorf("key folders left on D: %v", left)
+			}
+			if _, err := os.Stat(other); err != nil {
+				t.Errorf("the key folder of another transfer to D is gone: %v", err)
 			}
 
 			// Refresh and plan: a no-op that reads nothing more from S.
@@ -151,6 +170,57 @@ func TestSnapshotFromNode(t *testing.T) {
 			sameTree(t, "D's hub after destroy", before, tree(t, dHub))
 		})
 	}
+}
+
+// TestSnapshotFromNodeModes: the blobs a destination that works as root
+// (become) gets by the batch (tar) have the node's mode, 0666 less the
+// umask (0644 in the bed), as the hub client gives them, not the source's:
+// here 0600 (a source user with umask 077). tar run by root kept the
+// archive's, so D's login user (a later direct copy from D, a server that
+// does not run as root) got Permission denied on root's 0600 blobs.
+func TestSnapshotFromNodeModes(t *testing.T) {
+	b := startPeerBed(t, map[string]int{"x": 1})
+	b.D.Become = true
+	repo, _, c2 := testRepo()
+	srv := hubtest.NewServer(t, repo)
+	srv.SetToken(testToken)
+	refDownload(t, srv, b.hub.dir, "main")
+	chownTree(t, b.hub.dir)
+	sBlobs := filepath.Join(b.hub.dir, repo.CacheDirName(), "blobs")
+	ents, err := os.ReadDir(sBlobs)
+	must(t, err)
+	for _, e := range ents {
+		must(t, os.Chmod(filepath.Join(sBlobs, e.Name()), 0o600))
+	}
+	dRoot := b.bed.Nodes[1].Root
+	dHub, recs := filepath.Join(dRoot, "hub"), filepath.Join(dRoot, "records")
+	must(t, os.MkdirAll(dHub, 0o755))
+	must(t, os.MkdirAll(recs, 0o755))
+	chownTree(t, dRoot)
+	p, _ := peerResource(t, b, recs)
+	cfg := snapConfig(t, map[string]cty.Value{"hub_dir": cty.StringVal(dHub), "repo_id": cty.StringVal("acme/tiny-llm"),
+		"source_node": nodeValue(b.S), "source_hub_dir": cty.StringVal(b.hub.dir)})
+	null := cty.NullVal(snapSchema.Block.ImpliedType())
+	pl := sdktest.Plan(t, p, TypeSnapshot, b.D, null, nil, cfg)
+	ap, _ := sdktest.Apply(t, p, TypeSnapshot, b.D, null, pl.Planned, cfg, pl.PlannedPrivate)
+	hubtest.CompareTrees(t, dHub, b.hub.dir, repo.CacheDirName())
+	dBlobs := filepath.Join(dHub, repo.CacheDirName(), "blobs")
+	n := 0
+	for _, f := range c2.Files {
+		fi, err := os.Stat(filepath.Join(dBlobs, f.Etag))
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		n++
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: blob mode %v on D, want -rw-r--r-- (0666 less D's umask 022)", f.Path, fi.Mode().Perm())
+		}
+	}
+	if n == 0 {
+		t.Fatal("no blob on D")
+	}
+	sdktest.Destroy(t, p, TypeSnapshot, b.D, ap.NewState, ap.Private)
 }
 
 // TestSnapshotFromLocal: source_local_dir pushes the operator's own hub
@@ -186,6 +256,27 @@ func TestSnapshotFromLocal(t *testing.T) {
 	hubtest.CompareTrees(t, dHub, local, repo.CacheDirName())
 	sdktest.Destroy(t, p, TypeSnapshot, b.D, ap.NewState, ap.Private)
 	sameTree(t, "D's hub after destroy", before, tree(t, dHub))
+}
+
+// keyFolders are the one-time key folders on D (the bed's nodes use
+// /tmp) of the transfers of owner only: other tests and other test
+// processes on this machine copy at the same time, into folders of their
+// own owners, which a glob of every sparkform-snappeer-* folder counted
+// (TestSnapshotFromNode failed 2 of 4 runs on a busy machine that way).
+func keyFolders(owner string) []string {
+	left, _ := filepath.Glob(filepath.Join("/tmp", "sparkform-snappeer-"+owner+".*"))
+	return left
+}
+
+// plantKeyFolder makes a key folder of owner on D, as another transfer in
+// flight has it, removed at the end of the test.
+func plantKeyFolder(t *testing.T, owner string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "sparkform-snappeer-"+owner+".")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	must(t, os.WriteFile(filepath.Join(d, "id"), []byte("not a key\n"), 0o600))
+	return d
 }
 
 // countingConns wraps the pool: how many commands each node ran.

@@ -323,6 +323,14 @@ verify_small() {
   awk -F '\t' -v good="$tmp/good" -v bad="$tmp/bad" '$1 == $2 { print $1 > good; next } { print $1 > bad }' "$tmp/sums"
   if [ -s "$tmp/bad" ]; then (cd "$inbox" && xargs rm -f < "$tmp/bad"); fi
   if [ -s "$tmp/good" ]; then
+    # tar run by root keeps the archive's modes, the source's (0600 where
+    # its user's umask is 077): a blob gets this node's mode, 0666 less
+    # the umask, as the hub client gives it, so that the login user (a
+    # direct copy from this node, a server that does not run as root)
+    # reads what a root receiver wrote.
+    if [ "$bkind" = tar ]; then
+      (cd "$inbox" && xargs chmod "$(printf '%o' $((0666 & ~0$(umask))))" < "$tmp/good") || return 1
+    fi
     (cd "$inbox" && xargs sh -c 'mv -f "$@" ..' sh < "$tmp/good") || return 1
     # What an earlier one-by-one attempt left for these is stale now.
     sed 's/$/.incomplete/' "$tmp/good" | (cd "$rd/blobs" && xargs rm -f)
@@ -364,8 +372,12 @@ if [ "$mode" = fetch ]; then
   fetch1() {
     e=$1 sz=$2 p=$3; shift 3
     b=$rd/blobs/$e inc=$rd/blobs/$e.incomplete
-    # A small blob the batch left: resume from its bytes.
-    if [ -f "$inbox/$e" ] && [ ! -s "$inc" ]; then mv -f "$inbox/$e" "$inc"; fi
+    # A small blob the batch left: resume from its bytes (with this
+    # node's mode, not the archive's: see verify_small).
+    if [ -f "$inbox/$e" ] && [ ! -s "$inc" ]; then
+      mv -f "$inbox/$e" "$inc"
+      [ "$bkind" != tar ] || chmod "$(printf '%o' $((0666 & ~0$(umask))))" "$inc"
+    fi
     n=0
     while :; do
       if [ -f "$b" ] && [ "$(size "$b")" = "$sz" ]; then rm -f "$inc"; echo "D	$e	$sz"; return 0; fi
