@@ -73,6 +73,8 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 	lw := &lineWriter{fn: func(l string) {
 		f := strings.SplitN(l, "\t", 3)
 		switch f[0] {
+		case "H": // the receiver's heartbeat before its transfer
+			return
 		case "P":
 			if len(f) == 2 {
 				inflight, _ = strconv.ParseInt(f[1], 10, 64)

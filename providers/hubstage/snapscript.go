@@ -252,6 +252,19 @@ stop() { trap - HUP INT TERM EXIT; rm -rf "$tmp"; kill 0 2>/dev/null; exit "$1";
 trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
+# Until the transfer's own heartbeat (the monitor below) takes over, or
+# the script ends, a line "H" every quarter second: a receiver that waits
+# for the node's snapshot lock (sf_hlock) or does its record work on a
+# busy node sees its connection gone within that (sparkform killed before
+# the transfer began: sshd sends no signal to a command without a tty)
+# and stops, instead of taking the lock later and working on for nobody.
+( trap '' PIPE
+  while [ -d "$tmp" ]; do
+    printf 'H\n' || { kill -TERM 0; exit 1; }
+    sleep 0.25 > /dev/null 2>&1 || sleep 1 > /dev/null 2>&1
+  done ) &
+hb=$!
+trap 'kill "$hb" 2>/dev/null; rm -rf "$tmp"' EXIT
 # The jobs end at a line "END"; a tar of the links follows (read by tar
 # below, in one process however many links there are).
 while IFS= read -r l; do [ "$l" = END ] && break; printf '%s\n' "$l"; done > "$tmp/jobs" || exit 1
@@ -351,6 +364,7 @@ if [ "$mode" = fetch ]; then
   # .incomplete for the next apply to meet.
   # The line goes out every quarter second (a builtin write: the link's
   # loss is seen within that, under load too), its sum every second.
+  kill "$hb" 2>/dev/null
   ( trap '' PIPE
     i=0 pl=0
     while [ -d "$tmp" ] && [ ! -e "$tmp/done" ]; do
