@@ -5,13 +5,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
 
 // TestReceiverGoesWithItsConnection: a receiver still waiting for the
@@ -78,5 +83,41 @@ func TestReceiverGoesWithItsConnection(t *testing.T) {
 	if running() {
 		pids, _ := exec.Command("pgrep", "-f", owner).Output()
 		t.Fatalf("the receiver still runs 1.5 s after its connection went, waiting for the lock (pids %s)", strings.Fields(string(pids)))
+	}
+}
+
+// TestSnapshotRecordAloneIsNotGone: a destroy killed after it removed the
+// snapshot's links and blobs but before its restore record (make torture,
+// seed 640260010: a plugin killed mid-destroy) leaves only the record. The
+// refresh must not call that gone (state would drop the object and the
+// record stay on the node for ever): the object stays, and the destroy
+// run again removes the record.
+func TestSnapshotRecordAloneIsNotGone(t *testing.T) {
+	n := snapNodes(t)[0]
+	c := newSnapCase(t, n)
+	cfg := c.config(t, nil)
+	state, priv := c.apply(t, cty.NilVal, nil, cfg)
+	records := func() []string {
+		rs, err := filepath.Glob(filepath.Join(n.recs, "restore", snapRecordKind, "*"))
+		must(t, err)
+		return rs
+	}
+	if len(records()) == 0 {
+		t.Fatal("no restore record after the apply")
+	}
+	// What the killed destroy left: the repo folder gone, the record there.
+	must(t, os.RemoveAll(filepath.Join(n.hub, c.repo.CacheDirName())))
+
+	read := sdktest.Read(t, c.p, TypeSnapshot, n.node, state, priv)
+	if read.NewState.IsNull() {
+		t.Fatalf("refresh calls the snapshot gone while its restore record is on the node: %v", records())
+	}
+	sdktest.Destroy(t, c.p, TypeSnapshot, n.node, read.NewState, read.Private)
+	if rs := records(); len(rs) != 0 {
+		t.Fatalf("restore record left after the destroy: %v", rs)
+	}
+	// With no record either, it is gone.
+	if again := sdktest.Read(t, c.p, TypeSnapshot, n.node, state, priv); !again.NewState.IsNull() {
+		t.Errorf("refresh after the destroy: %#v, want null", again.NewState)
 	}
 }

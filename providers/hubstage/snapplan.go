@@ -415,7 +415,11 @@ func (r *snapshot) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 		if w.none() {
 			continue
 		}
-		if w.Present == 0 && len(o.Links) == 0 {
+		// Nothing of it on the node is gone, unless its restore record is
+		// still there (a destroy killed before its last step): then the
+		// object stays, so that a destroy run again removes the record
+		// and an apply fetches the snapshot again.
+		if w.Present == 0 && len(o.Links) == 0 && !o.Record.Has("owner", items[i].Address) {
 			results[i].NewState = cty.NullVal(snapSchema.Block.ImpliedType())
 			continue
 		}
