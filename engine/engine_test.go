@@ -632,6 +632,33 @@ func TestJournalRecovery(t *testing.T) {
 			}
 		},
 	}, {
+		// A delete cut short may still be landing on the node (a container
+		// whose stop signal it had sent exits after the next apply read it
+		// running): what is there is not known good, and is replaced.
+		name: "delete that left the object",
+		setup: func(b *bed) (string, string, cty.Value) {
+			b.cfg("chain_a_d").converge()
+			return thA, "delete", thingVal(b.attr(thA, "id"), "v1")
+		},
+		wantNote: "as tainted", wantAction: plans.DeleteThenCreate,
+		wantState: func(t *testing.T, b *bed) {
+			if st := b.record(thA).Status; st != state.StatusTainted {
+				t.Errorf("a status = %q; want tainted", st)
+			}
+		},
+	}, {
+		name: "replace cut short in its delete",
+		setup: func(b *bed) (string, string, cty.Value) {
+			b.cfg("chain_a_d").converge()
+			return thA, "delete-then-create", thingVal(b.attr(thA, "id"), "v1")
+		},
+		wantNote: "as tainted", wantAction: plans.DeleteThenCreate,
+		wantState: func(t *testing.T, b *bed) {
+			if st := b.record(thA).Status; st != state.StatusTainted {
+				t.Errorf("a status = %q; want tainted", st)
+			}
+		},
+	}, {
 		name: "create that made nothing",
 		setup: func(b *bed) (string, string, cty.Value) {
 			return thA, "create", thingVal("t901", "v1")

@@ -78,7 +78,8 @@ func fillUnknowns(v, from cty.Value) cty.Value {
 
 // recoverIntents turns journal intents left by an interrupted apply into
 // instances to refresh. An interrupted create has no state record, so one
-// is made from the intent (tainted: what exists is not known good).
+// is made from the intent (tainted: what exists is not known good); the
+// object of an interrupted delete or replace is tainted too.
 func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*stateObject, p *plans.Plan) map[string]*state.Intent {
 	out := map[string]*state.Intent{}
 	for _, in := range intents {
@@ -87,27 +88,39 @@ func (e *Engine) recoverIntents(intents []*state.Intent, insts map[string]*state
 			in.Address, in.Action, in.PID, in.Started.Format(time.RFC3339))
 		p.Notes = append(p.Notes, msg)
 		e.hooks.Note(msg)
-		if _, ok := insts[in.Address]; ok || in.Resource == nil {
+		if inst, ok := insts[in.Address]; ok {
+			// A delete cut short may still be landing on the node (a
+			// container whose stop signal went out exits after the next
+			// apply has read it running): what refresh finds there is not
+			// known good, so it is replaced, as an interrupted create's
+			// object is (unless its type resumes: resumeCreates).
+			if a := plans.Action(in.Action); (a == plans.Delete || a.IsReplace()) && !inst.Tainted {
+				inst.Tainted, inst.interrupted = true, true
+			}
+			continue
+		}
+		if in.Resource == nil {
 			continue
 		}
 		inst, err := stateObjectFromRecord(in.Resource)
 		if err != nil {
 			continue
 		}
-		inst.Tainted, inst.createInterrupted = true, true
+		inst.Tainted, inst.interrupted = true, true
 		insts[in.Address] = inst
 	}
 	return out
 }
 
-// resumeCreates untaints the objects of interrupted creates whose type
-// resumes creates (sdk.ResourceSchema.ResumesCreate): the plan then
+// resumeCreates untaints the objects of interrupted creates, deletes and
+// replaces whose type resumes creates (sdk.ResourceSchema.ResumesCreate),
+// which recoverIntents tainted: the plan then
 // converges what the node has in place (a model snapshot fetched half way
 // keeps its bytes) instead of destroying it and starting again. A type
 // whose schema cannot be had stays tainted.
 func (e *Engine) resumeCreates(ctx context.Context, objs map[string]*stateObject) {
 	for _, o := range objs {
-		if !o.createInterrupted || !o.Tainted {
+		if !o.interrupted || !o.Tainted {
 			continue
 		}
 		if s, err := e.schemaFor(ctx, o.Type); err == nil && s.ResumesCreate {

@@ -70,10 +70,10 @@ type stateObject struct {
 	// hid (instanceSensitive), kept in state for what reads it alone.
 	SensitiveAttrs []string
 
-	// createInterrupted marks an object made from the journal intent of
-	// a create that did not finish (recoverIntents): tainted, unless its
-	// type resumes creates (resumeCreates).
-	createInterrupted bool
+	// interrupted marks an object whose create (made from its journal
+	// intent), delete or replace did not finish (recoverIntents):
+	// tainted, unless its type resumes creates (resumeCreates).
+	interrupted bool
 
 	// stored, when set, holds the record bytes Value was decoded from:
 	// record uses them instead of encoding Value again. Whoever changes
