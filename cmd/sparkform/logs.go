@@ -101,6 +101,9 @@ func readInterruptible() (context.Context, func()) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	interruptsHandled.Add(1)
 	return ctx, func() {
+		if ctx.Err() != nil { // only a signal cancels it before stop
+			interruptsTaken.Add(1)
+		}
 		stop()
 		interruptsHandled.Add(-1)
 	}

@@ -335,6 +335,7 @@ func (m *meta) interruptible() (context.Context, func()) {
 	go func() {
 		select {
 		case <-sigs:
+			interruptsTaken.Add(1)
 		case <-done:
 			return
 		}

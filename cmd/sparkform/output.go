@@ -148,6 +148,24 @@ func outputFile(w io.Writer) (*os.File, bool) {
 // meta.interruptible), which handle Ctrl-C themselves.
 var interruptsHandled atomic.Int32
 
+// interruptsTaken counts the signals interruptible sections received,
+// interruptsPassed the console's copies of them it let pass. Every
+// handler gets its own copy of a signal, and on a busy machine the
+// console may read its copy after the section that took the signal has
+// ended (logs -f ends by Ctrl-C): while taken > passed, such a late copy
+// is still passed, not taken for an interrupt outside a section.
+var interruptsTaken, interruptsPassed atomic.Int64
+
+// passInterrupt says whether the console's copy of a signal belongs to an
+// interruptible section (running, or ended since it took the signal).
+func passInterrupt() bool {
+	if interruptsHandled.Load() > 0 || interruptsTaken.Load() > interruptsPassed.Load() {
+		interruptsPassed.Add(1)
+		return true
+	}
+	return false
+}
+
 // flushOnSignal makes an interrupt or SIGTERM outside an interruptible
 // section do what it did before output was buffered (end the process by
 // that signal), after writing out what is buffered. The returned
@@ -162,7 +180,7 @@ func (c *console) flushOnSignal() func() {
 			case <-done:
 				return
 			case sig := <-sigs:
-				if interruptsHandled.Load() > 0 {
+				if passInterrupt() {
 					continue
 				}
 				c.Flush()
