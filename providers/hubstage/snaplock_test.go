@@ -15,6 +15,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
@@ -34,7 +35,7 @@ func TestReceiverGoesWithItsConnection(t *testing.T) {
 		}
 	}
 	if sn == nil {
-		t.Skip("no sshd node (a failure under CI: snapNodes requires it)")
+		realpart.Missing(t, "the sshd node of the test bed")
 	}
 	ssh, err := exec.LookPath("ssh")
 	must(t, err)
