@@ -3,12 +3,19 @@ GO      ?= go
 BIN     := bin/sparkform
 PKGS    := ./...
 
-.PHONY: all build test fuzz torture demo bench proto docs fmt vet lint deadcode clean
+.PHONY: all build nodebin test fuzz torture demo bench proto docs fmt vet lint deadcode clean
 
 all: build
 
-build:
+build: nodebin
 	$(GO) build -o $(BIN) ./cmd/sparkform
+
+# The node helper (cmd/sparkform-node) for linux/amd64 and linux/arm64,
+# built into providers/node/nodebin/bin, which sparkform embeds: every
+# build and test target runs this first. Without it sparkform still builds
+# and works, running the providers' shell scripts on the nodes instead.
+nodebin:
+	GO="$(GO)" $(GO) generate ./providers/node/nodebin
 
 # The tests drive real sshd nodes, git, bbolt, the Docker Engine and a qemu
 # kernel; they need root (CI runs as root). See .ci/run for the packages.
@@ -35,7 +42,7 @@ DEADCODE ?= $(GO) run golang.org/x/tools/cmd/deadcode@v0.52.0
 
 # examples/conftest is a module of its own (Open Policy Agent stays out of
 # sparkform's build): its policy runs over real plan documents.
-test:
+test: nodebin
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 	$(MAKE) deadcode
@@ -67,13 +74,13 @@ fuzz:
 # (default 20) kills inside hub transfers of two snapshots sharing blobs;
 # no half blob under its final name, partial blobs resumed (the test hub
 # counts the bytes), destroy exact. About 5 minutes.
-torture:
+torture: nodebin
 	CI=$${CI:-true} $(GO) test -tags torture -run '^TestTorture(Snapshot)?$$' -count=1 -v -timeout 50m ./e2e/
 
 # The main job on a built-in local example: plan, apply, show, destroy.
 # A cold first build takes minutes: say so, and name each package as it
 # compiles (go build -v prints nothing when all is cached).
-demo:
+demo: nodebin
 	@echo "== building $(BIN): the first build downloads modules and compiles for a few minutes; each package is named as it compiles"
 	$(GO) build -v -o $(BIN) ./cmd/sparkform
 	./examples/quickstart/run.sh $(CURDIR)/$(BIN)

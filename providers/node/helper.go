@@ -1,0 +1,69 @@
+package node
+
+import (
+	"os"
+
+	"github.com/sparkform/sparkform/providers/node/nodebin"
+	"github.com/sparkform/sparkform/providers/sdk"
+)
+
+// The node helper (internal/nodehelper, cmd/sparkform-node).
+//
+// A provider's remote script takes the helper's path as an argument and
+// execs it when it is there (`[ -x "$h" ]`: a shell builtin, no process)
+// in place of the tools it would chain; when it is not (sparkform built
+// without it, an arch not shipped, an install that failed) the script runs
+// its tools as before. The pool installs the helper during the node check
+// (InstallHelper) when the node lacks this version.
+//
+// The path carries the version id, so a node holds each version once and
+// a sparkform never runs another's. A node with become (or a root login)
+// keeps it in a root-owned folder, because root execs it there; otherwise
+// in the user's cache, where only that user runs it.
+
+// HelperEnv overrides the helper's version id for this process (tests
+// that install a helper they built; "-" turns the helper off). Unset: the
+// id of the helper built into this binary (nodebin.ID), if any.
+const HelperEnv = "SPARKFORM_NODE_HELPER"
+
+// Folders the helper is kept in on a node.
+const (
+	helperRootDir = "/var/lib/sparkform/bin"
+	helperUserDir = "~/.cache/sparkform/bin" // "~/": the login's $HOME
+)
+
+// HelperID is the version id of the helper this process uses; "" when it
+// has none.
+func HelperID() string {
+	if v, ok := os.LookupEnv(HelperEnv); ok {
+		if v == "-" {
+			return ""
+		}
+		return v
+	}
+	return nodebin.ID()
+}
+
+// HelperPath is where the helper is on node n, for a remote script's
+// argument: an absolute path, or one starting "~/" that the script
+// expands with its $HOME (HelperShell does); "" when this process has no
+// helper or n is not reached over SSH.
+func HelperPath(n sdk.Node) string {
+	id := HelperID()
+	if id == "" || n.Transport == "local" {
+		return ""
+	}
+	if n.Become || n.User == "root" {
+		return helperRootDir + "/sparkform-node-" + id
+	}
+	return helperUserDir + "/sparkform-node-" + id
+}
+
+// HelperShell is the POSIX sh lines that set h to the helper path in
+// variable v ("~/" expanded) and clear it when the helper is not an
+// executable there; a script starts with it. Builtins only.
+func HelperShell(v string) string {
+	return `case $` + v + ` in "~/"*) ` + v + `=$HOME/${` + v + `#"~/"} ;; esac
+[ -n "$` + v + `" ] && [ -x "$` + v + `" ] || ` + v + `=
+`
+}
