@@ -37,27 +37,35 @@ func Check(ctx context.Context, n sdk.Node) error {
 // plugins), so a plan's node check is the only handshake with n. With
 // n.Become it starts the privileged shell the connection holds for its
 // next Become command (held.go) instead of a throw-away `sudo -n true`;
-// after a Prewarm it takes the one the prewarm started.
+// after a Prewarm it takes the one the prewarm started. Then it installs
+// the node helper when the node lacks this version (install.go), which
+// never fails the check.
 func (p *Pool) Check(ctx context.Context, n sdk.Node) error {
 	c, err := p.Get(ctx, n)
 	if err != nil {
 		return Explain(n, err)
 	}
-	if !n.Become {
-		return nil
+	if n.Become {
+		if err := p.checkBecome(ctx, n, c); err != nil {
+			return Explain(n, err)
+		}
 	}
+	ensureHelper(ctx, c, n)
+	return nil
+}
+
+// checkBecome is Check's privileged part: the prewarm's result, else a
+// held shell started now.
+func (p *Pool) checkBecome(ctx context.Context, n sdk.Node, c Conn) error {
 	if e := p.takeBecome(n, c); e != nil {
 		select {
 		case <-e.become:
-			return Explain(n, e.becomeErr)
+			return e.becomeErr
 		case <-ctx.Done():
-			return Explain(n, ctx.Err())
+			return ctx.Err()
 		}
 	}
-	if err := prepareBecome(ctx, c); err != nil {
-		return Explain(n, err)
-	}
-	return nil
+	return prepareBecome(ctx, c)
 }
 
 // Explain adds to a connection error what to check: sshd and the port

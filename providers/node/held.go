@@ -40,7 +40,18 @@ import (
 
 // heldScript is the privileged shell: it says it is root and ready, reads
 // one framed command line and evals it (the line execs the command).
-const heldScript = `printf '%s\n' ` + heldReady + `
+//
+// Given the node helper's path ($1, the node check's), its ready line
+// also says whether the helper is there, with builtins only: "READY +"
+// when it is, "READY - ARCH" (uname -m, a process only then) when it is
+// not, so the check learns what it needs to install without a command of
+// its own.
+var heldScript = `if [ -n "$1" ]; then
+h=$1
+` + HelperShell("h") + `if [ -n "$h" ]; then printf '%s +\n' ` + heldReady + `; else printf '%s - %s\n' ` + heldReady + ` "$(uname -m)"; fi
+else printf '%s\n' ` + heldReady + `
+fi
+unset h
 IFS= read -r n || exit 0
 s=
 while [ "$n" -gt 0 ]; do
@@ -56,8 +67,9 @@ eval "$s"`
 const heldReady = "sparkform-held-ready"
 
 // heldArgv is what the held shell's session runs (through CommandLine:
-// `exec sudo -n -- sh -c HELD`).
-var heldArgv = []string{"sh", "-c", heldScript}
+// `exec sudo -n -- sh -c HELD sh HELPER`); helper is the node helper's
+// path to look for, or "".
+func heldArgv(helper string) []string { return []string{"sh", "-c", heldScript, "sh", helper} }
 
 // heldChannel is the channel type a plugin opens on the relay to run a
 // Become command on the core's held shell; its extra data is the line.
@@ -65,6 +77,11 @@ const heldChannel = "held@sparkform"
 
 // heldShell is one started privileged shell, idle until taken.
 type heldShell struct {
+	// helper is what its ready line said of the node helper: helperPresent,
+	// or helperAbsent with the node's arch in arch; helperUnknown when it
+	// was not asked.
+	helper helperState
+	arch   string
 	sess   *ssh.Session
 	stdin  io.WriteCloser
 	stdout io.Reader
@@ -114,7 +131,7 @@ func (h *heldShell) ended() bool {
 // sudo refusing is a *BecomeError, as for any Become command. A line is
 // sent at once, behind the start (no round trip waiting for the ready
 // line first): the shell reads it once sudo let it run.
-func (s *SSH) startHeld(ctx context.Context, line string) (*heldShell, error) {
+func (s *SSH) startHeld(ctx context.Context, line, helper string) (*heldShell, error) {
 	s.trips.Add(1)
 	sess, err := s.client.NewSession()
 	if err != nil {
@@ -129,7 +146,7 @@ func (s *SSH) startHeld(ctx context.Context, line string) (*heldShell, error) {
 		return nil, s.connErr("start the privileged shell", err)
 	}
 	h.stdin, h.stdout = stdin, stdout
-	if err := sess.Start(CommandLine(Cmd{Argv: heldArgv}, true)); err != nil {
+	if err := sess.Start(CommandLine(Cmd{Argv: heldArgv(helper)}, true)); err != nil {
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
 	}
@@ -151,9 +168,9 @@ func (s *SSH) startHeld(ctx context.Context, line string) (*heldShell, error) {
 	ready := make(chan error, 1)
 	go func() {
 		// Byte by byte: what follows is the command's, copied in bulk.
-		line, err := readLine(h.stdout, len(heldReady)+1)
-		if err == nil && line != heldReady+"\n" {
-			err = fmt.Errorf("unexpected first line %q", line)
+		line, err := readLine(h.stdout, len(heldReady)+80)
+		if err == nil {
+			h.helper, h.arch, err = parseReady(line)
 		}
 		ready <- err
 	}()
@@ -192,6 +209,22 @@ func (s *SSH) startHeld(ctx context.Context, line string) (*heldShell, error) {
 	}
 }
 
+// parseReady reads the held shell's ready line.
+func parseReady(line string) (helperState, string, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), heldReady)
+	if ok && strings.HasSuffix(line, "\n") {
+		switch {
+		case rest == "":
+			return helperUnknown, "", nil
+		case rest == " +":
+			return helperPresent, "", nil
+		case strings.HasPrefix(rest, " - "):
+			return helperAbsent, rest[len(" - "):], nil
+		}
+	}
+	return helperUnknown, "", fmt.Errorf("unexpected first line %q", line)
+}
+
 // readLine reads up to and including '\n', at most max bytes, one at a
 // time (nothing after it is consumed).
 func readLine(r io.Reader, max int) (string, error) {
@@ -223,9 +256,12 @@ func (s *SSH) PrepareBecome(ctx context.Context) error {
 	}
 	s.held = nil
 	s.heldMu.Unlock()
-	h, err := s.startHeld(ctx, "")
+	h, err := s.startHeld(ctx, "", HelperPath(s.node))
 	if err != nil {
 		return err
+	}
+	if h.helper != helperUnknown {
+		s.setHelper(h.helper, h.arch)
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
@@ -247,7 +283,7 @@ func (s *SSH) takeHeld(ctx context.Context, line string) (*heldShell, error) {
 	if h != nil && !h.ended() {
 		return h, nil
 	}
-	return s.startHeld(ctx, line)
+	return s.startHeld(ctx, line, "")
 }
 
 // send frames line into h: its count of lines, then the lines.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"strings"
 
 	"github.com/sparkform/sparkform/providers/node/nodebin"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -20,6 +21,13 @@ import (
 // a sparkform never runs another's. A node with become (or a root login)
 // keeps it in a root-owned folder, because root execs it there; otherwise
 // in the user's cache, where only that user runs it.
+
+// HelperDirEnv, when set to an absolute path (or one starting "~/"),
+// moves the helper's folder on every node there: tests keep their
+// installs apart from the machine's (the test bed's nodes share one
+// filesystem), and a node whose /var/lib is read-only can name another
+// root-owned folder.
+const HelperDirEnv = "SPARKFORM_NODE_HELPER_DIR"
 
 // HelperEnv overrides the helper's version id for this process (tests
 // that install a helper they built; "-" turns the helper off). Unset: the
@@ -53,11 +61,26 @@ func HelperPath(n sdk.Node) string {
 	if id == "" || n.Transport == "local" {
 		return ""
 	}
-	if n.Become || n.User == "root" {
-		return helperRootDir + "/sparkform-node-" + id
-	}
-	return helperUserDir + "/sparkform-node-" + id
+	return helperDir(n) + "/" + helperName(id)
 }
+
+// helperName is the file name of helper version id.
+func helperName(id string) string { return "sparkform-node-" + id }
+
+// helperDir is the folder the helper is kept in on n.
+func helperDir(n sdk.Node) string {
+	if d := os.Getenv(HelperDirEnv); strings.HasPrefix(d, "/") || strings.HasPrefix(d, "~/") {
+		return strings.TrimRight(d, "/")
+	}
+	if helperAsRoot(n) {
+		return helperRootDir
+	}
+	return helperUserDir
+}
+
+// helperAsRoot: root runs n's helper (become, or a root login), so it is
+// kept in a folder only root can write.
+func helperAsRoot(n sdk.Node) bool { return n.Become || n.User == "root" }
 
 // HelperShell is the POSIX sh lines that set h to the helper path in
 // variable v ("~/" expanded) and clear it when the helper is not an

@@ -59,6 +59,10 @@ type SSH struct {
 	relayed bool
 	heldMu  sync.Mutex
 	held    *heldShell // the idle privileged shell (held.go), or nil
+	// helper and helperArch: what the node check learnt of the node
+	// helper (install.go).
+	helper     helperState
+	helperArch string
 }
 
 var _ Conn = (*SSH)(nil)
