@@ -101,6 +101,13 @@ type Bed struct {
 	User       string
 	NoSudoUser string
 	DockerUser string
+	// HelperDir is this bed's node helper folder (providers/node's
+	// SPARKFORM_NODE_HELPER_DIR, in Env): the nodes share this machine's
+	// filesystem, so a bed keeps the helper installs of its runs apart
+	// from other beds' and from the machine's /var/lib/sparkform/bin.
+	// It holds a folder per login user, owned by it; the install makes
+	// root's (HelperDir/root).
+	HelperDir string
 	// Jumps are the jump hosts of a bed started by StartBehindJumps, the
 	// one reachable from here first; Nodes are reachable only through all
 	// of them, in order.
@@ -180,6 +187,24 @@ func (b *Bed) start(specs []nodeSpec) error {
 	// must be traversable and readable by both users.
 	if err := os.Chmod(pub, 0o755); err != nil {
 		return err
+	}
+
+	b.HelperDir = filepath.Join(pub, "helper")
+	if err := os.Mkdir(b.HelperDir, 0o755); err != nil {
+		return err
+	}
+	for _, u := range []string{User, NoSudoUser, DockerUser} {
+		uid, gid, err := lookupIDs(u)
+		if err != nil {
+			return err
+		}
+		d := filepath.Join(b.HelperDir, u)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(d, uid, gid); err != nil {
+			return err
+		}
 	}
 
 	clientPriv, clientPub, err := newKey("sparkform-testbed client")
@@ -563,6 +588,8 @@ func (b *Bed) Env() map[string]string {
 		"SF_IDENTITY_FILE":    b.IdentityFile,
 		"SF_KNOWN_HOSTS":      b.KnownHosts,
 		"SF_BED_DIR":          b.Dir,
+		// providers/node.HelperDirEnv
+		"SPARKFORM_NODE_HELPER_DIR": b.HelperDir,
 	}
 	for i, n := range b.Nodes {
 		p := "SF_NODE" + strconv.Itoa(i) + "_"

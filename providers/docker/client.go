@@ -31,6 +31,21 @@ type streamer interface {
 // dialStdioArgv speaks the Engine API over a command's stdin/stdout.
 var dialStdioArgv = []string{"docker", "system", "dial-stdio"}
 
+// dialScript is the Become command's script for the API stream: the node
+// helper's `dial` of the socket ($2) when the helper is on the node ($1),
+// one small process in place of the Docker CLI's start; else the CLI's
+// dial-stdio, which opens the same socket (sudo resets DOCKER_HOST).
+var dialScript = "h=$1\n" + node.HelperShell("h") + `[ -n "$h" ] && exec "$h" dial "unix://$2"
+exec docker system dial-stdio`
+
+// dialCmd is the Become command that carries the Engine API for n.
+func dialCmd(n sdk.Node) node.Cmd {
+	if h := node.HelperPath(n); h != "" {
+		return node.Cmd{Argv: []string{"sh", "-c", dialScript, "sh", h, socketPath}, Become: true}
+	}
+	return node.Cmd{Argv: dialStdioArgv, Become: true}
+}
+
 // clients keeps one API client per node (by sdk.Node.Key) for the life of
 // the provider process.
 type clients struct {
@@ -97,7 +112,7 @@ func (cs *clients) get(ctx context.Context, n sdk.Node) (*dockerClient, error) {
 			return nil, err
 		}
 		if via == "dial-stdio" {
-			return asNetConn(dialStdio(conn)), nil
+			return asNetConn(dialStdio(conn, dialCmd(n))), nil
 		}
 		rwc, err := conn.Dial(ctx, "unix", socketPath)
 		if err != nil {
@@ -131,18 +146,22 @@ func (cs *clients) close() {
 	cs.pool.Close()
 }
 
-// dialStdio starts `sudo -n docker system dial-stdio` on the node and
-// returns its stdin/stdout as one stream. The stream lives until Close, not
+// dialStdio starts cmd (dialCmd: the helper's dial, else `sudo -n docker
+// system dial-stdio`) on the node and returns its stdin/stdout as one
+// stream. The stream lives until Close, not
 // until the dialling request's context ends (http.Transport reuses
 // connections), so it is started without that ctx. A transport with Stream
 // is used as is; otherwise Run, whose Stdin and Stdout stream, carries it
 // from a goroutine, and Close cancels it.
-func dialStdio(conn node.Conn) io.ReadWriteCloser {
-	cmd := node.Cmd{Argv: dialStdioArgv, Become: true}
+func dialStdio(conn node.Conn, cmd node.Cmd) io.ReadWriteCloser {
 	if s, ok := conn.(streamer); ok {
 		if rwc, err := s.Stream(context.Background(), cmd); err == nil {
 			return rwc
 		}
+	}
+	via := node.QuoteArgv(dialStdioArgv)
+	if len(cmd.Argv) > 0 && cmd.Argv[0] == "sh" {
+		via = "the node helper's dial, else " + via
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -153,7 +172,7 @@ func dialStdio(conn node.Conn) io.ReadWriteCloser {
 		if err == nil || ctx.Err() != nil {
 			err = io.EOF
 		} else {
-			err = fmt.Errorf("%s: %w", node.QuoteArgv(append([]string{"sudo", "-n"}, dialStdioArgv...)), err)
+			err = fmt.Errorf("the Docker API stream (sudo -n: %s): %w", via, err)
 		}
 		outW.CloseWithError(err)
 		inR.CloseWithError(err)

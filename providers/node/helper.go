@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"os/user"
 	"strings"
 
 	"github.com/sparkform/sparkform/providers/node/nodebin"
@@ -22,11 +23,13 @@ import (
 // keeps it in a root-owned folder, because root execs it there; otherwise
 // in the user's cache, where only that user runs it.
 
-// HelperDirEnv, when set to an absolute path (or one starting "~/"),
-// moves the helper's folder on every node there: tests keep their
-// installs apart from the machine's (the test bed's nodes share one
-// filesystem), and a node whose /var/lib is read-only can name another
-// root-owned folder.
+// HelperDirEnv, when set to an absolute path DIR, moves the helper's
+// folders on every node under it: DIR/root where root runs the helper
+// (in place of /var/lib/sparkform/bin), DIR/USER for a login USER
+// without become (in place of ~/.cache/sparkform/bin; DIR/USER must be
+// USER's). For tests: the test bed's nodes share this machine's
+// filesystem, and each bed keeps its installs apart (testbed.Bed's
+// HelperDir).
 const HelperDirEnv = "SPARKFORM_NODE_HELPER_DIR"
 
 // HelperEnv overrides the helper's version id for this process (tests
@@ -69,8 +72,17 @@ func helperName(id string) string { return "sparkform-node-" + id }
 
 // helperDir is the folder the helper is kept in on n.
 func helperDir(n sdk.Node) string {
-	if d := os.Getenv(HelperDirEnv); strings.HasPrefix(d, "/") || strings.HasPrefix(d, "~/") {
-		return strings.TrimRight(d, "/")
+	if d := strings.TrimRight(os.Getenv(HelperDirEnv), "/"); strings.HasPrefix(d, "/") {
+		if helperAsRoot(n) {
+			return d + "/root"
+		}
+		u := n.User
+		if u == "" {
+			if cu, err := user.Current(); err == nil {
+				u = cu.Username
+			}
+		}
+		return d + "/" + u
 	}
 	if helperAsRoot(n) {
 		return helperRootDir

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv("HELD_HOLDER"); spec != "" {
 		heldHolder(spec) // a child process of TestHeldShellGoesWithKilledCLI
 	}
+	// No node helper unless a test installs one (install_test.go): the
+	// pool's node check would install this build's into the machine's
+	// folders, and the counts other tests make include no install.
+	os.Setenv(node.HelperEnv, "-")
 	code := m.Run()
 	if theBed != nil {
 		theBed.Stop()

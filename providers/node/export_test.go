@@ -1,0 +1,13 @@
+package node
+
+// SetHelperBinary makes f the source of the helper binaries the node
+// check installs (a test's own build in place of nodebin's) until the
+// returned func restores it.
+func SetHelperBinary(f func(id, goarch string) ([]byte, bool)) (restore func()) {
+	old := helperBinary
+	helperBinary = f
+	return func() { helperBinary = old }
+}
+
+// GoArch is goArch, for its table test.
+var GoArch = goArch
