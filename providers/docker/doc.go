@@ -7,8 +7,11 @@
 // /var/run/docker.sock dialled through node.Conn.Dial (locally the socket,
 // over SSH a direct-streamlocal channel). When the connecting user cannot
 // open the socket and the node has become = true, each API connection is
-// `sudo -n docker system dial-stdio` on the node, spoken over the
-// command's stdin/stdout (a transport's Stream method when it has one, see
+// a Become command on the node spoken over its stdin/stdout: the node
+// helper's `dial unix:///var/run/docker.sock` when the helper is on the
+// node (node.HelperPath; one small process, no Docker CLI start), else
+// `docker system dial-stdio`, which opens the same socket (sudo resets
+// DOCKER_HOST) (a transport's Stream method when it has one, see
 // streamer; otherwise node.Conn.Run with streaming Stdin/Stdout). Without
 // become the error says to join the docker group or set become. The docker
 // CLI's output is never parsed.

@@ -39,6 +39,18 @@
 // like the os package's. RoundTrips counts operations that waited on the
 // node (each Run, file operation and Dial is one), for both transports.
 //
+// The node helper (helper.go, install.go) is sparkform's small static
+// program that providers' remote scripts exec in place of tool chains
+// (node.HelperPath, node.HelperShell). Pool.Check installs it when the
+// node lacks this version: the held shell's ready line (become) or one
+// builtin-only probe says whether it is there, so a no-op plan after the
+// install costs no process for it; when it is not, the binary for the
+// node's `uname -m` goes up on one command's stdin into
+// /var/lib/sparkform/bin (root-owned, 0755: become or root logins) or
+// ~/.cache/sparkform/bin, and the folder's other sparkform-node-*
+// versions are removed. Installing never fails a check (a notice, and
+// the scripts run); destroy leaves it, as a cache.
+//
 // A Pool keeps one connection per distinct sdk.Node (Node.Key) for the
 // life of the process: concurrent Gets share one dial, and a connection
 // that broke (keepalive or I/O failure) is redialled on the next Get.

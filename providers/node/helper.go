@@ -16,7 +16,9 @@ import (
 // in place of the tools it would chain; when it is not (sparkform built
 // without it, an arch not shipped, an install that failed) the script runs
 // its tools as before. The pool installs the helper during the node check
-// (InstallHelper) when the node lacks this version.
+// (Pool.Check, install.go) when the node lacks this version; destroy
+// leaves it (a cache: remove the folder by hand, the next run installs it
+// again).
 //
 // The path carries the version id, so a node holds each version once and
 // a sparkform never runs another's. A node with become (or a root login)

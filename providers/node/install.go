@@ -79,13 +79,19 @@ var helperProbe = "h=$1\n" + HelperShell("h") + `[ -n "$h" ] || exec uname -m`
 
 // helperInstall writes the helper from stdin: $1 the folder ("~/"
 // expanded), $2 the file name, $3 its size, $4 "root" when the folder
-// must be root's. Other sparkform-node-* files in the folder (other
+// must be root's (then its parent gets go+x: the login user's scripts
+// reach it). Other sparkform-node-* files in the folder (other
 // versions) are removed once the new one is in place; nothing else is.
 const helperInstall = `d=$1 n=$2 size=$3
 case $d in "~/"*) d=$HOME/${d#"~/"} ;; esac
 umask 022
 mkdir -p -- "$d" || exit 1
-if [ "$4" = root ]; then chown 0:0 "$d" && chmod 0755 "$d" || exit 1; fi
+if [ "$4" = root ]; then
+	chown 0:0 "$d" && chmod 0755 "$d" || exit 1
+	# The login user's scripts exec it too: its parent may be the restore
+	# records' 0700 /var/lib/sparkform (their own folder stays 0700).
+	chmod go+x -- "${d%/*}" || exit 1
+fi
 t=$d/.$n.tmp.$$
 trap 'rm -f -- "$t"' EXIT
 cat > "$t" || exit 1

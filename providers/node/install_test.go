@@ -127,7 +127,8 @@ func fmtAny(a any) string {
 // its own), without become in the user's folder; a second plan's check
 // finds it (one round trip: the held shell, or one probe) and installs
 // nothing; a new version replaces the folder's other sparkform-node-*
-// files and keeps everything else there.
+// files and keeps everything else there. With become the folder's parent
+// gets go+x (the restore records' /var/lib/sparkform is 0700).
 func TestHelperInstall(t *testing.T) {
 	for _, become := range []bool{true, false} {
 		t.Run("become="+strconv.FormatBool(become), func(t *testing.T) {
@@ -141,8 +142,16 @@ func TestHelperInstall(t *testing.T) {
 				u, _ := user.Lookup(n.User)
 				uid, _ := strconv.Atoi(u.Uid)
 				wantUID = uint32(uid)
-			} else if _, err := os.Stat(folder); err == nil {
-				t.Fatalf("%s exists before the first plan", folder)
+			} else {
+				if _, err := os.Stat(folder); err == nil {
+					t.Fatalf("%s exists before the first plan", folder)
+				}
+				// Its parent as the restore records make it
+				// (/var/lib/sparkform, umask 077): the login user's
+				// scripts must still reach the helper.
+				if err := os.Chmod(filepath.Dir(folder), 0o700); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			c := planCheck(t, n)
