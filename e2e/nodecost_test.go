@@ -465,3 +465,57 @@ func BenchmarkNoopPlanNodeCost(b *testing.B) {
 	b.ReportMetric(float64(procs)/nodes, "processes/node")
 	b.ReportMetric(float64(sudo)/nodes, "sudo/node")
 }
+
+// BenchmarkNoopPlanHelperOnOff is BenchmarkNoopPlanNodeCost's plan with
+// the node helper and without it (SPARKFORM_NODE_HELPER=-: the providers'
+// shell scripts and `docker system dial-stdio`, as before the helper),
+// one of each per iteration on the same bed and binary, so the machine's
+// load falls on both alike: node-cpu-ms/node for each and their ratio.
+func BenchmarkNoopPlanHelperOnOff(b *testing.B) {
+	c := startCostBed(b)
+	on, off := c.sf.env, append(append([]string{}, c.sf.env...), node.HelperEnv+"=-")
+	var cpu [2]time.Duration
+	plan := func(env []string) time.Duration {
+		var before, after time.Duration
+		for _, n := range c.bed.Nodes {
+			if !n.WaitIdle(10 * time.Second) {
+				b.Fatalf("%s: a connection is still open", n.Name)
+			}
+			d, err := n.ChildCPU()
+			if err != nil {
+				b.Fatal(err)
+			}
+			before += d
+		}
+		c.sf.env = env
+		c.sf.must(0, "plan", "-detailed-exitcode")
+		for _, n := range c.bed.Nodes {
+			n.WaitIdle(10 * time.Second)
+			d, err := n.ChildCPU()
+			if err != nil {
+				b.Fatal(err)
+			}
+			after += d
+		}
+		return after - before
+	}
+	for i := 0; b.Loop(); i++ {
+		// Alternate which goes first.
+		if i%2 == 0 {
+			cpu[0] += plan(on)
+			cpu[1] += plan(off)
+		} else {
+			cpu[1] += plan(off)
+			cpu[0] += plan(on)
+		}
+	}
+	c.sf.env = on
+	per := func(d time.Duration) float64 {
+		return float64(d.Microseconds()) / 1000 / float64(b.N) / float64(len(c.bed.Nodes))
+	}
+	b.ReportMetric(per(cpu[0]), "helper-node-cpu-ms/node")
+	b.ReportMetric(per(cpu[1]), "scripts-node-cpu-ms/node")
+	if cpu[1] > 0 {
+		b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "helper/scripts")
+	}
+}
