@@ -31,7 +31,14 @@ func TestMain(m *testing.M) {
 	// pool's node check would install this build's into the machine's
 	// folders, and the counts other tests make include no install.
 	os.Setenv(node.HelperEnv, "-")
+	cache, err := os.MkdirTemp("", "sparkform-node-test-cache-")
+	if err == nil {
+		os.Setenv("XDG_CACHE_HOME", cache) // the helper's seen records
+	}
 	code := m.Run()
+	if cache != "" {
+		os.RemoveAll(cache)
+	}
 	if theBed != nil {
 		theBed.Stop()
 	}

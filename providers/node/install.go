@@ -3,9 +3,14 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sparkform/sparkform/providers/node/nodebin"
 	"github.com/sparkform/sparkform/providers/sdk"
@@ -17,7 +22,9 @@ import (
 // become: the held shell's ready line says whether the helper is there
 // (held.go). Elsewhere (no become, or a root login) one command does:
 // a shell that tests the path with builtins and, only when the helper is
-// missing, execs `uname -m`. When it is missing, the binary for the
+// missing, execs `uname -m`; without become a record in this machine's
+// cache that it was there within a day spares that command
+// (helperSeenFor). When it is missing, the binary for the
 // node's arch (nodebin) goes up on one command's stdin: written to a
 // temporary sibling, its size checked, run once (`version`: it executes
 // on this node), renamed into place, and the folder's other
@@ -116,6 +123,9 @@ func ensureHelper(ctx context.Context, c Conn, n sdk.Node) {
 		return
 	}
 	st, arch := s.helperKnown()
+	if st == helperUnknown && helperSeen(n, path) {
+		return // no become: the probe would cost a session; seen lately
+	}
 	if st == helperUnknown {
 		res, err := s.Run(ctx, Cmd{Argv: []string{"sh", "-c", helperProbe, "sh", path}})
 		if err != nil {
@@ -129,6 +139,7 @@ func ensureHelper(ctx context.Context, c Conn, n sdk.Node) {
 		s.setHelper(st, arch)
 	}
 	if st == helperPresent {
+		markHelperSeen(n, path)
 		return
 	}
 	goarch := goArch(arch)
@@ -142,7 +153,57 @@ func ensureHelper(ctx context.Context, c Conn, n sdk.Node) {
 		return
 	}
 	s.setHelper(helperPresent, arch)
+	markHelperSeen(n, path)
 	s.opts.debug("node helper installed", "node", n.Name, "path", path, "bytes", len(bin))
+}
+
+// helperSeenFor is how long a record that this machine saw the helper on
+// a node spares the node check of a node without become its probe (a
+// session: about as much of the node's CPU as the login, see
+// bench/README.md). A node that lost the helper meanwhile runs the
+// scripts until the record is older; with become the held shell answers
+// for free and no record is kept.
+const helperSeenFor = 24 * time.Hour
+
+// seenFile is the record for the helper at path on n: a file under the
+// user's cache folder named by a hash of n's key and the path.
+func seenFile(n sdk.Node, path string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(n.Key() + "\x00" + path))
+	return filepath.Join(dir, "sparkform", "helper-seen", hex.EncodeToString(sum[:12]))
+}
+
+// helperSeen reports whether the helper at path on n (without become)
+// was seen or installed within helperSeenFor.
+func helperSeen(n sdk.Node, path string) bool {
+	if helperAsRoot(n) {
+		return false
+	}
+	f := seenFile(n, path)
+	if f == "" {
+		return false
+	}
+	fi, err := os.Stat(f)
+	return err == nil && time.Since(fi.ModTime()) < helperSeenFor
+}
+
+// markHelperSeen records that the helper at path is on n (nodes without
+// become only). A record that cannot be written costs a probe next time.
+func markHelperSeen(n sdk.Node, path string) {
+	if helperAsRoot(n) {
+		return
+	}
+	f := seenFile(n, path)
+	if f == "" || os.MkdirAll(filepath.Dir(f), 0o700) != nil {
+		return
+	}
+	now := time.Now()
+	if os.Chtimes(f, now, now) != nil {
+		_ = os.WriteFile(f, nil, 0o600)
+	}
 }
 
 // installHelper uploads bin to path on s's node (see helperInstall).

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sparkform/sparkform/internal/nodehelper/helpertest"
 	"github.com/sparkform/sparkform/providers/node"
@@ -50,6 +51,7 @@ func helperSetup(t *testing.T, binary func(goarch string) bool) []byte {
 		t.Fatal(err)
 	}
 	t.Setenv(node.HelperDirEnv, dir)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the seen records (no become)
 	t.Cleanup(node.SetHelperBinary(func(got, goarch string) ([]byte, bool) {
 		if got != id || !binary(goarch) {
 			return nil, false
@@ -125,9 +127,11 @@ func fmtAny(a any) string {
 // lacks it, once: with become in a root-owned folder through the held
 // shell (the held shell's ready line says it is missing, no command of
 // its own), without become in the user's folder; a second plan's check
-// finds it (one round trip: the held shell, or one probe) and installs
-// nothing; a new version replaces the folder's other sparkform-node-*
-// files and keeps everything else there. With become the folder's parent
+// finds it and installs nothing: with become the held shell's round trip
+// alone, without become not even a probe (this machine's record of the
+// install spares it for a day; then one probe renews it). A new version
+// replaces the folder's other sparkform-node-* files and keeps
+// everything else there. With become the folder's parent
 // gets go+x (the restore records' /var/lib/sparkform is 0700).
 func TestHelperInstall(t *testing.T) {
 	for _, become := range []bool{true, false} {
@@ -166,12 +170,39 @@ func TestHelperInstall(t *testing.T) {
 				t.Errorf("a script after the install ran %q, want the helper", c.script)
 			}
 
+			// Found: with become by the held shell (its one round trip),
+			// without by this machine's record of the install (none).
+			wantTrips := int64(1)
+			if !become {
+				wantTrips = 0
+			}
 			c = planCheck(t, n)
-			if c.trips != 1 || len(c.notices) != 0 {
-				t.Errorf("second plan: %d round trips, notices %q; want 1 (the check alone)", c.trips, c.notices)
+			if c.trips != wantTrips || len(c.notices) != 0 {
+				t.Errorf("second plan: %d round trips, notices %q; want %d", c.trips, c.notices, wantTrips)
 			}
 			if fi2 := checkInstalled(t, path, bin, wantUID); !os.SameFile(fi, fi2) || !fi.ModTime().Equal(fi2.ModTime()) {
 				t.Errorf("second plan replaced the helper")
+			}
+			if !become {
+				// A record older than a day: one probe, which finds it.
+				records := seenRecords(t)
+				if len(records) != 1 {
+					t.Fatalf("seen records %q, want one", records)
+				}
+				old := time.Now().Add(-25 * time.Hour)
+				if err := os.Chtimes(records[0], old, old); err != nil {
+					t.Fatal(err)
+				}
+				if c = planCheck(t, n); c.trips != 1 || len(c.notices) != 0 {
+					t.Errorf("plan after a day: %d round trips, notices %q; want 1 (the probe)", c.trips, c.notices)
+				}
+				if fi2 := checkInstalled(t, path, bin, wantUID); !os.SameFile(fi, fi2) {
+					t.Errorf("the probe's plan replaced the helper")
+				}
+				if st, err := os.Stat(records[0]); err != nil || time.Since(st.ModTime()) > time.Hour {
+					t.Errorf("the probe did not renew the record: %v", err)
+				}
+				os.RemoveAll(os.Getenv("XDG_CACHE_HOME")) // a new version has none
 			}
 
 			// A new version: the old one goes, other files stay.
@@ -209,6 +240,16 @@ func TestHelperInstall(t *testing.T) {
 			waitNoHeld(t, "after the plans")
 		})
 	}
+}
+
+// seenRecords lists the seen records in the test's cache folder.
+func seenRecords(t *testing.T) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "sparkform", "helper-seen", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // checkInstalled checks the helper at path: bin, mode 0755, owned by uid.
