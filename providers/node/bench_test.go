@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -105,50 +106,57 @@ func BenchmarkDialCheck(b *testing.B) {
 // BenchmarkHelperCheck is what learning whether the node helper is there
 // costs a plan's node check, on a node that has it: with become nothing
 // (the held shell's ready line says it), without become one probe command
-// (a session and one shell running builtins). Per check: the node's CPU
-// (node-cpu-ms, everything below its sshd listener, the connection's
-// login included) and round trips; "off" is the same check without a
-// helper (SPARKFORM_NODE_HELPER=-), in the same run.
+// (a session and one shell running builtins), or nothing while this
+// machine's record that it saw the helper there is fresh (record=true).
+// Per check: the node's CPU (node-cpu-ms, everything below its sshd
+// listener, the connection's login included) and round trips; helper=false
+// is the same check without a helper (SPARKFORM_NODE_HELPER=-), in the
+// same run.
 func BenchmarkHelperCheck(b *testing.B) {
 	nd := bed(b).Nodes[0]
-	for _, become := range []bool{false, true} {
-		for _, helper := range []bool{false, true} {
-			name := fmt.Sprintf("become=%t/helper=%t", become, helper)
-			b.Run(name, func(b *testing.B) {
-				n := nd.SDK()
-				n.Become = become
-				if helper {
-					b.Setenv(node.HelperDirEnv, bed(b).HelperDir)
-					helpertest.Install(b, n)
-				} else {
-					b.Setenv(node.HelperEnv, "-")
+	for _, tc := range []struct{ become, helper, record bool }{
+		{false, false, false}, {false, true, false}, {false, true, true}, {true, false, false}, {true, true, false},
+	} {
+		name := fmt.Sprintf("become=%t/helper=%t/record=%t", tc.become, tc.helper, tc.record)
+		b.Run(name, func(b *testing.B) {
+			n := nd.SDK()
+			n.Become = tc.become
+			cache := b.TempDir()
+			b.Setenv("XDG_CACHE_HOME", cache)
+			if tc.helper {
+				b.Setenv(node.HelperDirEnv, bed(b).HelperDir)
+				helpertest.Install(b, n)
+			} else {
+				b.Setenv(node.HelperEnv, "-")
+			}
+			ctx := ctxT(b)
+			var cpu time.Duration
+			var trips int64
+			for b.Loop() {
+				if !tc.record {
+					os.RemoveAll(filepath.Join(cache, "sparkform"))
 				}
-				ctx := ctxT(b)
-				var cpu time.Duration
-				var trips int64
-				for b.Loop() {
-					nd.WaitIdle(10 * time.Second)
-					before, err := nd.ChildCPU()
-					if err != nil {
-						b.Fatal(err)
-					}
-					p := node.NewPool()
-					if err := p.Check(ctx, n); err != nil {
-						b.Fatal(err)
-					}
-					c, _ := p.Get(ctx, n)
-					trips += c.RoundTrips()
-					p.Close()
-					nd.WaitIdle(10 * time.Second)
-					after, err := nd.ChildCPU()
-					if err != nil {
-						b.Fatal(err)
-					}
-					cpu += after - before
+				nd.WaitIdle(10 * time.Second)
+				before, err := nd.ChildCPU()
+				if err != nil {
+					b.Fatal(err)
 				}
-				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "node-cpu-ms")
-				b.ReportMetric(float64(trips)/float64(b.N), "trips")
-			})
-		}
+				p := node.NewPool()
+				if err := p.Check(ctx, n); err != nil {
+					b.Fatal(err)
+				}
+				c, _ := p.Get(ctx, n)
+				trips += c.RoundTrips()
+				p.Close()
+				nd.WaitIdle(10 * time.Second)
+				after, err := nd.ChildCPU()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += after - before
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "node-cpu-ms")
+			b.ReportMetric(float64(trips)/float64(b.N), "trips")
+		})
 	}
 }

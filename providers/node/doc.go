@@ -43,8 +43,9 @@
 // program that providers' remote scripts exec in place of tool chains
 // (node.HelperPath, node.HelperShell). Pool.Check installs it when the
 // node lacks this version: the held shell's ready line (become) or one
-// builtin-only probe says whether it is there, so a no-op plan after the
-// install costs no process for it; when it is not, the binary for the
+// builtin-only probe (spared for a day by a record in this machine's
+// cache) says whether it is there, so a no-op plan after the install
+// costs no process for it; when it is not, the binary for the
 // node's `uname -m` goes up on one command's stdin into
 // /var/lib/sparkform/bin (root-owned, 0755: become or root logins) or
 // ~/.cache/sparkform/bin, and the folder's other sparkform-node-*
