@@ -49,7 +49,7 @@
 // node's `uname -m` goes up on one command's stdin into
 // /var/lib/sparkform/bin (root-owned, 0755: become or root logins) or
 // ~/.cache/sparkform/bin, and the folder's other sparkform-node-*
-// versions are removed. Installing never fails a check (a notice, and
+// versions a day old are removed. Installing never fails a check (a notice, and
 // the scripts run); destroy leaves it, as a cache.
 //
 // A Pool keeps one connection per distinct sdk.Node (Node.Key) for the

@@ -88,7 +88,8 @@ var helperProbe = "h=$1\n" + HelperShell("h") + `[ -n "$h" ] || exec uname -m`
 // expanded), $2 the file name, $3 its size, $4 "root" when the folder
 // must be root's (then its parent gets go+x: the login user's scripts
 // reach it). Other sparkform-node-* files in the folder (other
-// versions) are removed once the new one is in place; nothing else is.
+// versions) a day old or more are removed once the new one is in place;
+// nothing else is.
 const helperInstall = `d=$1 n=$2 size=$3
 case $d in "~/"*) d=$HOME/${d#"~/"} ;; esac
 umask 022
@@ -105,9 +106,10 @@ cat > "$t" || exit 1
 got=$(wc -c < "$t")
 [ "$got" -eq "$size" ] || { echo "sparkform-node: $got of $size bytes arrived" >&2; exit 1; }
 chmod 0755 "$t" && "$t" version > /dev/null && mv -f -- "$t" "$d/$n" || exit 1
-for f in "$d"/sparkform-node-*; do
-	case ${f##*/} in "$n") ;; *) if [ -f "$f" ] || [ -L "$f" ]; then rm -f -- "$f"; fi ;; esac
-done`
+# Other versions not installed or replaced for a day go: one that is
+# newer may be another sparkform's on this node right now (a teammate's
+# run between its [ -x ] and its exec would fail).
+find "$d" -maxdepth 1 -name 'sparkform-node-*' ! -name "$n" ! -type d -mmin +1440 -exec rm -f -- {} + || :`
 
 // ensureHelper makes sure the helper is on n (connection c) after the
 // node check: it learns whether it is there (from the held shell, else one

@@ -205,10 +205,16 @@ func TestHelperInstall(t *testing.T) {
 				os.RemoveAll(os.Getenv("XDG_CACHE_HOME")) // a new version has none
 			}
 
-			// A new version: the old one goes, other files stay.
+			// A new version: the old one (a day old) goes; a recent other
+			// version (another sparkform using this node now) and other
+			// files stay.
 			old := filepath.Join(folder, "sparkform-node-0123456789abcdef")
-			keep := []string{"notes.txt", "sparkform-nodes", "sparkform-node"}
+			keep := []string{"notes.txt", "sparkform-nodes", "sparkform-node", "sparkform-node-fedcba9876543210"}
 			if err := os.Rename(path, old); err != nil {
+				t.Fatal(err)
+			}
+			dayAgo := time.Now().Add(-25 * time.Hour)
+			if err := os.Chtimes(old, dayAgo, dayAgo); err != nil {
 				t.Fatal(err)
 			}
 			for _, k := range keep {
