@@ -33,7 +33,13 @@ func busyboxEnv(t *testing.T) (busybox, path string) {
 
 func runScript(t *testing.T, shell []string, env []string, script string, args ...string) string {
 	t.Helper()
-	argv := append(append([]string{}, shell...), shArgv(script, args...)[1:]...)
+	return runArgv(t, shell, env, shArgv(script, args...))
+}
+
+// runArgv runs argv (sh -c SCRIPT ...) with shell in place of its sh.
+func runArgv(t *testing.T, shell []string, env []string, argv []string) string {
+	t.Helper()
+	argv = append(append([]string{}, shell...), argv[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
@@ -186,7 +192,7 @@ func TestTreeDigestPinned(t *testing.T) {
 		}
 		// walk.sh leaves a newline in a name (and busybox's tools, which
 		// fail it) to read.sh.
-		argv := append(append([]string{}, sh.shell...), shArgv(walkScript, tree)[1:]...)
+		argv := append(append([]string{}, sh.shell...), walkArgv("", tree)[1:]...)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), sh.env...)
 		out, err := cmd.Output() // busybox's find refuses -printf: an error
@@ -207,7 +213,7 @@ func TestWalkDigest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runScript(t, []string{"sh"}, env, walkScript, tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree)
+	out := runArgv(t, []string{"sh"}, env, walkArgv("", tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree))
 	obs, st := parseWalk([]byte(out), 4)
 	if st != walkOK {
 		t.Fatalf("walk.sh printed %q: not a walk", out)
