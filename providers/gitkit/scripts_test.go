@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,6 +231,14 @@ func TestWalkDigest(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "find\n"); n != 2 {
 		t.Errorf("walk.sh started find %d times for two trees, want 2", n)
+	}
+	// A helper path where no helper is (not installed, not executable):
+	// the script, as without one.
+	for _, h := range []string{filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), "~/.cache/sparkform/none"} {
+		out := runArgv(t, []string{"sh"}, env, walkArgv(h, tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree))
+		if got, st := parseWalk([]byte(out), 4); st != walkOK || !slices.Equal(got, want) {
+			t.Errorf("helper path %q: %+v (%v), want %+v", h, got, st, want)
+		}
 	}
 	// An unreadable tree is left to read.sh (which says why).
 	if _, st := parseWalk([]byte("walk\nd .\n#end 1\n"), 1); st != walkFailed {
