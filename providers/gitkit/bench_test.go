@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sparkform/sparkform/internal/nodehelper/helpertest"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/gitkit"
 	"github.com/sparkform/sparkform/providers/node"
@@ -72,4 +76,68 @@ func benchRead(b *testing.B, fx fixture, nd sdk.Node, dir string) {
 		b.Fatalf("round trips = %d, want 1", trips)
 	}
 	b.ReportMetric(float64(trips), "roundtrips/op")
+}
+
+// BenchmarkReadKit200 reads one checkout of 200 small files in 10 folders
+// (the no-op plan's kit of issue 32, e2e/nodecost_test.go) on an sshd node
+// through a held connection, with walk.sh (find and sha256sum) and with
+// the node helper's walk. ns/op is the wall time of a read;
+// node-cpu-ms/op the CPU that the node's sshd and everything it started
+// used per read (reaped when the connection closes after the last read,
+// so it includes 1/N of the connection's own setup).
+func BenchmarkReadKit200(b *testing.B) {
+	bn := testbed.StartT(b, 1).Nodes[0]
+	nd := bn.SDK()
+	kit := filepath.Join(bn.Root, "kit200")
+	for i := 0; i < 200; i++ {
+		writeFile(b, filepath.Join(kit, fmt.Sprintf("d%d/f%d.py", i%10, i)), fmt.Sprintf("print(%d)\n", i), 0o644)
+	}
+	prior := config("/srv/git/kit.git", goodCommit, "", kit)
+	prior = cty.ObjectVal(map[string]cty.Value{"repo": prior.GetAttr("repo"), "commit": prior.GetAttr("commit"),
+		"subdir": prior.GetAttr("subdir"), "path": prior.GetAttr("path"), "tree_digest": cty.StringVal("sha256:0")})
+	items := []sdk.ReadItem{{TypeName: gitkit.TypeCheckout, Address: "gitkit_checkout.kit", Prior: prior}}
+	var digests []string
+	for _, mode := range []string{"script", "helper"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "helper" {
+				helpertest.Install(b, nd)
+			} else {
+				b.Setenv(node.HelperEnv, "-")
+			}
+			if !bn.WaitIdle(10 * time.Second) {
+				b.Fatal("a connection to the node is still open")
+			}
+			before, err := bn.ChildCPU()
+			if err != nil {
+				b.Fatal(err)
+			}
+			pool := node.NewPool()
+			p := gitkit.NewWithPool(pool)
+			read := func() string {
+				rr := p.ReadResources(context.Background(), sdk.ReadRequest{Node: nd, Resources: items})
+				if rr.Diagnostics.HasErrors() || rr.RoundTrips != 1 {
+					b.Fatalf("read: %d round trips, %v", rr.RoundTrips, rr.Diagnostics.Err())
+				}
+				return digestOf(rr.Results[0].NewState)
+			}
+			digests = append(digests, read()) // connect
+			n := 0
+			for b.Loop() {
+				read()
+				n++
+			}
+			pool.Close()
+			if !bn.WaitIdle(10 * time.Second) {
+				b.Fatal("the connection did not end")
+			}
+			after, err := bn.ChildCPU()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64((after-before).Microseconds())/1000/float64(n+1), "node-cpu-ms/op")
+		})
+	}
+	if len(digests) == 2 && digests[0] != digests[1] {
+		b.Errorf("digests differ: script %s, helper %s", digests[0], digests[1])
+	}
 }

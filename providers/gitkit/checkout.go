@@ -251,10 +251,11 @@ func parseObservation(line string) observation {
 	return observation{err: fmt.Sprintf("unexpected output %q", line)}
 }
 
-// walk runs walk.sh for paths (one remote command) and hashes the
-// listings here. state is walkOK, or why read.sh must answer instead.
-func walk(ctx context.Context, conn node.Conn, paths []string, become bool) ([]observation, walkState, error) {
-	res, err := conn.Run(ctx, node.Cmd{Argv: shArgv(walkScript, paths...), Become: become})
+// walk runs walk.sh for paths (one remote command: the node helper's walk
+// where n has it) and hashes the listings here. state is walkOK, or why
+// read.sh must answer instead.
+func walk(ctx context.Context, conn node.Conn, n sdk.Node, paths []string, become bool) ([]observation, walkState, error) {
+	res, err := conn.Run(ctx, node.Cmd{Argv: walkArgv(node.HelperPath(n), paths...), Become: become})
 	var ee *node.ExitError
 	if errors.As(err, &ee) {
 		return nil, walkFailed, nil // read.sh says what it was
@@ -383,10 +384,10 @@ func runErrText(err error) string {
 // allows become, once more as root. It returns the round trips made.
 func readPaths(ctx context.Context, conn node.Conn, n sdk.Node, paths []string) ([]observation, int, error) {
 	// walk.sh as the user; a tree it cannot read, as root where allowed.
-	obs, state, err := walk(ctx, conn, paths, false)
+	obs, state, err := walk(ctx, conn, n, paths, false)
 	trips := 1
 	if err == nil && state == walkFailed && n.Become {
-		obs, state, err = walk(ctx, conn, paths, true)
+		obs, state, err = walk(ctx, conn, n, paths, true)
 		trips++
 	}
 	if err != nil || state == walkOK {

@@ -50,6 +50,15 @@
 // folders it made and their record (or, when it cannot, stays in state
 // with its tree absent, for destroy to finish).
 //
+// Read: one remote command per node for all its checkouts, walk.sh: the
+// node lists each tree (GNU find -printf and sha256sum) and the provider
+// sorts and hashes the listing (tree_digest's value). Where the node has
+// the node helper (node.HelperPath) the script execs its walk subcommand,
+// which prints the same listing from one process; without it, the tools.
+// What the walk leaves (a newline in a name, busybox tools, a tree the
+// user may not read: read.sh says why) goes to read.sh, and a tree only
+// root may read is read again through sudo on a become node.
+//
 // Progress: the phases (cloning, checking out, staging) and git's own
 // fetch progress (git fetch --progress on the node, parsed: "fetching:
 // receiving objects, 1.20 MiB | 500.00 KiB/s" with Current/Total in

@@ -2,6 +2,8 @@ package gitkit
 
 import (
 	_ "embed"
+
+	"github.com/sparkform/sparkform/providers/node"
 )
 
 // The remote scripts. Each runs as `sh -c PRELUDE+SCRIPT sh ARGS...`: user
@@ -24,6 +26,21 @@ var (
 // shArgv is the argv that runs script (with the prelude) with args as $1...
 func shArgv(script string, args ...string) []string {
 	return append([]string{"sh", "-c", prelude + "\n" + script, "sh"}, args...)
+}
+
+// helperArgv is shArgv for a script whose work the node helper's
+// subcommand sub does when the helper is at helper on the node
+// (node.HelperPath; "" none): the script gets helper as $1, and with the
+// helper there the shell execs it (one process in all); without, script
+// runs with args as $1... as shArgv runs it. sub is a constant.
+func helperArgv(helper, sub, script string, args ...string) []string {
+	head := "h=$1\nshift\n" + node.HelperShell("h") + `[ -n "$h" ] && exec "$h" ` + sub + ` "$@"` + "\n"
+	return append([]string{"sh", "-c", head + prelude + "\n" + script, "sh", helper}, args...)
+}
+
+// walkArgv runs walk.sh for paths, or the helper at helper ("" none).
+func walkArgv(helper string, paths ...string) []string {
+	return helperArgv(helper, "walk", walkScript, paths...)
 }
 
 // Exit codes of stage.sh and remove.sh.

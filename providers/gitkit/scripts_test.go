@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,7 +34,13 @@ func busyboxEnv(t *testing.T) (busybox, path string) {
 
 func runScript(t *testing.T, shell []string, env []string, script string, args ...string) string {
 	t.Helper()
-	argv := append(append([]string{}, shell...), shArgv(script, args...)[1:]...)
+	return runArgv(t, shell, env, shArgv(script, args...))
+}
+
+// runArgv runs argv (sh -c SCRIPT ...) with shell in place of its sh.
+func runArgv(t *testing.T, shell []string, env []string, argv []string) string {
+	t.Helper()
+	argv = append(append([]string{}, shell...), argv[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
@@ -186,7 +193,7 @@ func TestTreeDigestPinned(t *testing.T) {
 		}
 		// walk.sh leaves a newline in a name (and busybox's tools, which
 		// fail it) to read.sh.
-		argv := append(append([]string{}, sh.shell...), shArgv(walkScript, tree)[1:]...)
+		argv := append(append([]string{}, sh.shell...), walkArgv("", tree)[1:]...)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), sh.env...)
 		out, err := cmd.Output() // busybox's find refuses -printf: an error
@@ -207,7 +214,7 @@ func TestWalkDigest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runScript(t, []string{"sh"}, env, walkScript, tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree)
+	out := runArgv(t, []string{"sh"}, env, walkArgv("", tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree))
 	obs, st := parseWalk([]byte(out), 4)
 	if st != walkOK {
 		t.Fatalf("walk.sh printed %q: not a walk", out)
@@ -224,6 +231,14 @@ func TestWalkDigest(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "find\n"); n != 2 {
 		t.Errorf("walk.sh started find %d times for two trees, want 2", n)
+	}
+	// A helper path where no helper is (not installed, not executable):
+	// the script, as without one.
+	for _, h := range []string{filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), "~/.cache/sparkform/none"} {
+		out := runArgv(t, []string{"sh"}, env, walkArgv(h, tree, filepath.Join(dir, "nothing"), filepath.Join(dir, "file"), tree))
+		if got, st := parseWalk([]byte(out), 4); st != walkOK || !slices.Equal(got, want) {
+			t.Errorf("helper path %q: %+v (%v), want %+v", h, got, st, want)
+		}
 	}
 	// An unreadable tree is left to read.sh (which says why).
 	if _, st := parseWalk([]byte("walk\nd .\n#end 1\n"), 1); st != walkFailed {

@@ -1,4 +1,4 @@
-# walk.sh PATH...: read.sh's answers with the listing instead of its
+# walk.sh HELPER PATH...: read.sh's answers with the listing instead of its
 # digest, for the provider to sort and hash (tree_digest's value, without
 # the probe, sed, sort, sha256sum and subshells on the node: a read runs
 # on every plan). One block per PATH, in order:
@@ -11,6 +11,9 @@
 # error take read.sh instead (the provider runs it then).
 # The last tree's find runs in the shell's place (exec): its status is the
 # command's, and no "#end" follows it.
+# With the node helper at HELPER, the lines before this script (helperArgv)
+# exec its walk subcommand instead, which prints the same (in another
+# order) in one process: internal/nodehelper/walk.go.
 w='find . \( \( -name "*$nl*" -o -lname "*$nl*" \) -printf "#newline\n" -quit \) -o \( -type d -printf "d %p\n" \) \
 	-o \( -type l -printf "l %p -> %l\n" \) \
 	-o \( -type f -perm -100 -exec sha256sum --tag {} + \) \
