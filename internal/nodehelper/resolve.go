@@ -488,12 +488,13 @@ func (r *resolver) stderrLine(s string) { io.WriteString(r.errw, s+"\n") }
 // newlines as '?'.
 func (w *walker) runOdd(args []string) {
 	for _, a := range args {
-		w.printf("O\t", strings.Map(func(c rune) rune {
+		b := []byte(a) // tr works on bytes: names need not be UTF-8
+		for i, c := range b {
 			if c == '\t' || c == '\n' {
-				return '?'
+				b[i] = '?'
 			}
-			return c
-		}, a), "\n")
+		}
+		w.printf("O\t", string(b), "\n")
 	}
 }
 
