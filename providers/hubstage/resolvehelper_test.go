@@ -2,6 +2,7 @@ package hubstage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,16 +11,22 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/sparkform/sparkform/internal/nodehelper"
 	"github.com/sparkform/sparkform/internal/nodehelper/helpertest"
 	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
+	"github.com/sparkform/sparkform/providers/sdk/sdktest"
 )
 
 // helperFile writes the node helper where every user may run it.
@@ -354,4 +361,114 @@ func TestResolveHelperKnowsTheScriptsTexts(t *testing.T) {
 			t.Errorf("the script's %s text: %d bytes, the helper counts %d", tc.name, len(m[1]), tc.n)
 		}
 	}
+}
+
+// TestManifestSameWithHelper: on an sshd node, as a plain user and with
+// become, hubstage_manifest reads and plans the same with the node helper
+// installed and without it (SPARKFORM_NODE_HELPER=-): a quiet no-op
+// refresh and plan, a moved ref's drift and update plan, a broken hub's
+// warning. A refresh with the helper starts one process on the node (the
+// session's, which execs the helper); without it, find in the session's
+// place and realpath.
+func TestManifestSameWithHelper(t *testing.T) {
+	bed := testbed.StartT(t, 1)
+	nd := bed.Nodes[0]
+	h := newHub(t, t.TempDir())
+	repo, c1, c2 := modelHub(t, h)
+	cfg := config(t, map[string]cty.Value{"hub_dir": cty.StringVal(h.dir), "repo_id": cty.StringVal("coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw"), "target": cty.StringVal("/model")})
+	broken := filepath.Join(repo, "snapshots", c2, "engrams", "gone.bin")
+	for _, become := range []bool{false, true} {
+		var transcripts [2]string
+		for i, helper := range []bool{false, true} {
+			t.Run(fmt.Sprintf("become=%v/helper=%v", become, helper), func(t *testing.T) {
+				n := nd.SDK()
+				n.Become = become
+				if helper {
+					helpertest.Install(t, n)
+				} else {
+					t.Setenv(node.HelperEnv, "-")
+				}
+				h.ref(repo, "main", c1)
+				// The state as root on a local node of the same name: the
+				// trace below sees the connection and the refresh only.
+				local := sdk.Node{Name: n.Name, Transport: "local"}
+				st, pr := sdktest.Create(t, provider(t, []testNode{{name: "root", node: local, conn: node.NewLocal(n.Name)}}), TypeManifest, local, cfg)
+				var tr strings.Builder
+				fmt.Fprintf(&tr, "create: %s %s\n", st.GetAttr("commit").AsString(), st.GetAttr("digest").AsString())
+
+				if !nd.WaitIdle(10 * time.Second) {
+					t.Fatal("a connection of an earlier run is still open")
+				}
+				trace, err := nd.Trace()
+				must(t, err)
+				pool := node.NewPool()
+				defer pool.Close()
+				c, err := pool.Get(context.Background(), n)
+				must(t, err)
+				p := provider(t, []testNode{{name: "sshd", node: n, conn: c, dir: nd.Root}})
+				read := sdktest.Read(t, p, TypeManifest, n, st, pr)
+				ps, _ := trace.Stop(0) // the pool's connection stays open
+				walk := map[string]bool{"find": true, "realpath": true, "sh": true, filepath.Base(node.HelperPath(n)): true}
+				var started []string
+				for _, proc := range ps {
+					if name := proc.Program(); walk[name] {
+						started = append(started, name)
+					}
+				}
+				want := []string{"find", "realpath"}
+				if helper && userCanRun(t, n.User, node.HelperPath(n)) {
+					want = []string{filepath.Base(node.HelperPath(n))}
+				} else if helper {
+					// With become the walk runs as the login user first; a
+					// root-owned helper under a folder only root may enter
+					// (/var/lib/sparkform, 0700 once a restore record made
+					// it) is not theirs to run: the script's tools walk.
+					t.Logf("%s cannot run %s: the script walks", n.User, node.HelperPath(n))
+				}
+				slices.Sort(started)
+				if !slices.Equal(started, want) {
+					t.Errorf("a quiet refresh started %v on the node, want %v (all: %s)", started, want, ps.Programs())
+				}
+				t.Logf("processes: %s", ps.Programs())
+				fmt.Fprintf(&tr, "quiet read: same %v, %d diagnostics\n", read.NewState.RawEquals(st), len(read.Diagnostics))
+				pl := sdktest.Plan(t, p, TypeManifest, n, read.NewState, read.Private, cfg)
+				fmt.Fprintf(&tr, "quiet plan: no-op %v\n", pl.Planned.RawEquals(read.NewState))
+
+				h.ref(repo, "main", c2)
+				read = sdktest.Read(t, p, TypeManifest, n, st, pr)
+				fmt.Fprintf(&tr, "moved ref: %s\n", read.NewState.GetAttr(SummaryAttribute).AsString())
+				pl = sdktest.Plan(t, p, TypeManifest, n, read.NewState, read.Private, cfg)
+				fmt.Fprintf(&tr, "update plan: %s %s %s %v\n", pl.Planned.GetAttr("commit").AsString(), pl.Planned.GetAttr("digest").AsString(),
+					pl.Planned.GetAttr(SummaryAttribute).AsString(), pl.Diagnostics.Err())
+
+				h.link(broken, filepath.Join(repo, "blobs", sum("never")))
+				defer os.Remove(broken)
+				read = sdktest.Read(t, p, TypeManifest, n, st, pr)
+				for _, d := range read.Diagnostics {
+					fmt.Fprintf(&tr, "broken hub: %s: %s\n", d.Summary, d.Detail)
+				}
+				transcripts[i] = tr.String()
+				t.Log(transcripts[i])
+			})
+		}
+		if transcripts[0] != transcripts[1] {
+			t.Errorf("become=%v: with the helper the manifest behaves otherwise:\nwithout:\n%s\nwith:\n%s", become, transcripts[0], transcripts[1])
+		}
+	}
+}
+
+// userCanRun says whether user may execute p (sh's [ -x ], as the
+// script tests it).
+func userCanRun(t *testing.T, name, p string) bool {
+	t.Helper()
+	u, err := user.Lookup(name)
+	must(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		p = filepath.Join(u.HomeDir, rest)
+	}
+	cmd := exec.Command("sh", "-c", `[ -x "$1" ]`, "sh", p)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	return cmd.Run() == nil
 }
