@@ -260,16 +260,23 @@ func utf8Locale() bool {
 // end.
 type batch struct {
 	initial, chars, max int
-	args                []string
-	run                 func([]string)
+	args                []batchArg
+	run                 func([]batchArg)
 }
 
-func (b *batch) push(p string) {
-	if b.chars+len(p)+1 > b.max && len(b.args) > 0 {
+// batchArg is one argument, with what the helper found for it when it
+// met it (realpath's answer).
+type batchArg struct {
+	path, real string
+	err        error
+}
+
+func (b *batch) push(a batchArg) {
+	if b.chars+len(a.path)+1 > b.max && len(b.args) > 0 {
 		b.flush()
 	}
-	b.args = append(b.args, p)
-	b.chars += len(p) + 1
+	b.args = append(b.args, a)
+	b.chars += len(a.path) + 1
 }
 
 func (b *batch) flush() {
@@ -286,7 +293,7 @@ type walker struct {
 	rc             int
 	odd, real, bad *batch
 	active         map[devIno]string // the folders being walked: fts's cycle check
-	rp             realpather
+	rp             *realpather
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -306,7 +313,8 @@ func (r *resolver) walk() int {
 	if err != nil {
 		cwd = "."
 	}
-	w.rp = realpather{cwd: cwd, dirs: map[string]struct{}{}}
+	w.rp = newRealpather()
+	defer w.rp.close()
 	var st unix.Stat_t
 	if err := unix.Stat(".", &st); err != nil {
 		w.complain(".", err)
@@ -316,7 +324,7 @@ func (r *resolver) walk() int {
 		if err != nil {
 			w.complain(".", err)
 		} else {
-			w.dir(fd, ".", 1)
+			w.dir(fd, ".", cwd, 1)
 			unix.Close(fd)
 		}
 	}
@@ -326,8 +334,9 @@ func (r *resolver) walk() int {
 	return w.rc
 }
 
-// dir visits the entries of the open folder fd (path p), at depth d.
-func (w *walker) dir(fd int, p string, d int) {
+// dir visits the entries of the open folder fd (path p, real path
+// phys), at depth d.
+func (w *walker) dir(fd int, p, phys string, d int) {
 	names, inos, err := readNames(fd)
 	if err != nil {
 		w.complain(p, err)
@@ -355,7 +364,7 @@ func (w *walker) dir(fd int, p string, d int) {
 	}
 	inos = nil
 	for _, name := range names {
-		w.entry(fd, p+"/"+name, name, d)
+		w.entry(fd, p+"/"+name, phys, name, d)
 	}
 }
 
@@ -367,7 +376,7 @@ const (
 )
 
 // entry is find's consider_visiting for one entry at depth d.
-func (w *walker) entry(dirfd int, p, name string, d int) {
+func (w *walker) entry(dirfd int, p, phys, name string, d int) {
 	var st unix.Stat_t
 	kind := kindOther
 	err := unix.Fstatat(dirfd, name, &st, 0)
@@ -399,14 +408,17 @@ func (w *walker) entry(dirfd int, p, name string, d int) {
 	}
 	switch {
 	case strings.ContainsAny(name, "\n\t"):
-		w.odd.push(p)
+		w.odd.push(batchArg{path: p})
 	case kind == kindFile:
 		w.printf("F\t", strconv.FormatInt(st.Size, 10), "\t", findTime(st.Mtim), "\t", p, "\n")
-		w.real.push(p)
+		// The real path now, while the folder is open: one lookup per link
+		// and no walk from / (realpath would run later on the path).
+		rp, err := w.rp.resolveAt(dirfd, phys, name)
+		w.real.push(batchArg{path: p, real: rp, err: err})
 	case kind == kindDir:
 		w.printf("D\t", p, "\n")
 	default:
-		w.bad.push(p)
+		w.bad.push(batchArg{path: p})
 	}
 	if kind != kindDir || d >= w.maxd {
 		return
@@ -419,7 +431,11 @@ func (w *walker) entry(dirfd int, p, name string, d int) {
 	defer unix.Close(fd)
 	k := devIno{uint64(st.Dev), st.Ino}
 	w.active[k] = p
-	w.dir(fd, p, d+1)
+	sub, err := w.rp.resolveAt(dirfd, phys, name)
+	if err != nil {
+		sub = phys + "/" + name // only real paths of its files use it; they fail alike
+	}
+	w.dir(fd, p, sub, d+1)
 	delete(w.active, k)
 }
 
@@ -486,9 +502,9 @@ func (r *resolver) stderrLine(s string) { io.WriteString(r.errw, s+"\n") }
 
 // runOdd is the script's odd helper: "O\t" and the name with tabs and
 // newlines as '?'.
-func (w *walker) runOdd(args []string) {
+func (w *walker) runOdd(args []batchArg) {
 	for _, a := range args {
-		b := []byte(a) // tr works on bytes: names need not be UTF-8
+		b := []byte(a.path) // tr works on bytes: names need not be UTF-8
 		for i, c := range b {
 			if c == '\t' || c == '\n' {
 				b[i] = '?'
@@ -499,22 +515,22 @@ func (w *walker) runOdd(args []string) {
 }
 
 // runReal is realpath over a batch.
-func (w *walker) runReal(args []string) {
+func (w *walker) runReal(args []batchArg) {
 	for _, a := range args {
-		rp, err := w.rp.resolve(a)
-		if err != nil {
+		if a.err != nil {
 			w.rc = 1
-			w.stderrLine("realpath: " + a + ": " + errText(err))
+			w.stderrLine("realpath: " + a.path + ": " + errText(a.err))
 			continue
 		}
-		w.printf(rp, "\n")
+		w.printf(a.real, "\n")
 	}
 }
 
 // runBad is the script's bad helper: an X record per entry, following a
 // link chain by hand (at most 40 links) to say where it ends.
-func (w *walker) runBad(args []string) {
-	for _, f := range args {
+func (w *walker) runBad(args []batchArg) {
+	for _, a := range args {
+		f := a.path
 		if !isLink(f) {
 			w.printf("X\tspecial\t", f, "\t-\t-\n")
 			continue
@@ -555,21 +571,48 @@ func isLink(p string) bool {
 	return unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
-// realpather resolves walk paths as realpath(1) does, remembering the
-// real folders it met so that a snapshot's files, which share a few
-// folders, cost one lstat or two each rather than one per component.
+// realpather finds real paths as realpath(1) does, by readlinkat in
+// folders it keeps open: a file of a snapshot costs one lookup per link
+// of its chain (a snapshot link, a repo blob link, the blob) where
+// realpath walks every component of every path from /.
 type realpather struct {
-	cwd  string // the physical working folder
-	dirs map[string]struct{}
+	dirs map[string]int // real folder path -> an O_PATH descriptor
 }
 
-func (r *realpather) resolve(p string) (string, error) {
-	dest := r.cwd
-	if strings.HasPrefix(p, "/") {
-		dest = "/"
+// maxDirFDs bounds the open folders; past it they are all closed.
+const maxDirFDs = 512
+
+func newRealpather() *realpather { return &realpather{dirs: map[string]int{}} }
+
+func (r *realpather) close() {
+	for _, fd := range r.dirs {
+		unix.Close(fd)
 	}
-	rest := p
+	clear(r.dirs)
+}
+
+// dirFD is a descriptor of the real folder p.
+func (r *realpather) dirFD(p string) (int, error) {
+	if fd, ok := r.dirs[p]; ok {
+		return fd, nil
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	r.dirs[p] = fd
+	return fd, nil
+}
+
+// resolveAt is the real path of name in the folder dirfd, whose real
+// path is phys.
+func (r *realpather) resolveAt(dirfd int, phys, name string) (string, error) {
+	if len(r.dirs) > maxDirFDs {
+		r.close()
+	}
+	dfd, dest, rest := dirfd, phys, name
 	links := 0
+	buf := make([]byte, 4096)
 	for rest != "" {
 		var comp string
 		comp, rest, _ = strings.Cut(rest, "/")
@@ -582,45 +625,53 @@ func (r *realpather) resolve(p string) (string, error) {
 			} else {
 				dest = "/"
 			}
+			fd, err := r.dirFD(dest)
+			if err != nil {
+				return "", err
+			}
+			dfd = fd
 			continue
 		}
 		next := dest + "/" + comp
 		if dest == "/" {
 			next = "/" + comp
 		}
-		if _, ok := r.dirs[next]; ok {
-			dest = next
+		if fd, ok := r.dirs[next]; ok && rest != "" {
+			dest, dfd = next, fd
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(next, &st); err != nil {
-			return "", err
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			if links++; links > 40 {
-				return "", unix.ELOOP
+		n, err := unix.Readlinkat(dfd, comp, buf)
+		switch {
+		case err == unix.EINVAL: // not a link
+			if rest == "" {
+				return next, nil
 			}
-			t, err := os.Readlink(next)
+			fd, err := unix.Openat(dfd, comp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return "", err
 			}
+			r.dirs[next] = fd
+			dest, dfd = next, fd
+		case err != nil:
+			return "", err
+		case n >= len(buf):
+			return "", unix.ENAMETOOLONG
+		default:
+			if links++; links > 40 {
+				return "", unix.ELOOP
+			}
+			t := string(buf[:n])
 			if strings.HasPrefix(t, "/") {
 				dest = "/"
+				if dfd, err = r.dirFD("/"); err != nil {
+					return "", err
+				}
 			}
 			if rest != "" {
 				t += "/" + rest
 			}
 			rest = t
-			continue
-		case unix.S_IFDIR:
-			r.dirs[next] = struct{}{}
-		default:
-			if rest != "" {
-				return "", unix.ENOTDIR
-			}
 		}
-		dest = next
 	}
 	return dest, nil
 }

@@ -30,7 +30,7 @@ import (
 )
 
 // helperFile writes the node helper where every user may run it.
-func helperFile(t *testing.T) string {
+func helperFile(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hubstage-helper")
 	must(t, err)
@@ -150,6 +150,22 @@ var diffTrees = []diffTree{
 		must(t, syscall.Mkfifo(filepath.Join(snap, "pipe"), 0o644))
 		h.link(filepath.Join(snap, "escape"), filepath.Join(filepath.Dir(h.dir), "outside"))
 		must(t, os.WriteFile(filepath.Join(filepath.Dir(h.dir), "outside"), []byte("o"), 0o644))
+		return []*spec{hfSpec(h, "org/m", commitOf("a"))}
+	}},
+	{name: "link chains", build: func(t *testing.T, h *hub) []*spec {
+		repo := h.repo("model", "org/m")
+		snap := h.snapshot(repo, commitOf("a"), map[string]string{"config.json": "{}", "sub/w.bin": "w"}, true)
+		// A folder link in the hub, an absolute target, a link to a link
+		// beside it, "." and "//" in targets, and a file reached through
+		// a folder link of the snapshot.
+		must(t, os.Symlink("blobs", filepath.Join(h.dir, "blobs-alias")))
+		sha := sum("w")
+		must(t, os.Symlink("../../../blobs-alias/"+sha[:2]+"/"+sha, filepath.Join(snap, "via-alias.bin")))
+		must(t, os.Symlink(filepath.Join(h.dir, "blobs", sha[:2], sha), filepath.Join(snap, "absolute.bin")))
+		must(t, os.Symlink("config.json", filepath.Join(snap, "to-config.bin")))
+		must(t, os.Symlink(".//./sub/../sub//w.bin", filepath.Join(snap, "dots.bin")))
+		must(t, os.Symlink("sub", filepath.Join(snap, "sub-link")))
+		must(t, os.Symlink("../sub-link/w.bin", filepath.Join(snap, "sub", "back.bin")))
 		return []*spec{hfSpec(h, "org/m", commitOf("a"))}
 	}},
 	{name: "awkward names", build: func(t *testing.T, h *hub) []*spec {
@@ -471,4 +487,72 @@ func userCanRun(t *testing.T, name, p string) bool {
 	cmd := exec.Command("sh", "-c", `[ -x "$1" ]`, "sh", p)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	return cmd.Run() == nil
+}
+
+// helperBenchHub builds a hub with one snapshot of n files in the shared
+// blob chain (snapshot -> repo blob -> hub blob), a few folders deep.
+func helperBenchHub(b *testing.B, n int) (*hub, *spec) {
+	h := newHub(b, b.TempDir())
+	repo := h.repo("model", "org/m")
+	files := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		files[fmt.Sprintf("shards/g%02d/model-%05d-of-%05d.safetensors", i%10, i, n)] = fmt.Sprint("weights ", i)
+	}
+	h.snapshot(repo, commitOf("a"), files, true)
+	h.ref(repo, "main", commitOf("a"))
+	s := &spec{HubDir: h.dir, RepoID: "org/m", RepoType: "model", Revision: "main", Target: "/model"}
+	must(b, s.check())
+	return h, s
+}
+
+// BenchmarkResolveHelper reads a 300- and a 1,000-file snapshot with the
+// resolve script's tools and with the node helper: "node" runs the
+// script here as the node would (node-cpu-ms/op is the CPU of the
+// processes it started: sh, find, realpath or the helper), "sshd" is the
+// provider's read over SSH to a bed node (wall).
+func BenchmarkResolveHelper(b *testing.B) {
+	hp := helperFile(b)
+	bed := testbed.StartT(b, 1)
+	nd := bed.Nodes[0]
+	for _, n := range []int{300, 1000} {
+		_, s := helperBenchHub(b, n)
+		groups := []string{s.HubDir, s.repoDir(), s.Revision, s.ManifestPath}
+		for _, mode := range []string{"script", "helper"} {
+			h := ""
+			if mode == "helper" {
+				h = hp
+			}
+			b.Run(fmt.Sprintf("%d/%s/node", n, mode), func(b *testing.B) {
+				before := childCPU()
+				for i := 0; i < b.N; i++ {
+					cmd := exec.Command("sh", append([]string{"-c", resolveScript, "sh", h, strconv.Itoa(maxDepth), "1", "#m"}, groups...)...)
+					out, err := cmd.Output()
+					if err != nil || bytes.Count(out, []byte("\nF\t")) != n {
+						b.Fatalf("%v: %d files", err, bytes.Count(out, []byte("\nF\t")))
+					}
+				}
+				b.ReportMetric(float64((childCPU()-before).Microseconds())/1000/float64(b.N), "node-cpu-ms/op")
+			})
+			b.Run(fmt.Sprintf("%d/%s/sshd", n, mode), func(b *testing.B) {
+				sn := nd.SDK()
+				if mode == "helper" {
+					helpertest.Install(b, sn)
+				} else {
+					b.Setenv(node.HelperEnv, "-")
+				}
+				pool := node.NewPool()
+				defer pool.Close()
+				c, err := pool.Get(context.Background(), sn)
+				must(b, err)
+				r := resourceFor([]testNode{{name: "sshd", node: sn, conn: c}})
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					res, err := r.resolveOne(context.Background(), sn, s)
+					if err != nil || len(res.Entries) != n {
+						b.Fatalf("%v: %d entries", err, len(res.Entries))
+					}
+				}
+			})
+		}
+	}
 }
