@@ -180,6 +180,10 @@ done
 var resolveHelper = node.HelperShell("h") + `[ -n "$h" ] && [ -n "$2" ] && exec "$h" resolve "$@"
 `
 
+// helperUsage is the node helper's status for a subcommand it does not
+// have (nodehelper.ExitUsage).
+const helperUsage = 125
+
 // rawFile is a regular file the walk found.
 type rawFile struct {
 	Path, Real  string
@@ -278,6 +282,13 @@ func resolveMode(ctx context.Context, conn node.Conn, helper string, become bool
 		exit = ee.ExitCode
 	} else if err != nil {
 		return nil, fmt.Errorf("%w on %s: %v", ErrWalk, conn.Name(), err)
+	}
+	if helper != "" && ee != nil && len(res.Stdout) == 0 && (exit == helperUsage || exit == 126 || exit == 127) {
+		// The helper refused the subcommand (one older than this script:
+		// not while its path carries this build's id) or could not be
+		// exec'd; its output starts with "I" otherwise. The script's
+		// tools answer.
+		return resolveMode(ctx, conn, "", become, specs, gnu)
 	}
 	items, perr := parseResolve(res.Stdout, exit)
 	if ee != nil && (perr != nil || len(items) == 0 || !items[len(items)-1].execEnded) {

@@ -556,3 +556,29 @@ func BenchmarkResolveHelper(b *testing.B) {
 		}
 	}
 }
+
+// A helper that refuses resolve (exit 125: one older than the script) or
+// cannot be exec'd (a folder at its path: 126) leaves the walk to the
+// script's tools: the same result as without a helper. (The script exec'd
+// it and the read failed.)
+func TestResolveHelperRefusedFallsBack(t *testing.T) {
+	h := newHub(t, t.TempDir())
+	_, c1, _ := modelHub(t, h)
+	s := &spec{HubDir: h.dir, RepoID: "coolbho3k/DeepSeek-V4.1-Flash-EXL3-3bpw", RepoType: "model", Revision: "main", Target: "/model"}
+	must(t, s.check())
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old-helper")
+	must(t, os.WriteFile(old, []byte("#!/bin/sh\necho 'sparkform-node: unknown subcommand \"resolve\"' >&2\nexit 125\n"), 0o755))
+	conn := node.NewLocal("node.local")
+	want, err := resolveMode(context.Background(), conn, "", false, []*spec{s}, "1")
+	must(t, err)
+	for _, helper := range []string{old, dir} {
+		items, err := resolveMode(context.Background(), conn, helper, false, []*spec{s}, "1")
+		if err != nil {
+			t.Fatalf("helper %s: %v", helper, err)
+		}
+		if !reflect.DeepEqual(items, want) || items[0].Commit != c1 || len(items[0].Files) != 5 {
+			t.Errorf("helper %s: %+v, want %+v", helper, items[0], want[0])
+		}
+	}
+}
