@@ -218,7 +218,16 @@ var diffTrees = []diffTree{
 		must(t, os.WriteFile(filepath.Join(mdir, "there"), []byte("a\tb\n"), 0o644))
 		must(t, os.WriteFile(filepath.Join(mdir, "closed"), []byte("x"), 0o600))
 		with := func(s *spec, mp string) *spec { s.ManifestPath = filepath.Join(mdir, mp); return s }
+		// The hub behind a link, and a snapshot folder that is a link.
+		alias := filepath.Join(filepath.Dir(h.dir), "hub-link")
+		must(t, os.Symlink(h.dir, alias))
+		h.snapshot(repo, commitOf("elsewhere"), map[string]string{"sub/x.bin": "x"}, true)
+		must(t, os.Symlink(commitOf("elsewhere"), filepath.Join(repo, "snapshots", commitOf("l"))))
+		linked := hfSpec(h, "org/m", commitOf("l"))
+		linked.HubDir = alias
 		return []*spec{
+			linked,
+			with(hfSpec(h, "org/m", commitOf("a")), "."),
 			{HubDir: filepath.Join(h.dir, "nope"), RepoID: "org/m", RepoType: "model", Revision: "main"},
 			hfSpec(h, "org/other", "main"),
 			with(hfSpec(h, "org/m", "main"), "there"),
