@@ -193,8 +193,8 @@ func fileSHA(p string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// firstLine is `IFS= read -r c < F`: the bytes before the first newline
-// ("" when F cannot be opened).
+// firstLine is `IFS= read -r c < F`: the bytes before the first newline,
+// less NUL bytes (dash's read drops them); "" when F cannot be opened.
 func firstLine(p string) string {
 	f, err := os.Open(p)
 	if err != nil {
@@ -202,7 +202,7 @@ func firstLine(p string) string {
 	}
 	defer f.Close()
 	b, _ := bufio.NewReader(f).ReadString('\n')
-	return strings.TrimSuffix(b, "\n")
+	return strings.ReplaceAll(strings.TrimSuffix(b, "\n"), "\x00", "")
 }
 
 // The texts of the script's odd and bad helpers: their length counts

@@ -210,6 +210,7 @@ var diffTrees = []diffTree{
 		h.ref(repo, "main", commitOf("a")+"\nrest")
 		h.ref(repo, "bad", "../../etc")
 		h.ref(repo, "short", "abc")
+		h.ref(repo, "nul", commitOf("a")[:20]+"\x00"+commitOf("a")[20:])
 		h.ref(repo, "nosnap", commitOf("zz"))
 		h.ref(repo, "closed", commitOf("a"))
 		chmod(t, filepath.Join(repo, "refs", "closed"), 0)
@@ -234,6 +235,7 @@ var diffTrees = []diffTree{
 			with(hfSpec(h, "org/m", "missing-ref"), "missing"),
 			with(hfSpec(h, "org/m", "bad"), "closed"),
 			hfSpec(h, "org/m", "short"),
+			hfSpec(h, "org/m", "nul"),
 			hfSpec(h, "org/m", "closed"),
 			hfSpec(h, "org/m", "nosnap"),
 			hfSpec(h, "org/m", commitOf("a")),
