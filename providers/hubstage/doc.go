@@ -14,7 +14,10 @@
 //   - Resolution runs ON THE NODE in one remote command (a POSIX sh script
 //     of find -L, stat -L, realpath; GNU and busybox), whatever the number
 //     of files: one command per Read batch (every instance on the node),
-//     one per Plan and one per Apply. Include/exclude globs are matched in
+//     one per Plan and one per Apply. Where the node helper is installed
+//     (node.HelperPath) the script execs `sparkform-node resolve`, which
+//     prints what the script's GNU find path prints: one process per
+//     command instead of find, realpath and a shell per odd batch. Include/exclude globs are matched in
 //     the provider afterwards, with huggingface_hub allow_patterns rules.
 //   - Rules, each a clear error naming the file and wrapping a sentinel of
 //     errors.go: every source is a regular file after resolution, inside

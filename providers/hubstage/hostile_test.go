@@ -30,7 +30,7 @@ func TestHostilePathsRunNothing(t *testing.T) {
 			if err := s.check(); err != nil {
 				t.Fatalf("tab-free hostile names are valid config: %v", err)
 			}
-			items, _, err := runResolve(ctx, n.conn, false, []*spec{s})
+			items, _, err := runResolve(ctx, n.conn, n.node, []*spec{s})
 			if err != nil {
 				t.Fatal(err)
 			}

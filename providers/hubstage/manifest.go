@@ -188,7 +188,7 @@ func (m *manifest) resolveOne(ctx context.Context, n sdk.Node, s *spec) (*resolu
 	if err != nil {
 		return nil, err
 	}
-	raws, _, err := runResolve(ctx, conn, n.Become, []*spec{s})
+	raws, _, err := runResolve(ctx, conn, n, []*spec{s})
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (m *manifest) Read(ctx context.Context, n sdk.Node, items []sdk.ReadItem) (
 	if err != nil {
 		return results, 0, sdk.Diagnostics{sdk.FromError("Cannot reach node "+n.Name, err)}
 	}
-	raws, trips, err := runResolve(ctx, conn, n.Become, specs)
+	raws, trips, err := runResolve(ctx, conn, n, specs)
 	if err != nil {
 		return results, trips, sdk.Diagnostics{sdk.FromError("Cannot refresh hubstage_manifest on "+n.Name, err)}
 	}
@@ -388,7 +388,7 @@ func (m *manifest) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		return fail("Invalid hubstage_manifest", err)
 	}
 	progress(sdk.Progress{Message: "resolving " + s.RepoID + "@" + s.Revision, Elapsed: time.Since(start)})
-	raws, _, err := runResolve(ctx, conn, req.Node.Become, []*spec{s})
+	raws, _, err := runResolve(ctx, conn, req.Node, []*spec{s})
 	if err != nil {
 		return fail("Cannot resolve "+s.RepoID+" on "+req.Node.Name, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // Entry is one file of a resolved snapshot: the real blob on the node and
@@ -52,8 +53,13 @@ type resolution struct {
 const maxDepth = 64
 
 // resolveScript walks and resolves every instance given in its arguments
-// in one remote command. Arguments come in groups of four: hub_dir, repo
-// folder, revision, manifest_path (empty: none). It needs only a POSIX sh,
+// in one remote command. Its first argument is the node helper's path
+// (node.HelperPath; "" none), then maxd, gnu and the stderr marker, then
+// groups of four: hub_dir, repo folder, revision, manifest_path (empty:
+// none). With the helper there and gnu set, the script execs
+// `sparkform-node resolve` with the rest (internal/nodehelper/resolve.go):
+// one process prints what the GNU path below prints, where the script
+// starts find, realpath and a shell per odd batch. It needs only a POSIX sh,
 // find (-L, -exec +), stat -L -c, realpath, readlink, sha256sum: GNU and
 // busybox both have them. Output, one record per line, tab-separated:
 //
@@ -85,7 +91,8 @@ const maxDepth = 64
 // names where the full paths filled two or more, and takes half the time.
 // A snapshot folder the user cannot enter is a W record, as find's
 // complaints are.
-const resolveScript = `set -u
+var resolveScript = `h=$1; shift
+` + resolveHelper + `set -u
 nl='
 '
 tab='` + "\t" + `'
@@ -167,6 +174,16 @@ while [ $# -ge 4 ]; do
 done
 `
 
+// resolveHelper sets h to the helper or clears it, and execs it when
+// there is one and find's -printf is asked for (the helper has only the
+// GNU path's output).
+var resolveHelper = node.HelperShell("h") + `[ -n "$h" ] && [ -n "$2" ] && exec "$h" resolve "$@"
+`
+
+// helperUsage is the node helper's status for a subcommand it does not
+// have (nodehelper.ExitUsage).
+const helperUsage = 125
+
 // rawFile is a regular file the walk found.
 type rawFile struct {
 	Path, Real  string
@@ -206,12 +223,13 @@ type rawItem struct {
 // ref or manifest shows up as an error there): one sudo less per
 // refresh, and the same answer, since root reads what the user reads.
 // It returns the round trips made.
-func runResolve(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, int, error) {
-	items, err := resolveAs(ctx, conn, false, specs)
+func runResolve(ctx context.Context, conn node.Conn, n sdk.Node, specs []*spec) ([]*rawItem, int, error) {
+	helper, become := node.HelperPath(n), n.Become
+	items, err := resolveAs(ctx, conn, helper, false, specs)
 	if !become || (err == nil && walkedClean(items)) {
 		return items, 1, err
 	}
-	items, err = resolveAs(ctx, conn, true, specs)
+	items, err = resolveAs(ctx, conn, helper, true, specs)
 	return items, 2, err
 }
 
@@ -228,16 +246,16 @@ func walkedClean(items []*rawItem) bool {
 // resolveAs runs resolveScript for specs once, as root when become: with
 // GNU find's -printf, and once more without it when find refused it
 // (busybox).
-func resolveAs(ctx context.Context, conn node.Conn, become bool, specs []*spec) ([]*rawItem, error) {
+func resolveAs(ctx context.Context, conn node.Conn, helper string, become bool, specs []*spec) ([]*rawItem, error) {
 	if _, ok := noPrintf.Load(conn); ok {
-		return resolveMode(ctx, conn, become, specs, "")
+		return resolveMode(ctx, conn, helper, become, specs, "")
 	}
-	items, err := resolveMode(ctx, conn, become, specs, "1")
+	items, err := resolveMode(ctx, conn, helper, become, specs, "1")
 	if err == nil && slices.ContainsFunc(items, func(it *rawItem) bool {
 		return it.FindRC != 0 && slices.ContainsFunc(it.FindErrs, func(e string) bool { return strings.Contains(e, "-printf") })
 	}) {
 		noPrintf.Store(conn, true)
-		return resolveMode(ctx, conn, become, specs, "")
+		return resolveMode(ctx, conn, helper, become, specs, "")
 	}
 	return items, err
 }
@@ -247,11 +265,11 @@ func resolveAs(ctx context.Context, conn node.Conn, become bool, specs []*spec) 
 var noPrintf sync.Map
 
 // resolveMode is one run of resolveScript; gnu is its GNU find argument.
-func resolveMode(ctx context.Context, conn node.Conn, become bool, specs []*spec, gnu string) ([]*rawItem, error) {
+func resolveMode(ctx context.Context, conn node.Conn, helper string, become bool, specs []*spec, gnu string) ([]*rawItem, error) {
 	var mark [8]byte
 	_, _ = rand.Read(mark[:])
 	wmark := "#sparkform-find-" + hex.EncodeToString(mark[:])
-	argv := []string{"sh", "-c", resolveScript, "sh", strconv.Itoa(maxDepth), gnu, wmark}
+	argv := []string{"sh", "-c", resolveScript, "sh", helper, strconv.Itoa(maxDepth), gnu, wmark}
 	for _, s := range specs {
 		argv = append(argv, s.HubDir, s.repoDir(), s.Revision, s.ManifestPath)
 	}
@@ -264,6 +282,13 @@ func resolveMode(ctx context.Context, conn node.Conn, become bool, specs []*spec
 		exit = ee.ExitCode
 	} else if err != nil {
 		return nil, fmt.Errorf("%w on %s: %v", ErrWalk, conn.Name(), err)
+	}
+	if helper != "" && ee != nil && len(res.Stdout) == 0 && (exit == helperUsage || exit == 126 || exit == 127) {
+		// The helper refused the subcommand (one older than this script:
+		// not while its path carries this build's id) or could not be
+		// exec'd; its output starts with "I" otherwise. The script's
+		// tools answer.
+		return resolveMode(ctx, conn, "", become, specs, gnu)
 	}
 	items, perr := parseResolve(res.Stdout, exit)
 	if ee != nil && (perr != nil || len(items) == 0 || !items[len(items)-1].execEnded) {

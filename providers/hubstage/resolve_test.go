@@ -17,7 +17,7 @@ func resolveOn(t *testing.T, n testNode, s *spec) (*resolution, error) {
 	if err := s.check(); err != nil {
 		t.Fatalf("spec: %v", err)
 	}
-	raws, _, err := runResolve(context.Background(), n.conn, false, []*spec{s})
+	raws, _, err := runResolve(context.Background(), n.conn, n.node, []*spec{s})
 	if err != nil {
 		t.Fatalf("runResolve on %s: %v", n.name, err)
 	}
