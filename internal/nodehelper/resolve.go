@@ -286,23 +286,23 @@ func (b *batch) flush() {
 	b.args, b.chars = b.args[:0], b.initial
 }
 
-// walker is one walk of a snapshot folder (the process's working
+// resolveWalker is one walk of a snapshot folder (the process's working
 // folder).
-type walker struct {
+type resolveWalker struct {
 	*resolver
 	rc             int
 	odd, real, bad *batch
-	active         map[devIno]string // the folders being walked: fts's cycle check
+	active         map[resolveDevIno]string // the folders being walked: fts's cycle check
 	rp             *realpather
 }
 
-type devIno struct{ dev, ino uint64 }
+type resolveDevIno struct{ dev, ino uint64 }
 
 // Initial arguments of each -exec: "sh -c SCRIPT sh" and "realpath".
 const shArgs = len("sh") + 1 + len("-c") + 1 + len("sh") + 1
 
 func (r *resolver) walk() int {
-	w := &walker{resolver: r, active: map[devIno]string{}}
+	w := &resolveWalker{resolver: r, active: map[resolveDevIno]string{}}
 	w.odd = &batch{initial: shArgs + ResolveOddLen + 1, max: r.argMax, run: w.runOdd}
 	w.real = &batch{initial: len("realpath") + 1, max: r.argMax, run: w.runReal}
 	w.bad = &batch{initial: shArgs + ResolveBadLen + 1, max: r.argMax, run: w.runBad}
@@ -319,7 +319,7 @@ func (r *resolver) walk() int {
 	if err := unix.Stat(".", &st); err != nil {
 		w.complain(".", err)
 	} else if r.maxd > 0 {
-		w.active[devIno{uint64(st.Dev), st.Ino}] = "."
+		w.active[resolveDevIno{uint64(st.Dev), st.Ino}] = "."
 		fd, err := unix.Open(".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			w.complain(".", err)
@@ -336,7 +336,7 @@ func (r *resolver) walk() int {
 
 // dir visits the entries of the open folder fd (path p, real path
 // phys), at depth d.
-func (w *walker) dir(fd int, p, phys string, d int) {
+func (w *resolveWalker) dir(fd int, p, phys string, d int) {
 	names, inos, err := readNames(fd)
 	if err != nil {
 		w.complain(p, err)
@@ -376,7 +376,7 @@ const (
 )
 
 // entry is find's consider_visiting for one entry at depth d.
-func (w *walker) entry(dirfd int, p, phys, name string, d int) {
+func (w *resolveWalker) entry(dirfd int, p, phys, name string, d int) {
 	var st unix.Stat_t
 	kind := kindOther
 	err := unix.Fstatat(dirfd, name, &st, 0)
@@ -387,7 +387,7 @@ func (w *walker) entry(dirfd int, p, phys, name string, d int) {
 			kind = kindFile
 		case unix.S_IFDIR:
 			kind = kindDir
-			if anc, loop := w.active[devIno{uint64(st.Dev), st.Ino}]; loop {
+			if anc, loop := w.active[resolveDevIno{uint64(st.Dev), st.Ino}]; loop {
 				w.rc = 1
 				w.stderrLine("find: File system loop detected; " + w.quote(p) + " is part of the same file system loop as " + w.quote(anc) + ".")
 				return
@@ -429,7 +429,7 @@ func (w *walker) entry(dirfd int, p, phys, name string, d int) {
 		return
 	}
 	defer unix.Close(fd)
-	k := devIno{uint64(st.Dev), st.Ino}
+	k := resolveDevIno{uint64(st.Dev), st.Ino}
 	w.active[k] = p
 	sub, err := w.rp.resolveAt(dirfd, phys, name)
 	if err != nil {
@@ -493,16 +493,16 @@ func inodeSortUseful(fd int) bool {
 	return true
 }
 
-func (w *walker) complain(p string, err error) {
+func (w *resolveWalker) complain(p string, err error) {
 	w.rc = 1
-	w.stderrLine("find: " + w.quote(p) + ": " + errText(err))
+	w.stderrLine("find: " + w.quote(p) + ": " + resolveErrText(err))
 }
 
 func (r *resolver) stderrLine(s string) { io.WriteString(r.errw, s+"\n") }
 
 // runOdd is the script's odd helper: "O\t" and the name with tabs and
 // newlines as '?'.
-func (w *walker) runOdd(args []batchArg) {
+func (w *resolveWalker) runOdd(args []batchArg) {
 	for _, a := range args {
 		b := []byte(a.path) // tr works on bytes: names need not be UTF-8
 		for i, c := range b {
@@ -515,11 +515,11 @@ func (w *walker) runOdd(args []batchArg) {
 }
 
 // runReal is realpath over a batch.
-func (w *walker) runReal(args []batchArg) {
+func (w *resolveWalker) runReal(args []batchArg) {
 	for _, a := range args {
 		if a.err != nil {
 			w.rc = 1
-			w.stderrLine("realpath: " + a.path + ": " + errText(a.err))
+			w.stderrLine("realpath: " + a.path + ": " + resolveErrText(a.err))
 			continue
 		}
 		w.printf(a.real, "\n")
@@ -528,7 +528,7 @@ func (w *walker) runReal(args []batchArg) {
 
 // runBad is the script's bad helper: an X record per entry, following a
 // link chain by hand (at most 40 links) to say where it ends.
-func (w *walker) runBad(args []batchArg) {
+func (w *resolveWalker) runBad(args []batchArg) {
 	for _, a := range args {
 		f := a.path
 		if !isLink(f) {
@@ -682,8 +682,8 @@ var glibcErr = map[unix.Errno]string{
 	unix.ESTALE: "Stale file handle",
 }
 
-// errText is glibc's strerror for err.
-func errText(err error) string {
+// resolveErrText is glibc's strerror for err.
+func resolveErrText(err error) string {
 	var en unix.Errno
 	if !errors.As(err, &en) {
 		return err.Error()
