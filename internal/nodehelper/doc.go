@@ -9,8 +9,10 @@
 // streams, hashes and writes each byte once (issue 29).
 //
 // The contract of each subcommand is the output of the script it
-// replaces: byte for byte the same lines on stdout and the same exit
-// status, so a provider parses one format whichever ran, and a node
+// replaces: the same lines on stdout (in any order only where the
+// provider sorts them; walk's), the same exit status class, and
+// complaints on stderr that say what and where (their wording may
+// differ), so a provider parses one format whichever ran, and a node
 // without the helper (an old install, an arch not shipped, a read-only
 // folder) runs the script as before. Each subcommand is one file here
 // that registers itself (register) and documents its format.

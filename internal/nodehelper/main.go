@@ -22,8 +22,10 @@ func register(name string, c command) {
 }
 
 // ExitUsage is the status of a call that names no known subcommand or
-// gives it bad arguments: the script that called it then runs its shell
-// fallback (a helper older than the caller).
+// gives it bad arguments (a helper older than its caller). The script
+// exec'd the helper, so it has no fallback left: a provider that sees
+// this status (or 126/127, a helper that could not be exec'd) before any
+// output runs its read again without the helper.
 const ExitUsage = 125
 
 // Main runs the subcommand args[0] and returns the process's exit status.
