@@ -1,5 +1,7 @@
 package hubstage
 
+import "github.com/sparkform/sparkform/providers/node"
+
 // The node-side scripts of hubstage_snapshot. Each is a fixed POSIX sh
 // script (GNU coreutils/findutils or busybox; curl for the hub) whose only
 // inputs are its arguments and stdin: no user value is ever spliced into
@@ -125,7 +127,10 @@ sf_hunlock() { exec 7<&-; }
 //	see below), the owner (the instance address,
 //	recorded as "owner ADDR"), the batch kind ("" none, "files" or "tar":
 //	see snapBatcher, snapTarBatcher) and the batch argv quoted as one
-//	string, then the fetch argv (fetch mode).
+//	string, the node helper's path ("" none: node.HelperPath) and the
+//	arguments of its hubfetch after PARALLEL, quoted as one string (""
+//	when the transfer has none: snapHelperFetcher), then the fetch argv
+//	(fetch mode).
 //
 // stdin (prep/fetch/finish): the first line is given to every fetch run
 // on its stdin (a secret: held in a shell variable and fed through the
@@ -160,10 +165,11 @@ sf_hunlock() { exec 7<&-; }
 //	D ETAG SIZE    a blob is complete
 //	E ETAG MSG     a blob failed
 //	OK             everything is in place
-const snapReceiveScript = snapLockFuncs + `set -u
+var snapReceiveScript = snapLockFuncs + `set -u
 base=$1 kind=$2 rn=$3 keyl=$4 hub=$5 repo=$6 commit=$7 rev=$8 par=$9
 shift 9
-mode=$1 owner=$2 bkind=$3 bcmd=$4; shift 4
+mode=$1 owner=$2 bkind=$3 bcmd=$4 hp=$5 hf=$6; shift 6
+` + node.HelperShell("hp") + `[ -n "$hf" ] || hp=
 retries=5
 tab=$(printf '\t')
 nl='
@@ -353,7 +359,24 @@ verify_small() {
   mv -f "$tmp/small.next" "$tmp/small"
 }
 sf_hunlock
-if [ "$mode" = fetch ]; then
+if [ "$mode" = fetch ] && [ -n "$hp" ]; then
+  # The node helper's hubfetch does the job loop below in one process:
+  # every blob, $par at once over reused connections, each byte written
+  # and hashed once, the same P (its heartbeat too), D and E lines. The
+  # secret reaches it on stdin from the printf builtin (never in argv).
+  # 125: a helper without hubfetch: the shell's loop.
+  kill "$hb" 2>/dev/null
+  hfetch() { "$hp" hubfetch "$rd/blobs" "$inbox" "$par" "$@"; }
+  { printf '%s\n' "$sec"; cat "$tmp/jobs"; } | eval "hfetch $hf"
+  rc=$?
+  case $rc in
+  0) ;;
+  2) exit 2 ;;
+  125) hp= ;;
+  *) stop "$rc" ;;
+  esac
+fi
+if [ "$mode" = fetch ] && [ -z "$hp" ]; then
   # Progress: the bytes in flight, every second, until "done" (or the
   # temp folder is gone: an exit on an error must not leave it running,
   # holding stdout open). Its sleep keeps no stdout.

@@ -1361,7 +1361,7 @@ func TestSnapshotCutLinkTarWritesNoRef(t *testing.T) {
 			bargv, bkind := batchOf(tr)
 			links := linksTar(w)
 			cut := links[:len(links)/512/2*512] // half the entries, at an entry's end
-			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil)
+			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil, nil)
 			if err == nil {
 				t.Error("a receiver whose links' tar was cut short reported success")
 			}
