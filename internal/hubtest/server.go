@@ -37,6 +37,7 @@ type Request struct {
 	// Authorized: the request carried an Authorization header (on the
 	// CDN: a client that forwarded the hub token across hosts).
 	Authorized bool
+	Agent      string // the User-Agent header
 	Status     int
 	Bytes      int64 // body bytes written
 }
@@ -471,7 +472,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 
 func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo, rev, path string) {
 	q := Request{Endpoint: EndpointResolve, Method: r.Method, Repo: repo.ID, Path: path, Rev: rev, Range: r.Header.Get("Range"),
-		Authorized: r.Header.Get("Authorization") != ""}
+		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
 	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -541,7 +542,7 @@ func (s *Server) signedURL(repo *Repo, f *File) string {
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := Request{Endpoint: EndpointCDN, Method: r.Method, Path: v.Get("path"), Range: r.Header.Get("Range"),
-		Authorized: r.Header.Get("Authorization") != ""}
+		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
 	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	segs := segments(r)

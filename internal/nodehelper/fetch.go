@@ -123,6 +123,9 @@ func hubFetch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // times.
 const fetchRetries = 5
 
+// fetchAgent is the User-Agent of the helper's requests.
+const fetchAgent = "sparkform-node-hubfetch"
+
 // fetchRetryWait is the pause before a retry (a variable: tests shorten it).
 var fetchRetryWait = time.Second
 
@@ -436,6 +439,7 @@ func (f *fetcher) get(ctx context.Context, j *fetchJob, w *os.File, h hash.Hash,
 	if f.hdrName != "" && f.sameOrigin(req) {
 		req.Header.Set(f.hdrName, f.hdrValue)
 	}
+	req.Header.Set("User-Agent", fetchAgent)
 	if off > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
 	}
