@@ -33,7 +33,6 @@ func TestSnapshotHelperPaths(t *testing.T) {
 		{"FromHub", TestSnapshotFromHub},
 		{"ResumesCutTransfer", TestSnapshotResumesCutTransfer},
 		{"DriftRepaired", TestSnapshotDriftRepaired},
-		{"SharedBlobsDestroyedOneAtATime", TestSnapshotSharedBlobsDestroyedOneAtATime},
 		{"FailedCreateIsDestroyedExactly", TestSnapshotFailedCreateIsDestroyedExactly},
 		{"ResumesCancelledApply", TestSnapshotResumesCancelledApply},
 		{"PinnedAndBatched", TestSnapshotPinnedAndBatched},
