@@ -365,3 +365,57 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestTake: exactly N bytes, the rest left on stdin for the next reader
+// (a pipe, as the receiver's stdin is).
+func TestTake(t *testing.T) {
+	r, w, err := os.Pipe()
+	must(t, err)
+	go func() {
+		_, _ = io.WriteString(w, "B\tx\nEND\nTAR...")
+		w.Close()
+	}()
+	var out bytes.Buffer
+	if code := Main([]string{"take", "8"}, r, &out, io.Discard); code != 0 || out.String() != "B\tx\nEND\n" {
+		t.Fatalf("take 8: status %d, %q", code, out.String())
+	}
+	rest, _ := io.ReadAll(r)
+	if string(rest) != "TAR..." {
+		t.Errorf("left on stdin %q, want the tar", rest)
+	}
+	if code := Main([]string{"take", "9"}, strings.NewReader("short"), io.Discard, io.Discard); code != 1 {
+		t.Errorf("short stdin: status %d, want 1", code)
+	}
+	if code := Main([]string{"take", "x"}, strings.NewReader(""), io.Discard, io.Discard); code != ExitUsage {
+		t.Errorf("take x: status %d", code)
+	}
+}
+
+// TestLinks: the links of the L lines written, a right one kept, a wrong
+// link and a file replaced, one PATH line each; an unclean path refused.
+func TestLinks(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	must(t, os.Symlink("../../blobs/aa", filepath.Join(dir, "keep")))
+	must(t, os.Symlink("../../blobs/old", filepath.Join(dir, "wrong")))
+	must(t, os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644))
+	in := "B\taa\t1\tkeep\nM\tsub\nL\t../../blobs/aa\tkeep\nL\t../../blobs/bb\twrong\nL\t../../blobs/cc\tfile\n" +
+		"L\t../../../blobs/dd\tsub/new link \\ é\nEND\n"
+	var out bytes.Buffer
+	if code := Main([]string{"links", dir}, strings.NewReader(in), &out, io.Discard); code != 0 {
+		t.Fatalf("status %d", code)
+	}
+	if want := "keep\nwrong\nfile\nsub/new link \\ é\n"; out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	for p, want := range map[string]string{"keep": "../../blobs/aa", "wrong": "../../blobs/bb", "file": "../../blobs/cc", "sub/new link \\ é": "../../../blobs/dd"} {
+		if got, err := os.Readlink(filepath.Join(dir, p)); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", p, got, err, want)
+		}
+	}
+	for _, bad := range []string{"../up", "/abs", "a/../../b", "missing/dir"} {
+		if code := Main([]string{"links", dir}, strings.NewReader("L\tt\t"+bad+"\n"), io.Discard, io.Discard); code != 1 {
+			t.Errorf("%q: status %d, want 1", bad, code)
+		}
+	}
+}

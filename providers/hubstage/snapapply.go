@@ -72,7 +72,7 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		argv[len(argv)-2], argv[len(argv)-1] = helper[0], node.QuoteArgv(helper[1:])
 	}
 	argv = append(argv, fetch...)
-	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs), bytes.NewReader(links))
+	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"+strconv.Itoa(len(jobs))+"\n"), bytes.NewReader(jobs), bytes.NewReader(links))
 	res := &recvResult{}
 	var done, inflight int64
 	lw := &lineWriter{fn: func(l string) {
