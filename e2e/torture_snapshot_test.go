@@ -375,7 +375,7 @@ func (st *snapTorture) checkAfterKill(what string) {
 	if b, err := os.ReadFile(filepath.Join(repoDir, "refs", "main")); err == nil {
 		if strings.TrimSpace(string(b)) != st.a.SHA {
 			st.t.Errorf("%s: refs/main holds %q, want %s", what, b, st.a.SHA)
-		} else if p, _ := hubtest.LayoutProblems(st.hubDir, st.repo, "main"); len(p) > 0 {
+		} else if p := st.mainProblems(); len(p) > 0 {
 			st.t.Errorf("%s: refs/main is written but its snapshot is not whole (refs must come last):\n%s", what, strings.Join(p, "\n"))
 		}
 	}
@@ -529,4 +529,24 @@ func (st *snapTorture) repair() {
 		os.Remove(r)
 	}
 	os.RemoveAll(filepath.Join(st.sf.dir, ".sparkform"))
+}
+
+// mainProblems is what keeps main's snapshot from being whole. A blob of
+// b in flight (blobs/ETAG.incomplete, as the hub client names one: the
+// node helper fetches small blobs there too, where the shell's batch used
+// its inbox folder) is not one of them unless main links to it.
+func (st *snapTorture) mainProblems() []string {
+	p, _ := hubtest.LayoutProblems(st.hubDir, st.repo, "main")
+	ofA := map[string]bool{}
+	for _, f := range st.a.Files {
+		ofA[f.Etag] = true
+	}
+	var out []string
+	for _, l := range p {
+		if name, ok := strings.CutPrefix(l, "left in flight: blobs/"); ok && !ofA[strings.TrimSuffix(name, ".incomplete")] {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
