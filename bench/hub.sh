@@ -27,7 +27,10 @@
 # Env: BIN (sparkform; built when unset), RUNS (default 3), LFS_TOTAL,
 #      LFS_COUNT, SMALL, BIG, WORK (scratch dir), PARTS (default "1 2 3 4"),
 #      BASE_BIN (another sparkform, e.g. the base commit's: part 1 also
-#      applies it in each run, right after BIN, so both meet the same load).
+#      applies it in each run, right after BIN, so both meet the same load),
+#      NODE_HELPER ("build", the default: cmd/sparkform-node of this tree is
+#      built and installed where BIN looks for it on the bed's nodes, for
+#      BIN's runs only; "-": BIN runs the receiver's shell loop).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-3}
@@ -37,6 +40,8 @@ SMALL=${SMALL:-1000}
 BIG=${BIG:-4GiB}
 PARTS=${PARTS:-1 2 3 4}
 KEEP=${KEEP:-0}
+NODE_HELPER=${NODE_HELPER:-build}
+HELPER_FILE=
 OWNWORK=0
 if [[ -z ${WORK:-} ]]; then WORK=$(mktemp -d /tmp/sparkform-bench-hub.XXXXXX); OWNWORK=1; fi
 
@@ -57,6 +62,7 @@ cleanup_hub() {
     [[ -d $c/.sparkform ]] && (cd "$c" && "$BIN" destroy -auto-approve -no-color >"$c/destroy.log" 2>&1)
   done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  [[ -z $HELPER_FILE ]] || rm -f "$HELPER_FILE"
   if [[ $OWNWORK = 1 ]]; then
     if [[ $KEEP = 1 ]]; then echo "bench/hub: work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
   fi
@@ -69,6 +75,19 @@ chmod 755 "$WORK"
 if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
 (cd "$ROOT" && go build -o "$WORK/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed &&
   go build -o "$WORK/hubserve" ./internal/hubtest/cmd/hubserve)
+# The node helper (until the pool installs it): where BIN looks for it on
+# a become node (/var/lib/sparkform/bin; the bed's nodes share this
+# filesystem), under an id of its own; BASE_BIN's runs turn it off.
+if [[ $NODE_HELPER = build ]]; then
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/sparkform-node" ./cmd/sparkform-node)
+  HID=bench$(sha256sum <"$WORK/sparkform-node" | cut -c1-12)
+  mkdir -p /var/lib/sparkform/bin
+  HELPER_FILE=/var/lib/sparkform/bin/sparkform-node-$HID
+  install -m 0755 "$WORK/sparkform-node" "$HELPER_FILE"
+  export SPARKFORM_NODE_HELPER=$HID
+else
+  export SPARKFORM_NODE_HELPER=-
+fi
 "$WORK/sparkform-testbed" -n 2 -dir "$WORK/bed" -env-file "$WORK/bed.env" >/dev/null 2>"$WORK/testbed.log" &
 BEDPID=$!
 PIDS+=("$BEDPID")
@@ -179,7 +198,7 @@ if [[ " $PARTS " = *" 1 "* || " $PARTS " = *" 2 "* ]]; then
       (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
       sync
       n0=$(reaped $listeners)
-      (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/base-hub.times" "$BASE_BIN" apply -auto-approve -no-color)
+      (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT SPARKFORM_NODE_HELPER=- timed "$WORK/base-hub.times" "$BASE_BIN" apply -auto-approve -no-color)
       awk -v n=$(($(reaped $listeners) - n0)) -v t="$TCK" 'BEGIN {printf "%.3f\n", n / t}' >>"$WORK/base-hub.node"
       (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BASE_BIN" destroy -auto-approve -no-color >/dev/null)
       [[ $r != "$RUNS" ]] || (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" apply -auto-approve -no-color >/dev/null)
@@ -236,10 +255,23 @@ if [[ " $PARTS " = *" 3 "* ]]; then
   source "$WORK/one.env"
   C3=$(cfg rss "$(snapshot_hcl big n0 "$H0")")
   : >"$WORK/sf-rss.times"
+  # The node helper runs under sshd, not under BIN: its peak RSS sampled.
+  ( hwm=0
+    while [[ ! -e $WORK/rss.stop ]]; do
+      for p in $(pgrep '^sparkform-node' || true); do
+        v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
+        [[ -z $v || $v -le $hwm ]] || hwm=$v
+      done
+      echo "$hwm" >"$WORK/helper.hwm"
+      sleep 0.2
+    done ) &
+  SAMPLER=$!
   (cd "$C3" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/sf-rss.times" "$BIN" apply -auto-approve -no-color)
+  : >"$WORK/rss.stop"
+  wait "$SAMPLER"
   (cd "$C3" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
   rss=$(awk '{printf "%.1f", $3/1024}' "$WORK/sf-rss.times")
-  echo "3. one $BIG file from the hub: wall s $(stat2 "$WORK/sf-rss.times" 1), peak RSS of any sparkform process $rss MiB"
+  echo "3. one $BIG file from the hub: wall s $(stat2 "$WORK/sf-rss.times" 1), peak RSS of any sparkform process $rss MiB, of the node helper $(awk '{printf "%.1f", $1/1024}' "$WORK/helper.hwm") MiB"
   target "peak RSS MiB of any sparkform process, $BIG file" "$rss" "<=" 100
 fi
 

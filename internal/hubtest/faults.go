@@ -1,9 +1,33 @@
 package hubtest
 
 import (
+	"io"
 	"net/http"
 	"time"
 )
+
+// corruptReader changes the byte at offset at of the content it reads.
+type corruptReader struct {
+	io.ReadSeeker
+	pos, at int64
+}
+
+func (c *corruptReader) Read(p []byte) (int, error) {
+	n, err := c.ReadSeeker.Read(p)
+	if i := c.at - c.pos; i >= 0 && i < int64(n) {
+		p[i] ^= 0x5a
+	}
+	c.pos += int64(n)
+	return n, err
+}
+
+func (c *corruptReader) Seek(off int64, whence int) (int64, error) {
+	n, err := c.ReadSeeker.Seek(off, whence)
+	if err == nil {
+		c.pos = n
+	}
+	return n, err
+}
 
 // faultWriter counts body bytes, throttles them and cuts the connection
 // mid-body when the test asked for it.

@@ -34,8 +34,12 @@ type Request struct {
 	Path     string // file path in the repo ("" for the API)
 	Rev      string // revision as asked ("" on the CDN)
 	Range    string // the Range header, if any
-	Status   int
-	Bytes    int64 // body bytes written
+	// Authorized: the request carried an Authorization header (on the
+	// CDN: a client that forwarded the hub token across hosts).
+	Authorized bool
+	Agent      string // the User-Agent header
+	Status     int
+	Bytes      int64 // body bytes written
 }
 
 // Server is a fake huggingface.co on two real loopback listeners: the hub
@@ -57,6 +61,7 @@ type Server struct {
 	throttle int64
 	cuts     map[string]*cut
 	fail404  map[string]bool
+	corrupt  map[string]int64
 	bytes    map[string]int64
 	total    int64
 	reqs     map[string]int
@@ -93,6 +98,7 @@ func StartAt(host string, repos ...*Repo) (*Server, error) {
 		repos:   map[string]*Repo{},
 		cuts:    map[string]*cut{},
 		fail404: map[string]bool{},
+		corrupt: map[string]int64{},
 		bytes:   map[string]int64{},
 		reqs:    map[string]int{},
 		secret:  make([]byte, 32),
@@ -184,13 +190,23 @@ func (s *Server) Fail404(path string) {
 	s.fail404[path] = true
 }
 
-// ClearFaults removes throttling, cuts and 404s.
+// Corrupt makes every response carrying file path (any repo, hub or CDN)
+// send byte `at` of the file changed (a bad disk or proxy on the way): the
+// client must find the content address wrong.
+func (s *Server) Corrupt(path string, at int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.corrupt[path] = at
+}
+
+// ClearFaults removes throttling, cuts, corruptions and 404s.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.throttle = 0
 	s.cuts = map[string]*cut{}
 	s.fail404 = map[string]bool{}
+	s.corrupt = map[string]int64{}
 }
 
 // Bytes is how many body bytes of file path (any repo) were sent so far.
@@ -455,7 +471,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 }
 
 func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo, rev, path string) {
-	q := Request{Endpoint: EndpointResolve, Method: r.Method, Repo: repo.ID, Path: path, Rev: rev, Range: r.Header.Get("Range")}
+	q := Request{Endpoint: EndpointResolve, Method: r.Method, Repo: repo.ID, Path: path, Rev: rev, Range: r.Header.Get("Range"),
+		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
 	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -524,7 +541,8 @@ func (s *Server) signedURL(repo *Repo, f *File) string {
 
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := Request{Endpoint: EndpointCDN, Method: r.Method, Path: v.Get("path"), Range: r.Header.Get("Range")}
+	q := Request{Endpoint: EndpointCDN, Method: r.Method, Path: v.Get("path"), Range: r.Header.Get("Range"),
+		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
 	s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	segs := segments(r)
@@ -579,14 +597,19 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *File, q *R
 			}
 		}
 	}
+	bad, corrupt := s.corrupt[f.Path]
 	s.mu.Unlock()
 	defer func() { q.Status, q.Bytes = fw.statusCode(), fw.n }()
 	h := w.Header()
 	h.Set("ETag", `"`+f.Etag+`"`)
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Accept-Ranges", "bytes")
+	content := f.Open()
+	if corrupt {
+		content = &corruptReader{ReadSeeker: content, at: bad}
+	}
 	// http.ServeContent implements Range (206, 416, If-Range on the ETag).
-	http.ServeContent(fw, r, "", time.Time{}, f.Open())
+	http.ServeContent(fw, r, "", time.Time{}, content)
 }
 
 // treeEntry is one element of the hub's tree listing

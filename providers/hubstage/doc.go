@@ -128,7 +128,14 @@
 //     few processes and renamed with one mv (a fork per file is what makes
 //     1,000 small files slow); then the links (one tar; their count is
 //     checked: a tar cut short at an entry's end exits 0); then the ref,
-//     last. An apply right after its plan in one process (PlanAndApply)
+//     last. Where the node has the node helper (node.HelperPath) and the
+//     source is the hub (snapHelperFetcher), the helper's hubfetch does
+//     the blob loop instead, in one process: every blob, small and large,
+//     parallel at once over reused connections, each byte written and
+//     hashed once (a resumed blob's prefix hashed from the file first),
+//     the same progress, heartbeat and result lines, the token on its
+//     stdin and sent to the hub's origin only, never to the CDN; a node
+//     without it runs the curl loop above. An apply right after its plan in one process (PlanAndApply)
 //     uses that plan's listing and look at the node (hub source): the
 //     receiver checks every blob again before it fetches.
 //     Progress lines become sdk.Progress in bytes (the pull display); the

@@ -52,9 +52,11 @@ type recvResult struct {
 }
 
 // receive runs the receiver in mode with jobs; progress lines (P, D) feed
-// prog (bytes on the node now, counted from the blobs to fetch).
+// prog (bytes on the node now, counted from the blobs to fetch). helper
+// is the node helper's path and its hubfetch arguments (nil: the shell's
+// job loop; the receiver falls back to it where the helper is missing).
 func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *snapSpec, commit, mode, owner string, batch []string, batchKind string,
-	secret, jobs, links []byte, fetch []string, prog func(cur int64)) (*recvResult, error) {
+	secret, jobs, links []byte, fetch []string, helper []string, prog func(cur int64)) (*recvResult, error) {
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
 	rev := s.Revision
@@ -62,12 +64,15 @@ func (r *snapshot) receive(ctx context.Context, conn node.Conn, become bool, s *
 		rev = ""
 	}
 	argv := []string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, batchKind, ""}
+		s.HubDir, s.repoDir(), commit, rev, strconv.Itoa(s.Parallel), mode, owner, batchKind, "", "", ""}
 	if batchKind != "" {
-		argv[len(argv)-1] = node.QuoteArgv(batch)
+		argv[len(argv)-3] = node.QuoteArgv(batch)
+	}
+	if len(helper) > 1 && helper[0] != "" {
+		argv[len(argv)-2], argv[len(argv)-1] = helper[0], node.QuoteArgv(helper[1:])
 	}
 	argv = append(argv, fetch...)
-	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"), bytes.NewReader(jobs), bytes.NewReader(links))
+	stdin := io.MultiReader(bytes.NewReader(secret), strings.NewReader("\n"+strconv.Itoa(len(jobs))+"\n"), bytes.NewReader(jobs), bytes.NewReader(links))
 	res := &recvResult{}
 	var done, inflight int64
 	lw := &lineWriter{fn: func(l string) {
@@ -194,7 +199,7 @@ func (c countingReader) Read(p []byte) (int, error) {
 // elsewhere one put per blob.
 func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *snapSpec, w *snapWork, o *snapObs, tr snapTransfer,
 	owner string, jobs []byte, prog func(int64)) error {
-	res, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil)
+	res, err := r.receive(ctx, conn, become, s, w.Commit, "prep", owner, nil, "", nil, jobs, nil, nil, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -236,7 +241,7 @@ func (r *snapshot) relay(ctx context.Context, conn node.Conn, become bool, s *sn
 		}
 		return fmt.Errorf("%w on %s: %d blobs failed (the partial ones resume on the next apply):\n%s", ErrTransfer, conn.Name(), n, strings.Join(errs, "\n"))
 	}
-	_, err = r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil)
+	_, err = r.receive(ctx, conn, become, s, w.Commit, "finish", owner, nil, "", nil, jobs, linksTar(w), nil, nil, nil)
 	return err
 }
 
@@ -245,7 +250,7 @@ func (r *snapshot) receiverArgv(s *snapSpec, commit, mode, owner string, extra .
 	st := r.store()
 	key := snapKey(s.HubDir, s.repoDir(), commit)
 	return append([]string{"sh", "-c", restore.Prelude + "\n" + snapReceiveScript, "sh", st.Dir, st.Kind, st.Name(key), "key " + key + "\n",
-		s.HubDir, s.repoDir(), commit, "", "1", mode, owner, "", ""}, extra...)
+		s.HubDir, s.repoDir(), commit, "", "1", mode, owner, "", "", "", ""}, extra...)
 }
 
 // relayEach sends one put command per blob, parallel at once.
@@ -596,7 +601,13 @@ func (r *snapshot) Apply(ctx context.Context, req sdk.ApplyRequest, progress fun
 		r0 := tr.Relayed()
 		bargv, bkind := batchOf(tr)
 		if argv, secret, ok := tr.NodeFetch(); ok {
-			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, bargv, bkind, secret, jobLines(w, bkind != ""), linksTar(w), argv, prog)
+			var helper []string
+			if hf, ok := tr.(snapHelperFetcher); ok {
+				if args := hf.HelperFetch(); args != nil {
+					helper = append([]string{node.HelperPath(req.Node)}, args...)
+				}
+			}
+			_, err = r.receive(ctx, conn, become, s, l.Commit, "fetch", req.Address, bargv, bkind, secret, jobLines(w, bkind != ""), linksTar(w), argv, helper, prog)
 		} else {
 			err = r.relay(ctx, conn, become, s, w, obs[0], tr, req.Address, jobLines(w, false), prog)
 		}

@@ -181,13 +181,19 @@ func (h *hubSource) Open(_ context.Context, _ node.Conn, s *snapSpec) (snapTrans
 	if c == "" {
 		return nil, fmt.Errorf("%w: open before list", ErrHub)
 	}
-	return &hubTransfer{argv: []string{"sh", "-c", hubFetchScript, "sh", h.endpoint, repoPath(s), c, strconv.Itoa(s.Parallel)}, cfg: []byte(h.cfg)}, nil
+	return &hubTransfer{argv: []string{"sh", "-c", hubFetchScript, "sh", h.endpoint, repoPath(s), c, strconv.Itoa(s.Parallel)}, cfg: []byte(h.cfg),
+		base: h.endpoint + "/" + repoPath(s) + "/resolve/" + c + "/"}, nil
 }
 
 type hubTransfer struct {
 	argv []string
 	cfg  []byte
+	base string // the resolve URLs' prefix: the helper's URLBASE
 }
+
+// HelperFetch implements snapHelperFetcher: the helper fetches base+URLPATH
+// with the config line's header, as hubFetchScript's curl does.
+func (t *hubTransfer) HelperFetch() []string { return []string{t.base} }
 
 func (t *hubTransfer) NodeFetch() ([]string, []byte, bool) { return t.argv, t.cfg, true }
 

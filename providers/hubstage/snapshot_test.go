@@ -23,6 +23,7 @@ import (
 
 	"github.com/sparkform/sparkform/internal/hubtest"
 	"github.com/sparkform/sparkform/internal/hubtest/hfref"
+	"github.com/sparkform/sparkform/internal/nodehelper/helpertest"
 	"github.com/sparkform/sparkform/internal/realpart"
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
@@ -58,6 +59,17 @@ func snapNodes(t *testing.T) []snapNode {
 			curl, _ := exec.LookPath("curl")
 			must(t, os.Symlink(curl, filepath.Join(bin, "curl")))
 			n.conn = busyboxConn{Conn: node.NewLocal(n.node.Name), bin: bin}
+		}
+		if snapHelper != "" {
+			// Only a node reached over SSH has a helper path.
+			if n.name != "sshd" {
+				continue
+			}
+			if snapHelper == "on" {
+				helpertest.Install(t, n.node)
+			} else {
+				t.Setenv(node.HelperEnv, "-")
+			}
 		}
 		sn := snapNode{testNode: n, hub: filepath.Join(n.dir, "hub"), recs: filepath.Join(n.dir, "records")}
 		must(t, os.MkdirAll(sn.recs, 0o777))
@@ -1361,7 +1373,7 @@ func TestSnapshotCutLinkTarWritesNoRef(t *testing.T) {
 			bargv, bkind := batchOf(tr)
 			links := linksTar(w)
 			cut := links[:len(links)/512/2*512] // half the entries, at an entry's end
-			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil)
+			_, err = r.receive(ctx, n.conn, false, s, l.Commit, "fetch", "x", bargv, bkind, secret, jobLines(w, bkind != ""), cut, argv, nil, nil)
 			if err == nil {
 				t.Error("a receiver whose links' tar was cut short reported success")
 			}

@@ -81,6 +81,16 @@ type snapBatcher interface {
 	NodeBatch() (argv []string, kind string, ok bool)
 }
 
+// snapHelperFetcher is implemented by a transfer the node helper can do
+// itself (the hub: internal/nodehelper's hubfetch, over HTTP): the
+// arguments of `sparkform-node hubfetch BLOBS INBOX PARALLEL` that follow
+// (nil: none). The helper reads the NodeFetch stdin line (the secret) and
+// the job lines on its stdin and prints the receiver's job-loop lines; a
+// node without the helper runs NodeFetch's argv per blob as before.
+type snapHelperFetcher interface {
+	HelperFetch() []string
+}
+
 // snapTarBatcher is the other batch form (the peer source): argv reads
 // the etags on stdin, one a line, and writes a tar of those blobs, each
 // entry named by its etag, which the receiver extracts (kind "tar").
