@@ -78,7 +78,7 @@ type snapTorture struct {
 	// *.incomplete right after a kill and the bytes of those same blobs
 	// the converging apply fetched beyond what was missing.
 	resumed, refetched int64
-	// helper: the node helper is installed (SPARKFORM_TORTURE_HELPER=1).
+	// helper: the node helper is installed (unless SPARKFORM_TORTURE_HELPER=0).
 	helper bool
 }
 
@@ -95,9 +95,10 @@ type snapTorture struct {
 // size minus what *.incomplete held), and destroy leave the node exactly
 // as before; every other round destroys b alone first, and a must stay
 // whole. SPARKFORM_TORTURE_SNAPSHOT_KILLS (default 20) kills,
-// SPARKFORM_TORTURE_SEED repeats a run. SPARKFORM_TORTURE_HELPER=1 installs
-// the node helper (its hubfetch does the transfer) and adds a fourth kind
-// of kill: the helper itself, kill -9 mid-transfer.
+// SPARKFORM_TORTURE_SEED repeats a run. The node helper is installed (its
+// hubfetch does the transfer, as on a user's node) and is a fourth kind of
+// kill: the helper itself, kill -9 mid-transfer; SPARKFORM_TORTURE_HELPER=0
+// runs the receiver's curl loop instead.
 func TestTortureSnapshot(t *testing.T) {
 	want := envInt(t, "SPARKFORM_TORTURE_SNAPSHOT_KILLS", 20)
 	seed := int64(envInt(t, "SPARKFORM_TORTURE_SEED", int(time.Now().UnixNano()%1e9)))
@@ -222,7 +223,7 @@ func newSnapTorture(t *testing.T) *snapTorture {
 
 	bed := testbed.StartT(t, 1)
 	st := &snapTorture{t: t, node: bed.Nodes[0], hub: hubtest.NewServer(t, repo), repo: repo, a: a, b: b}
-	if os.Getenv("SPARKFORM_TORTURE_HELPER") == "1" {
+	if os.Getenv("SPARKFORM_TORTURE_HELPER") != "0" {
 		n := st.node.SDK()
 		n.Become = true // as the config's node
 		helpertest.Install(t, n)
