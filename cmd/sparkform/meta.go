@@ -281,16 +281,48 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // critical path. Only what the node check does is done here (the login
 // and, with become, sudo -n true); its results, errors included, are
 // reported by the node check as before.
-func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value) {
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) {
 	if m.pool == nil {
 		return
 	}
 	m.noticeMu.Lock()
 	m.holdNotices = true
 	m.noticeMu.Unlock()
-	for _, n := range engine.NodesFromVariables(mod, vals) {
+	// -parallelism bounds the nodes in flight, dials included: only the
+	// nodes the node check takes first (it takes them in this order,
+	// parallelism at a time) are dialled early; it dials the others as
+	// those are done.
+	nodes := engine.NodesFromVariables(mod, vals)
+	for _, n := range nodes[:min(len(nodes), parallelism)] {
 		m.pool.Prewarm(n)
 	}
+}
+
+// preloadState decodes, while the plugins start and the configuration is
+// validated (the caller waits on the channel before it opens the state),
+// the values of the local state the plan will read: the plan's own read
+// then decodes only what changed in between (engine.PreloadState). The
+// state is opened read-only, so a configuration error still leaves
+// nothing created or locked; a state that cannot be read is left for the
+// plan's own read to report. Only the local file: another backend's read
+// is a network round trip the plan makes anyway.
+func (m *meta) preloadState(eng *engine.Engine) <-chan struct{} {
+	done := make(chan struct{})
+	if m.mod == nil || m.mod.Backend != nil || len(m.backendConfig) > 0 || m.resetState {
+		close(done)
+		return done
+	}
+	path := m.StatePath()
+	go func() {
+		defer close(done)
+		st, err := state.OpenReadOnly(path)
+		if err != nil {
+			return
+		}
+		defer st.Close()
+		eng.PreloadState(st)
+	}()
+	return done
 }
 
 // checkNode is the plan's node check (engine.NodeChecker): the pool's
