@@ -280,10 +280,11 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // (those the variables alone decide): the handshakes leave the plan's
 // critical path. Only what the node check does is done here (the login
 // and, with become, sudo -n true); its results, errors included, are
-// reported by the node check as before.
-func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) {
+// reported by the node check as before. It returns how many nodes it
+// started dialling.
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) int {
 	if m.pool == nil {
-		return
+		return 0
 	}
 	m.noticeMu.Lock()
 	m.holdNotices = true
@@ -293,9 +294,11 @@ func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, paral
 	// parallelism at a time) are dialled early; it dials the others as
 	// those are done.
 	nodes := engine.NodesFromVariables(mod, vals)
-	for _, n := range nodes[:min(len(nodes), parallelism)] {
+	nodes = nodes[:min(len(nodes), parallelism)]
+	for _, n := range nodes {
 		m.pool.Prewarm(n)
 	}
+	return len(nodes)
 }
 
 // preloadState decodes, while the plugins start and the configuration is
@@ -307,12 +310,11 @@ func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, paral
 // plan's own read to report. Only the local file: another backend's read
 // is a network round trip the plan makes anyway.
 func (m *meta) preloadState(eng *engine.Engine) <-chan struct{} {
-	done := make(chan struct{})
 	if m.mod == nil || m.mod.Backend != nil || len(m.backendConfig) > 0 || m.resetState {
-		close(done)
-		return done
+		return closedChan
 	}
 	path := m.StatePath()
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		st, err := state.OpenReadOnly(path)
@@ -324,6 +326,13 @@ func (m *meta) preloadState(eng *engine.Engine) <-chan struct{} {
 	}()
 	return done
 }
+
+// closedChan is a channel that is closed: nothing to wait for.
+var closedChan = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // checkNode is the plan's node check (engine.NodeChecker): the pool's
 // Check, after the held notices of a prewarmed dial are shown.

@@ -151,10 +151,13 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 		// Config errors are reported before state is touched, so bad input
 		// never creates or locks anything (the preload only reads it);
 		// the configuration graph built here is the plan's.
-		if f.refresh && len(f.targets) == 0 {
-			m.prewarmNodes(mod, vals, eng.Parallelism())
+		// While nodes are dialled the state is decoded too: the plan
+		// waits for those dials anyway (with none, a second read of the
+		// state would only add CPU).
+		preloaded := closedChan
+		if f.refresh && len(f.targets) == 0 && m.prewarmNodes(mod, vals, eng.Parallelism()) > 0 {
+			preloaded = m.preloadState(eng)
 		}
-		preloaded := m.preloadState(eng)
 		ds := eng.Validate(context.Background())
 		<-preloaded
 		if m.diags(ds) {

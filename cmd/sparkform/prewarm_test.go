@@ -51,7 +51,9 @@ node "n" {
 		t.Run(fmt.Sprint(tc.parallelism), func(t *testing.T) {
 			m := &meta{stderr: io.Discard, pool: node.NewPool()}
 			defer m.pool.Close()
-			m.prewarmNodes(mod, vals, tc.parallelism)
+			if got := m.prewarmNodes(mod, vals, tc.parallelism); got != tc.early {
+				t.Errorf("prewarmNodes says %d nodes, want %d", got, tc.early)
+			}
 			if got := m.pool.Dials(); got != int64(tc.early) {
 				t.Fatalf("-parallelism=%d: %d nodes dialled early, want %d", tc.parallelism, got, tc.early)
 			}
