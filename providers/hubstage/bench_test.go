@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/internal/testbed"
+	"github.com/sparkform/sparkform/providers/node"
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
@@ -27,6 +28,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// No node helper unless a test installs one (helpertest.Install): the
+	// machine's helper folder holds one only when another package's test
+	// put it there, and these tests must not depend on that.
+	os.Setenv(node.HelperEnv, "-")
 	code := m.Run()
 	testbed.RemoveStaleRestoreRecords()
 	for _, d := range benchDirs {

@@ -495,8 +495,13 @@ if [ "$mode" = fetch ] && [ -z "$hp" ]; then
     : > "$tmp/small"
   fi
   if [ -s "$tmp/small" ]; then
+    # An inbox left by an interrupted run may hold whole blobs: those are
+    # verified and kept before the batch asks for the rest (a Range from
+    # a whole file's end is a request for nothing).
+    resumed=; [ -d "$inbox" ] && resumed=1
     mk "$inbox" || stop 1
     awk -F '\t' '$2 == 0 { print $1 }' "$tmp/small" | while IFS= read -r e; do : >> "$inbox/$e"; done
+    if [ -n "$resumed" ]; then verify_small || stop 1; fi
     n=0
     while [ -s "$tmp/small" ] && [ $n -lt 3 ]; do
       n=$((n+1))
