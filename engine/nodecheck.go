@@ -61,39 +61,21 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 }
 
 // reach runs the node check on every node, the engine's parallelism at a
-// time, and returns each node's error (nil: reached). Nodes are taken in
-// their order (each waits for a free slot before the next is looked at),
-// so the first ones are checked first: those a caller started dialling
-// early (Parallelism of them, see NodesFromVariables), whose dials then
-// hold the slots instead of adding to them.
+// time, and returns each node's error (nil: reached).
 func (e *Engine) reach(ctx context.Context, nodes []sdk.Node) []error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	lim := make(limiter, e.parallelism)
-loop:
 	for i, n := range nodes {
-		if ctx.Err() != nil {
-			break // nothing new starts once the user has interrupted
-		}
-		select {
-		case lim <- struct{}{}:
-		case <-ctx.Done():
-			break loop
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-lim }()
-			errs[i] = e.nodeCheck(ctx, n)
+			_ = lim.do(ctx, func() { errs[i] = e.nodeCheck(ctx, n) })
 		}()
 	}
 	wg.Wait()
 	return errs
 }
-
-// Parallelism is how many nodes the engine has in flight at once
-// (Options.Parallelism, or its default).
-func (e *Engine) Parallelism() int { return e.parallelism }
 
 // unreachableDiag is the one diagnostic for a node that cannot be
 // reached: an error naming the flag that would leave it out, or with

@@ -466,44 +466,6 @@ func (e *Engine) storedValue(addr string, v cty.Value) *decodedValue {
 	return d
 }
 
-// PreloadState decodes the instance values of st into what loadState
-// takes values from: a record whose bytes it finds unchanged is not
-// decoded again. st is a view of the state the plan will read, opened
-// without its lock (state.Backend.OpenReadOnly: nothing locked or
-// created), so the CLI runs this while the plugins start and the
-// configuration is validated, and decoding (~40 ms of the seed's no-op
-// plan, 1,000-file manifests) leaves the plan's critical path. Nothing
-// read here is trusted: the plan reads the state it locked, and a record
-// that changed in between is decoded from that. Errors are left for that
-// read to report. Call it before the engine first reads state; it does
-// nothing after.
-func (e *Engine) PreloadState(st interface {
-	Resources() ([]*state.Resource, error)
-}) {
-	recs, err := st.Resources()
-	if err != nil {
-		return
-	}
-	values := make(map[string]*decodedValue, len(recs))
-	decoded := make([]decodedValue, len(recs))
-	for i, r := range recs {
-		if r.ValueType == nil {
-			continue // loadState keeps no other form
-		}
-		v, err := ResourceValue(r)
-		if err != nil {
-			continue
-		}
-		decoded[i] = decodedValue{typ: r.ValueType, data: r.Value, v: e.types.share(r.Type, v)}
-		values[r.Address] = &decoded[i]
-	}
-	e.valuesMu.Lock()
-	defer e.valuesMu.Unlock()
-	if e.values == nil {
-		e.values = values
-	}
-}
-
 // loadState reads every instance in state. A value whose record bytes are
 // those the previous loadState decoded is taken from it: the apply of a
 // plan (and of a destroy) reads the state the plan read, and decoding

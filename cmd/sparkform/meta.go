@@ -280,59 +280,18 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // (those the variables alone decide): the handshakes leave the plan's
 // critical path. Only what the node check does is done here (the login
 // and, with become, sudo -n true); its results, errors included, are
-// reported by the node check as before. It returns how many nodes it
-// started dialling.
-func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) int {
+// reported by the node check as before.
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value) {
 	if m.pool == nil {
-		return 0
+		return
 	}
 	m.noticeMu.Lock()
 	m.holdNotices = true
 	m.noticeMu.Unlock()
-	// -parallelism bounds the nodes in flight, dials included: only the
-	// nodes the node check takes first (it takes them in this order,
-	// parallelism at a time) are dialled early; it dials the others as
-	// those are done.
-	nodes := engine.NodesFromVariables(mod, vals)
-	nodes = nodes[:min(len(nodes), parallelism)]
-	for _, n := range nodes {
+	for _, n := range engine.NodesFromVariables(mod, vals) {
 		m.pool.Prewarm(n)
 	}
-	return len(nodes)
 }
-
-// preloadState decodes, while the plugins start and the configuration is
-// validated (the caller waits on the channel before it opens the state),
-// the values of the local state the plan will read: the plan's own read
-// then decodes only what changed in between (engine.PreloadState). The
-// state is opened read-only, so a configuration error still leaves
-// nothing created or locked; a state that cannot be read is left for the
-// plan's own read to report. Only the local file: another backend's read
-// is a network round trip the plan makes anyway.
-func (m *meta) preloadState(eng *engine.Engine) <-chan struct{} {
-	if m.mod == nil || m.mod.Backend != nil || len(m.backendConfig) > 0 || m.resetState {
-		return closedChan
-	}
-	path := m.StatePath()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		st, err := state.OpenReadOnly(path)
-		if err != nil {
-			return
-		}
-		defer st.Close()
-		eng.PreloadState(st)
-	}()
-	return done
-}
-
-// closedChan is a channel that is closed: nothing to wait for.
-var closedChan = func() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // checkNode is the plan's node check (engine.NodeChecker): the pool's
 // Check, after the held notices of a prewarmed dial are shown.

@@ -46,7 +46,7 @@ func addPlanFlags(cmd *cobra.Command, m *meta, f *planFlags, withDestroy bool) {
 	cmd.Flags().StringArrayVar(&f.targets, "target", nil, "limit to this resource or instance and what it depends on (repeatable)")
 	cmd.Flags().StringArrayVar(&f.replace, "replace", nil, "force replacement of this instance (repeatable)")
 	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "how long to wait for the state lock (e.g. 30s)")
-	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many nodes have provider operations in flight at once (the dials and node checks, reads, plans and changes; up to as many operations on each of those nodes, over its one connection)")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many nodes have provider operations in flight at once (the node checks, reads, plans and changes; up to as many operations on each of those nodes, over its one connection)")
 	cmd.Flags().BoolVar(&f.excludeUnreachable, "exclude-unreachable", false, "leave out the nodes that cannot be reached instead of failing: the plan names each one left out, and apply changes the other nodes, then exits non-zero with one error per node left out")
 	cmd.Flags().BoolVar(&f.json, "json", false, "machine-readable output: one JSON object per line (see docs/cli.md)")
 	cmd.Flags().BoolVar(&f.input, "input", true, "ask for input when needed; -input=false fails instead (for automation)")
@@ -149,18 +149,12 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 	}
 	if f.mode() == plans.NormalMode {
 		// Config errors are reported before state is touched, so bad input
-		// never creates or locks anything (the preload only reads it);
-		// the configuration graph built here is the plan's.
-		// While nodes are dialled the state is decoded too: the plan
-		// waits for those dials anyway (with none, a second read of the
-		// state would only add CPU).
-		preloaded := closedChan
-		if f.refresh && len(f.targets) == 0 && m.prewarmNodes(mod, vals, eng.Parallelism()) > 0 {
-			preloaded = m.preloadState(eng)
+		// never creates or locks anything; the configuration graph built
+		// here is the plan's.
+		if f.refresh && len(f.targets) == 0 {
+			m.prewarmNodes(mod, vals)
 		}
-		ds := eng.Validate(context.Background())
-		<-preloaded
-		if m.diags(ds) {
+		if m.diags(eng.Validate(context.Background())) {
 			return nil, nil, 1
 		}
 	}
