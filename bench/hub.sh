@@ -75,19 +75,6 @@ chmod 755 "$WORK"
 if [[ -z ${BIN:-} ]]; then BIN=$WORK/sparkform; (cd "$ROOT" && go build -o "$BIN" ./cmd/sparkform); fi
 (cd "$ROOT" && go build -o "$WORK/sparkform-testbed" ./internal/testbed/cmd/sparkform-testbed &&
   go build -o "$WORK/hubserve" ./internal/hubtest/cmd/hubserve)
-# The node helper (until the pool installs it): where BIN looks for it on
-# a become node (/var/lib/sparkform/bin; the bed's nodes share this
-# filesystem), under an id of its own; BASE_BIN's runs turn it off.
-if [[ $NODE_HELPER = build ]]; then
-  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/sparkform-node" ./cmd/sparkform-node)
-  HID=bench$(sha256sum <"$WORK/sparkform-node" | cut -c1-12)
-  mkdir -p /var/lib/sparkform/bin
-  HELPER_FILE=/var/lib/sparkform/bin/sparkform-node-$HID
-  install -m 0755 "$WORK/sparkform-node" "$HELPER_FILE"
-  export SPARKFORM_NODE_HELPER=$HID
-else
-  export SPARKFORM_NODE_HELPER=-
-fi
 "$WORK/sparkform-testbed" -n 2 -dir "$WORK/bed" -env-file "$WORK/bed.env" >/dev/null 2>"$WORK/testbed.log" &
 BEDPID=$!
 PIDS+=("$BEDPID")
@@ -105,6 +92,22 @@ for _ in $(seq 1 300); do [[ -s $WORK/bed.env ]] && break; sleep 0.1; done
 [[ -s $WORK/bed.env ]] || { echo "bench/hub: test bed did not start:" >&2; cat "$WORK/testbed.log" >&2; exit 1; }
 # shellcheck disable=SC1091
 source "$WORK/bed.env"
+# The node helper: built from this tree under an id of its own and put
+# where BIN looks for it on a become node of the bed (the bed's
+# SPARKFORM_NODE_HELPER_DIR/root, else /var/lib/sparkform/bin), so no run
+# pays its upload; BASE_BIN's runs turn it off.
+if [[ $NODE_HELPER = build ]]; then
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/sparkform-node" ./cmd/sparkform-node)
+  HID=bench$(sha256sum <"$WORK/sparkform-node" | cut -c1-12)
+  HDIR=/var/lib/sparkform/bin
+  [[ -z ${SPARKFORM_NODE_HELPER_DIR:-} ]] || HDIR=$SPARKFORM_NODE_HELPER_DIR/root
+  mkdir -p "$HDIR"
+  HELPER_FILE=$HDIR/sparkform-node-$HID
+  install -m 0755 "$WORK/sparkform-node" "$HELPER_FILE"
+  export SPARKFORM_NODE_HELPER=$HID
+else
+  export SPARKFORM_NODE_HELPER=-
+fi
 
 # cfg NAME HCL: a config folder with the nodes and HCL.
 cfg() {
