@@ -14,7 +14,8 @@
 # wall at the largest size <= 4x the smallest's (medians of this run), and
 # peak RSS at the largest size <= 200 MiB; a FAIL is a finding, the script
 # still exits 0. Removes everything it made (kits, nodes, scratch) on any
-# exit (KEEP=1 keeps the scratch dir).
+# exit (KEEP=1 keeps the scratch dir). PERF=1 (needs perf) adds where the CPU
+# of one no-op plan at the largest size goes, by command.
 #
 # Env: BIN (sparkform; built when unset), RUNS (3), SIZES ("2 8 32"),
 #      FILES_KIT (200), FILES_HUB (300), PARALLELISM (unset: the CLI's
@@ -27,6 +28,7 @@ FILES_KIT=${FILES_KIT:-200}
 FILES_HUB=${FILES_HUB:-300}
 PARALLELISM=${PARALLELISM:-}
 KEEP=${KEEP:-0}
+PERF=${PERF:-0}
 OWNWORK=0
 if [[ -z ${WORK:-} ]]; then WORK=$(mktemp -d /tmp/sparkform-bench-fleet.XXXXXX); OWNWORK=1; fi
 
@@ -164,6 +166,14 @@ for n in $SIZES; do
     (cd "$CFG" && timed "$WORK/plan-$n.times" 0 "$BIN" plan -detailed-exitcode -no-color "${PAR[@]}")
     (cd "$CFG" && timed "$WORK/destroy-$n.times" 0 "$BIN" destroy -auto-approve -no-color "${PAR[@]}")
   done
+  if [[ $PERF = 1 && $n = "$MAX" ]]; then
+    # Where the largest no-op plan's time goes: perf's samples of every
+    # CPU (cpu-clock), by command; "swapper" is idle time.
+    (cd "$CFG" && "$BIN" apply -auto-approve -no-color "${PAR[@]}" >/dev/null &&
+      perf record -q -a -o "$WORK/perf.data" -- "$BIN" plan -detailed-exitcode -no-color "${PAR[@]}" >/dev/null 2>&1 &&
+      "$BIN" destroy -auto-approve -no-color "${PAR[@]}" >/dev/null)
+    perf report -i "$WORK/perf.data" --sort comm --stdio -g none 2>/dev/null | grep '%' | head -12 >"$WORK/perf.txt"
+  fi
   for f in apply plan destroy; do
     printf '%-6s %-8s %-22s %-22s %s\n' "$n" "$f" "$(stat2 "$WORK/$f-$n.times" 1)" "$(stat2 "$WORK/$f-$n.times" 2)" "$(maxrss "$WORK/$f-$n.times")"
   done
@@ -174,6 +184,10 @@ first=${SIZES%% *}
 last=${SIZES##* }
 ratio=$(awk -v a="$(med "$WORK/plan-$last.times" 1)" -v b="$(med "$WORK/plan-$first.times" 1)" 'BEGIN {printf "%.2f", a / b}')
 rss=$(cat "$WORK"/{apply,plan,destroy}-"$last".times | sort -g -k3,3 | tail -1 | awk '{printf "%.1f", $3 / 1024}')
+if [[ -s $WORK/perf.txt ]]; then
+  echo "where one no-op plan at $MAX nodes spends the machine's CPU (perf, all CPUs; swapper = idle):"
+  sed 's/^/  /' "$WORK/perf.txt"
+fi
 echo "targets:"
 awk -v r="$ratio" -v a="$first" -v b="$last" 'BEGIN {printf "  no-op plan wall %s nodes / %s nodes   %6.2fx <= 4x    %s\n", b, a, r, (r <= 4) ? "PASS" : "FAIL"}'
 awk -v r="$rss" -v b="$last" 'BEGIN {printf "  peak RSS at %s nodes            %6.1f MiB <= 200 %s\n", b, r, (r <= 200) ? "PASS" : "FAIL"}'
