@@ -1,11 +1,11 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,9 +60,9 @@ func (s *SSH) helperKnown() (helperState, string) {
 // helperBinary returns the helper version id's binary for GOARCH goarch:
 // the one built into this sparkform (nodebin) when id is its id. Tests
 // replace it to install a helper they built.
-var helperBinary = func(id, goarch string) ([]byte, bool) {
+var helperBinary = func(id, goarch string) (io.Reader, int64, bool) {
 	if id == "" || id != nodebin.ID() {
-		return nil, false
+		return nil, 0, false
 	}
 	return nodebin.Binary(goarch)
 }
@@ -145,18 +145,18 @@ func ensureHelper(ctx context.Context, c Conn, n sdk.Node) {
 		return
 	}
 	goarch := goArch(arch)
-	bin, ok := helperBinary(HelperID(), goarch)
+	bin, size, ok := helperBinary(HelperID(), goarch)
 	if goarch == "" || !ok {
 		s.opts.debug("node helper: none for this node's arch; the shell scripts run", "node", n.Name, "arch", arch)
 		return
 	}
-	if err := s.installHelper(ctx, n, path, bin); err != nil {
+	if err := s.installHelper(ctx, n, path, bin, size); err != nil {
 		s.opts.notify(fmt.Sprintf("node %s: could not install sparkform's node helper at %s (%v); this run uses the shell scripts instead", n.Name, path, err))
 		return
 	}
 	s.setHelper(helperPresent, arch)
 	markHelperSeen(n, path)
-	s.opts.debug("node helper installed", "node", n.Name, "path", path, "bytes", len(bin))
+	s.opts.debug("node helper installed", "node", n.Name, "path", path, "bytes", size)
 }
 
 // helperSeenFor is how long a record that this machine saw the helper on
@@ -208,17 +208,18 @@ func markHelperSeen(n sdk.Node, path string) {
 	}
 }
 
-// installHelper uploads bin to path on s's node (see helperInstall).
-func (s *SSH) installHelper(ctx context.Context, n sdk.Node, path string, bin []byte) error {
+// installHelper uploads bin (size bytes) to path on s's node (see
+// helperInstall).
+func (s *SSH) installHelper(ctx context.Context, n sdk.Node, path string, bin io.Reader, size int64) error {
 	i := strings.LastIndexByte(path, '/')
 	owner := ""
 	if helperAsRoot(n) {
 		owner = "root"
 	}
 	_, err := s.Run(ctx, Cmd{
-		Argv:   []string{"sh", "-c", helperInstall, "sh", path[:i], path[i+1:], strconv.Itoa(len(bin)), owner},
+		Argv:   []string{"sh", "-c", helperInstall, "sh", path[:i], path[i+1:], strconv.FormatInt(size, 10), owner},
 		Become: n.Become && n.User != "root",
-		Stdin:  bytes.NewReader(bin),
+		Stdin:  bin,
 	})
 	return err
 }

@@ -9,6 +9,7 @@ package nodebin
 
 import (
 	"embed"
+	"io"
 	"strings"
 )
 
@@ -25,8 +26,18 @@ func ID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// Binary is the helper for GOARCH goarch ("amd64", "arm64"), if built.
-func Binary(goarch string) ([]byte, bool) {
-	b, err := files.ReadFile("bin/sparkform-node-linux-" + goarch)
-	return b, err == nil
+// Binary is the helper for GOARCH goarch ("amd64", "arm64"), if built:
+// a reader of the embedded bytes and their size. It reads them in place
+// (ReadFile would copy the 6 MB, once per node the helper goes to: a
+// fleet's first plan held 32 copies at once).
+func Binary(goarch string) (io.Reader, int64, bool) {
+	f, err := files.Open("bin/sparkform-node-linux-" + goarch)
+	if err != nil {
+		return nil, 0, false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, false
+	}
+	return f, st.Size(), true
 }
