@@ -173,6 +173,8 @@ for n in $SIZES; do
       perf record -q -a -o "$WORK/perf.data" -- "$BIN" plan -detailed-exitcode -no-color "${PAR[@]}" >/dev/null 2>&1 &&
       "$BIN" destroy -auto-approve -no-color "${PAR[@]}" >/dev/null)
     perf report -i "$WORK/perf.data" --sort comm --stdio -g none 2>/dev/null | grep '%' | head -12 >"$WORK/perf.txt"
+    # and sshd's by library (the kernel's part: process starts, page faults)
+    perf report -i "$WORK/perf.data" --comm sshd --sort dso --stdio -g none 2>/dev/null | grep '%' | head -6 >"$WORK/perf-sshd.txt"
   fi
   for f in apply plan destroy; do
     printf '%-6s %-8s %-22s %-22s %s\n' "$n" "$f" "$(stat2 "$WORK/$f-$n.times" 1)" "$(stat2 "$WORK/$f-$n.times" 2)" "$(maxrss "$WORK/$f-$n.times")"
@@ -187,6 +189,8 @@ rss=$(cat "$WORK"/{apply,plan,destroy}-"$last".times | sort -g -k3,3 | tail -1 |
 if [[ -s $WORK/perf.txt ]]; then
   echo "where one no-op plan at $MAX nodes spends the machine's CPU (perf, all CPUs; swapper = idle):"
   sed 's/^/  /' "$WORK/perf.txt"
+  echo "sshd's part by library (percent of all samples):"
+  sed 's/^/  /' "$WORK/perf-sshd.txt"
 fi
 echo "targets:"
 awk -v r="$ratio" -v a="$first" -v b="$last" 'BEGIN {printf "  no-op plan wall %s nodes / %s nodes   %6.2fx <= 4x    %s\n", b, a, r, (r <= 4) ? "PASS" : "FAIL"}'

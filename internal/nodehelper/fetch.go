@@ -25,7 +25,7 @@ import (
 
 func init() { register("hubfetch", hubFetch) }
 
-// hubfetch BLOBS INBOX PARALLEL URLBASE
+// hubfetch [-links SNAPDIR] BLOBS INBOX PARALLEL URLBASE
 //
 // It replaces the job loop of the hubstage_snapshot receiver (the
 // provider's snapReceiveScript, fetch mode, hub source): for each blob,
@@ -55,6 +55,14 @@ func init() { register("hubfetch", hubFetch) }
 //	D ETAG SIZE    a blob is complete (verified and renamed)
 //	E ETAG MSG     a blob failed after its retries (its partial is kept)
 //
+// With -links, the job lines' links ("L TARGET PATH", TARGET ending in
+// the blob's etag) are written at SNAPDIR/PATH as `links` writes them,
+// each once its blob is complete (before its D line), so that the links
+// of the small blobs are written while the big ones stream and the
+// receiver's `links` after the fetch finds them there. A link that cannot
+// be written here is left to that step, which reports it. Folders are
+// the receiver's (made, recorded, before the fetch).
+//
 // Exit status: 0 every blob done, 2 some failed (the script's
 // "$tmp/failed"), 1 the helper could not start (bad stdin, the heartbeat
 // lost), ExitUsage bad arguments. Like the script: a left-over small
@@ -66,8 +74,16 @@ func init() { register("hubfetch", hubFetch) }
 // Proxies: the http_proxy/https_proxy/no_proxy variables, as curl reads
 // them.
 func hubFetch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	linkDir := ""
+	if len(args) > 0 && args[0] == "-links" {
+		if len(args) < 2 || args[1] == "" {
+			fmt.Fprintln(stderr, "sparkform-node hubfetch: -links needs a folder")
+			return ExitUsage
+		}
+		linkDir, args = args[1], args[2:]
+	}
 	if len(args) != 4 {
-		fmt.Fprintln(stderr, "usage: sparkform-node hubfetch BLOBS INBOX PARALLEL URLBASE")
+		fmt.Fprintln(stderr, "usage: sparkform-node hubfetch [-links SNAPDIR] BLOBS INBOX PARALLEL URLBASE")
 		return ExitUsage
 	}
 	par, err := strconv.Atoi(args[2])
@@ -75,7 +91,7 @@ func hubFetch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sparkform-node hubfetch: PARALLEL must be a positive number")
 		return ExitUsage
 	}
-	f := &fetcher{blobs: args[0], inbox: args[1], base: args[3], out: stdout, retryWait: fetchRetryWait, idle: 120 * time.Second}
+	f := &fetcher{blobs: args[0], inbox: args[1], base: args[3], out: stdout, retryWait: fetchRetryWait, idle: 120 * time.Second, linkDir: linkDir}
 	if u := strings.Index(f.base, "://"); u > 0 {
 		rest := f.base[u+3:]
 		if i := strings.IndexByte(rest, '/'); i >= 0 {
@@ -111,6 +127,12 @@ func hubFetch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return 1
 			}
 			jobs = append(jobs, &fetchJob{etag: fl[1], size: sz, path: fl[3]})
+		} else if len(fl) == 3 && fl[0] == "L" && linkDir != "" && cleanLinkPath(fl[2]) {
+			if f.links == nil {
+				f.links = map[string][]fetchLink{}
+			}
+			e := fl[1][strings.LastIndexByte(fl[1], '/')+1:]
+			f.links[e] = append(f.links[e], fetchLink{target: fl[1], path: fl[2]})
 		}
 		if err != nil {
 			break
@@ -136,9 +158,14 @@ type fetchJob struct {
 	pre  int64 // bytes of its partial counted in the first P
 }
 
+// fetchLink is one link of a blob, written once the blob is complete.
+type fetchLink struct{ target, path string }
+
 type fetcher struct {
 	blobs, inbox, base string
-	origin             string // scheme://host:port of base: the only one that gets the header
+	linkDir            string                 // -links: where the links go ("" none)
+	links              map[string][]fetchLink // by the etag their target names
+	origin             string                 // scheme://host:port of base: the only one that gets the header
 	hdrName, hdrValue  string
 	out                io.Writer
 	retryWait, idle    time.Duration
@@ -327,12 +354,12 @@ func (f *fetcher) one(ctx context.Context, j *fetchJob, buf []byte) bool {
 	for n := 0; ; n++ {
 		if fileSize(b) == j.size {
 			_ = os.Remove(inc)
-			f.line("D\t"+j.etag+"\t"+strconv.FormatInt(j.size, 10), -counted)
+			f.done(j, counted)
 			return true
 		}
 		done, msg := f.attempt(ctx, j, inc, b, buf, &counted)
 		if done {
-			f.line("D\t"+j.etag+"\t"+strconv.FormatInt(j.size, 10), -counted)
+			f.done(j, counted)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -355,6 +382,14 @@ func (f *fetcher) one(ctx context.Context, j *fetchJob, buf []byte) bool {
 		case <-time.After(f.retryWait):
 		}
 	}
+}
+
+// done reports blob j complete, after its links (-links).
+func (f *fetcher) done(j *fetchJob, counted int64) {
+	for _, l := range f.links[j.etag] {
+		_ = link1(l.target, filepath.Join(f.linkDir, l.path)) // else the receiver's links step says why
+	}
+	f.line("D\t"+j.etag+"\t"+strconv.FormatInt(j.size, 10), -counted)
 }
 
 // attempt resumes inc from its size, hashing it whole, and renames it to

@@ -347,7 +347,8 @@ func fileOf(c *hubtest.Commit, etag string) *hubtest.File {
 }
 
 func TestHubFetchUsage(t *testing.T) {
-	for _, args := range [][]string{{"hubfetch"}, {"hubfetch", "a", "b", "0", "http://x/"}, {"hubfetch", "a", "b", "2", "ftp-ish"}} {
+	for _, args := range [][]string{{"hubfetch"}, {"hubfetch", "a", "b", "0", "http://x/"}, {"hubfetch", "a", "b", "2", "ftp-ish"},
+		{"hubfetch", "-links"}, {"hubfetch", "-links", "", "a", "b", "2", "http://x/"}, {"hubfetch", "-links", "s", "a", "b", "2"}} {
 		if code := Main(args, strings.NewReader(""), io.Discard, io.Discard); code != ExitUsage {
 			t.Errorf("%q: status %d, want %d", args, code, ExitUsage)
 		}
@@ -418,4 +419,72 @@ func TestLinks(t *testing.T) {
 			t.Errorf("%q: status %d, want 1", bad, code)
 		}
 	}
+}
+
+// TestHubFetchLinks: with -links, a blob's links are written once it is
+// complete (a blob that fails gets none, so no link ever names a blob
+// that is not whole), links of blobs that are not jobs and paths that
+// leave the folder are not written.
+func TestHubFetchLinks(t *testing.T) {
+	shortRetries(t)
+	repo, c := fetchRepo()
+	srv := hubtest.NewServer(t, repo)
+	root := t.TempDir()
+	blobs := filepath.Join(root, "blobs")
+	snap := filepath.Join(root, "snapshots", c.SHA)
+	must(t, os.MkdirAll(blobs, 0o755))
+	must(t, os.MkdirAll(filepath.Join(snap, "tok"), 0o755))
+	// config.json is always served with a bad byte: it fails, and its
+	// link must not appear.
+	bad := fileByPath(c, "config.json")
+	srv.Corrupt(bad.Path, 3)
+	var in strings.Builder
+	in.WriteString("\n")
+	for _, f := range c.Files {
+		fmt.Fprintf(&in, "B\t%s\t%d\t%s\n", f.Etag, f.Size, escapePath(f.Path))
+		up := strings.Repeat("../", strings.Count(f.Path, "/")+2)
+		fmt.Fprintf(&in, "L\t%sblobs/%s\t%s\n", up, f.Etag, f.Path)
+	}
+	other := strings.Repeat("e", 64)
+	fmt.Fprintf(&in, "L\t../../blobs/%s\tnot-a-job.bin\n", other)
+	fmt.Fprintf(&in, "L\t../../blobs/%s\t../escape\n", c.Files[0].Etag)
+	in.WriteString("END\n")
+	var out, errb bytes.Buffer
+	code := Main([]string{"hubfetch", "-links", snap, blobs, filepath.Join(blobs, ".sparkform-incoming."+c.SHA), "2",
+		srv.URL + "/acme/fetch/resolve/" + c.SHA + "/"}, strings.NewReader(in.String()), &out, &errb)
+	if code != 2 {
+		t.Fatalf("hubfetch: status %d, want 2 (one blob fails); stderr %s", code, errb.String())
+	}
+	for _, f := range c.Files {
+		at := filepath.Join(snap, f.Path)
+		got, err := os.Readlink(at)
+		if f == bad {
+			if err == nil {
+				t.Errorf("%s: a link (%s) to a blob that failed", f.Path, got)
+			}
+			continue
+		}
+		want := strings.Repeat("../", strings.Count(f.Path, "/")+2) + "blobs/" + f.Etag
+		if err != nil || got != want {
+			t.Errorf("%s: link %q (%v), want %q", f.Path, got, err, want)
+			continue
+		}
+		if st, err := os.Stat(at); err != nil || st.Size() != f.Size {
+			t.Errorf("%s: the link does not reach its whole blob: %v", f.Path, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(snap, "not-a-job.bin"), filepath.Join(root, "snapshots", "escape")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}
+
+func fileByPath(c *hubtest.Commit, p string) *hubtest.File {
+	for _, f := range c.Files {
+		if f.Path == p {
+			return f
+		}
+	}
+	panic("no file " + p)
 }

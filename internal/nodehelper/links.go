@@ -35,7 +35,7 @@ func links(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			continue
 		}
 		target, p := f[1], f[2]
-		if p == "" || filepath.IsAbs(p) || p != filepath.Clean(p) || strings.HasPrefix(p, "../") || p == ".." {
+		if !cleanLinkPath(p) {
 			fmt.Fprintf(stderr, "sparkform-node links: not a clean relative path: %q\n", p)
 			return 1
 		}
@@ -53,6 +53,11 @@ func links(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cleanLinkPath: p is a clean relative path that stays below its folder.
+func cleanLinkPath(p string) bool {
+	return p != "" && !filepath.IsAbs(p) && p == filepath.Clean(p) && !strings.HasPrefix(p, "../") && p != ".."
 }
 
 // link1 makes at a link to target: kept when it is one already, else a

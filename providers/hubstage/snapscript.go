@@ -198,6 +198,24 @@ $_m"
 $_m"; fi
   mkdir -p "$1"
 }
+# mkall FILE TEXT: mk for each folder in FILE (one a line), the folders
+# recorded with TEXT (record lines, each ending in a newline) in one
+# append, then made by one mkdir.
+mkall() {
+  _m= _need=
+  while IFS= read -r _x; do
+    _d=$_x
+    while [ -n "$_d" ] && [ ! -d "$_d" ]; do
+      _need=1
+      case "$nl$_m" in *"${nl}made $_d$nl"*) break ;; esac
+      has "made $_d" || _m="${_m}made $_d$nl"
+      _d=${_d%/*}
+    done
+  done < "$1"
+  _t="$2$_m"
+  if [ -n "$_t" ]; then sf_rappend "$base" "$kind" "$rn" "$_t" || return 1; rec="$rec$nl$_t"; fi
+  [ -z "$_need" ] || tr '\n' '\000' < "$1" | xargs -0 mkdir -p
+}
 size() { if [ -f "$1" ]; then stat -L -c %s "$1"; else echo -1; fi; }
 # openssl hashes several times faster than coreutils where the CPU has
 # SHA instructions (x86 SHA-NI, ARMv8): used when it is there.
@@ -294,20 +312,26 @@ if ! has "owner $owner"; then
 owner $owner"
 fi
 if [ "$mode" != finish ]; then
-  mk "$rd/blobs" || exit 1
-  # The blobs not there and not yet recorded (one awk against the record:
-  # a pattern match per blob over a growing record costs seconds for
-  # 1,000 files).
+  # Recorded in one append before any of it is made: the blobs not there
+  # and not yet recorded, the links and the folders of the snapshot (one
+  # awk against the record: a pattern match per blob over a growing
+  # record costs seconds for 1,000 files; one fsync'ed append, not one
+  # per folder). The folders are made now, so that the node helper's
+  # fetch writes each link as its blob completes.
   printf '%s\n' "$rec" > "$tmp/rec"
   # (The names in blobs/ from one ls: a test per blob in a read loop is a
   # read(2) per byte of its name.)
   (cd "$rd/blobs" && ls -A) > "$tmp/have" 2>/dev/null || : > "$tmp/have"
-  awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^blob /) r[substr($0, 6)] = 1; next }
+  awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^blob /) r[substr($0, 6)] = 1; else if ($0 ~ /^link /) l[substr($0, 6)] = 1; next }
     FILENAME == ARGV[2] { h[$0] = 1; next }
-    ($1 == "B" || $1 == "S") && !($2 in r) && !($2 in h) { print "blob " $2 }' "$tmp/rec" "$tmp/have" "$tmp/jobs" > "$tmp/new"
-  if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
-" || exit 1; rec="$rec
-$new"; fi
+    ($1 == "B" || $1 == "S") && !($2 in r) && !($2 in h) { print "blob " $2 }
+    $1 == "L" && !($3 in l) { print "link " $3 }' "$tmp/rec" "$tmp/have" "$tmp/jobs" > "$tmp/new"
+  { printf '%s\n' "$rd/blobs" "$sd"; [ -z "$rev" ] || printf '%s\n' "$rd/refs"
+    if grep "^M$tab" "$tmp/jobs" > "$tmp/mdirs"; then
+      while IFS="$tab" read -r t d; do printf '%s\n' "$sd/$d"; done < "$tmp/mdirs"
+    fi; } > "$tmp/dirs"
+  new=; [ ! -s "$tmp/new" ] || new="$(cat "$tmp/new")$nl"
+  mkall "$tmp/dirs" "$new" || exit 1
   # X ETAG: a blob whose content does not match its name (verify=full):
   # removed so that it is fetched again.
   # (dash reads a line a byte at a time: a file of 2,000 job lines costs
@@ -375,11 +399,13 @@ sf_hunlock
 if [ "$mode" = fetch ] && [ -n "$hp" ]; then
   # The node helper's hubfetch does the job loop below in one process:
   # every blob, $par at once over reused connections, each byte written
-  # and hashed once, the same P (its heartbeat too), D and E lines. The
+  # and hashed once, the same P (its heartbeat too), D and E lines; it
+  # writes each blob's links once the blob is complete (-links: the
+  # folders are made above), which the links step below then finds. The
   # secret reaches it on stdin from the printf builtin (never in argv).
   # 125: a helper without hubfetch: the shell's loop.
   kill "$hb" 2>/dev/null
-  hfetch() { "$hp" hubfetch "$rd/blobs" "$inbox" "$par" "$@"; }
+  hfetch() { "$hp" hubfetch -links "$sd" "$rd/blobs" "$inbox" "$par" "$@"; }
   { printf '%s\n' "$sec"; cat "$tmp/jobs"; } | eval "hfetch $hf"
   rc=$?
   case $rc in

@@ -4,25 +4,32 @@ package restore
 // takes BASE KIND NAME first: BASE is Store.Dir ("" for the default).
 //
 //	sf_rdir BASE KIND            print the record folder
+//	sf_rdirv BASE KIND           set _rdv to it (no subshell)
 //	sf_rcat BASE KIND NAME       print "record" and the record, or nothing
 //	sf_rcreate BASE KIND NAME TEXT   write TEXT unless a record exists
 //	                                 (sets, then resets, TERM/HUP/INT traps)
 //	sf_rappend BASE KIND NAME TEXT   append TEXT to the record
 //	sf_rrm BASE KIND NAME        remove the record and empty folders
-const Prelude = `sf_rdir() {
-	if [ -n "$1" ]; then _b=$1
-	elif [ "$(id -u)" = 0 ]; then _b=/var/lib/sparkform
-	else _b=${XDG_STATE_HOME:-${HOME:?no HOME for the restore records}/.local/state}/sparkform
-	fi
-	printf '%s/restore/%s\n' "$_b" "$2"
+const Prelude = `sf_rdirv() {
+	# The folder in _rdv, in this shell: no subshell, and "id -u" once per
+	# script (a process each costs milliseconds on a busy node).
+	if [ -n "$1" ]; then _rdv=$1/restore/$2; return 0; fi
+	[ -n "${_sf_uid-}" ] || _sf_uid=$(id -u)
+	if [ "$_sf_uid" = 0 ]; then _rdv=/var/lib/sparkform/restore/$2; return 0; fi
+	if [ -n "${XDG_STATE_HOME-}" ]; then _rdv=$XDG_STATE_HOME/sparkform/restore/$2; return 0; fi
+	[ -n "${HOME-}" ] || { echo "sf_rdir: no HOME for the restore records" >&2; return 1; }
+	_rdv=$HOME/.local/state/sparkform/restore/$2
 }
+sf_rdir() { sf_rdirv "$1" "$2" && printf '%s\n' "$_rdv"; }
 sf_fsync() { sync "$@" 2>/dev/null || sync; }
 sf_rcat() {
-	_f=$(sf_rdir "$1" "$2")/$3
+	sf_rdirv "$1" "$2" || return 1
+	_f=$_rdv/$3
 	if [ -f "$_f" ]; then echo record; cat "$_f"; fi
 }
 sf_rcreate() {
-	_d=$(sf_rdir "$1" "$2") || return 1
+	sf_rdirv "$1" "$2" || return 1
+	_d=$_rdv
 	[ -f "$_d/$3" ] && return 0
 	(umask 077 && mkdir -p "$_d") || return 1
 	# Temp files of a write killed outright (SIGKILL) before its cleanup.
@@ -50,12 +57,14 @@ sf_rcreate() {
 	[ -f "$_d/$3" ]
 }
 sf_rappend() {
-	_f=$(sf_rdir "$1" "$2")/$3
+	sf_rdirv "$1" "$2" || return 1
+	_f=$_rdv/$3
 	printf '%s' "$4" >>"$_f" || return 1
 	sf_fsync "$_f"
 }
 sf_rrm() {
-	_d=$(sf_rdir "$1" "$2") || return 1
+	sf_rdirv "$1" "$2" || return 1
+	_d=$_rdv
 	[ -e "$_d/$3" ] || return 0
 	rm -f "$_d/$3" || return 1
 	sf_fsync "$_d"
