@@ -117,7 +117,8 @@
 //     the prior object. Private data pins the planned commit: apply refuses
 //     another (ErrChanged).
 //   - Apply: ONE receiver command (snapReceiveScript) on the node: the
-//     restore record first, then every blob (parallel: at most parallel at
+//     restore record first (the new blobs, the links and the snapshot's
+//     folders in one fsync'ed append; the folders made), then every blob (parallel: at most parallel at
 //     once) written by the fetch straight into its .incomplete (no pipe:
 //     each byte copied once, as curl -o does), resumed from its size
 //     (Range) after a cut or an interrupted apply, hashed whole once it has
@@ -134,8 +135,10 @@
 //     parallel at once over reused connections, each byte written and
 //     hashed once (a resumed blob's prefix hashed from the file first),
 //     the same progress, heartbeat and result lines, the token on its
-//     stdin and sent to the hub's origin only, never to the CDN; a node
-//     without it runs the curl loop above. An apply right after its plan in one process (PlanAndApply)
+//     stdin and sent to the hub's origin only, never to the CDN; it
+//     writes each blob's links once the blob is complete (the links step
+//     then finds them: no link ever names a blob that is not whole); a
+//     node without it runs the curl loop above. An apply right after its plan in one process (PlanAndApply)
 //     uses that plan's listing and look at the node (hub source): the
 //     receiver checks every blob again before it fetches.
 //     Progress lines become sdk.Progress in bytes (the pull display); the
