@@ -174,7 +174,7 @@ for n in $SIZES; do
       "$BIN" destroy -auto-approve -no-color "${PAR[@]}" >/dev/null)
     perf report -i "$WORK/perf.data" --sort comm --stdio -g none 2>/dev/null | grep '%' | head -12 >"$WORK/perf.txt"
     # and sshd's by library (the kernel's part: process starts, page faults)
-    perf report -i "$WORK/perf.data" --comm sshd --sort dso --stdio -g none 2>/dev/null | grep '%' | head -6 >"$WORK/perf-sshd.txt"
+    perf report -i "$WORK/perf.data" --sort comm,dso --stdio -g none 2>/dev/null | grep '%  sshd ' | head -6 >"$WORK/perf-sshd.txt"
   fi
   for f in apply plan destroy; do
     printf '%-6s %-8s %-22s %-22s %s\n' "$n" "$f" "$(stat2 "$WORK/$f-$n.times" 1)" "$(stat2 "$WORK/$f-$n.times" 2)" "$(maxrss "$WORK/$f-$n.times")"

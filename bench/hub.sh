@@ -16,9 +16,10 @@
 #   3. peak RSS: a snapshot of one BIG (4GiB) file from the hub; the largest
 #      resident set of any sparkform process (the CLI and its plugins, as
 #      wait4 reports it) <= 100 MiB.
-#   4. no-op plan of a present snapshot of SMALL (1,000) files: the node's
-#      CPU (the sshd listener's reaped children: sshd, sh, curl, find)
-#      <= 0.3 s.
+#   4. no-op plan of a present snapshot of SMALL (1,000) files: the CPU
+#      of the node that holds it (its sshd listener's reaped children:
+#      sshd, sudo, sh, curl, find) <= 0.3 s; both nodes' (the config
+#      declares node 1 too: its node check) printed beside it.
 #
 # Prints median [min-max] over RUNS runs and one PASS/FAIL line per target
 # (a FAIL is a finding: the script still exits 0). Removes everything it
@@ -287,9 +288,16 @@ if [[ " $PARTS " = *" 4 "* ]]; then
     echo "bench/hub: apply of the $SMALL-file snapshot failed:" >&2; tail -20 "$WORK/noop-apply.log" >&2; exit 1; }
   # The node's CPU: what the sshd listeners (children of the test bed)
   # reaped during the plan, utime+stime of their children, in ticks.
+  # The target is the snapshot's node's (node 0's listener); the config
+  # also declares node 1 (parts 2 and 3), whose node check (a login and
+  # the held shell's sudo) is in the both-nodes figure.
+  listener0=
+  for l in $listeners; do tr '\0' ' ' <"/proc/$l/cmdline" | grep -q "/node0/" && listener0=$l; done
+  [[ -n $listener0 ]] || { echo "bench/hub: node 0's sshd listener not found" >&2; exit 1; }
   : >"$WORK/noop.times"
   for ((r = 1; r <= RUNS + 2; r++)); do
     n0=$(reaped $listeners)
+    s0=$(reaped "$listener0")
     (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT /usr/bin/time -f '%e %U %S' -o "$WORK/t" "$BIN" plan -detailed-exitcode -no-color >"$WORK/plan.log" 2>&1) || {
       echo "bench/hub: the no-op plan failed or has changes:" >&2; tail -30 "$WORK/plan.log" >&2; exit 1; }
     for _ in $(seq 1 100); do
@@ -297,11 +305,12 @@ if [[ " $PARTS " = *" 4 "* ]]; then
       [[ $busy = 0 ]] && break; sleep 0.02
     done
     n1=$(reaped $listeners)
-    awk -v n=$((n1 - n0)) -v t="$TCK" '{printf "%.3f %.3f %.3f\n", $1, $2 + $3, n / t}' "$WORK/t" >>"$WORK/noop.times"
+    s1=$(reaped "$listener0")
+    awk -v n=$((n1 - n0)) -v s=$((s1 - s0)) -v t="$TCK" '{printf "%.3f %.3f %.3f %.3f\n", $1, $2 + $3, s / t, n / t}' "$WORK/t" >>"$WORK/noop.times"
   done
   (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT "$BIN" destroy -auto-approve -no-color >/dev/null)
-  echo "4. no-op plan of a present $SMALL-file snapshot ($((RUNS + 2)) runs): wall s $(stat2 "$WORK/noop.times" 1), sparkform cpu s $(stat2 "$WORK/noop.times" 2), node cpu s $(stat2 "$WORK/noop.times" 3)"
-  target "no-op plan, $SMALL files: node CPU s" "$(med "$WORK/noop.times" 3)" "<=" 0.3
+  echo "4. no-op plan of a present $SMALL-file snapshot ($((RUNS + 2)) runs): wall s $(stat2 "$WORK/noop.times" 1), sparkform cpu s $(stat2 "$WORK/noop.times" 2), snapshot's node cpu s $(stat2 "$WORK/noop.times" 3), both nodes' cpu s $(stat2 "$WORK/noop.times" 4)"
+  target "no-op plan, $SMALL files: the snapshot's node's CPU s" "$(med "$WORK/noop.times" 3)" "<=" 0.3
 fi
 
 echo "issue 29 targets:"

@@ -48,7 +48,11 @@ func observe(ctx context.Context, conn node.Conn, become bool, recDir string, re
 		if hex40.MatchString(rev) {
 			rev = ""
 		}
-		argv = append(argv, q.s.HubDir, q.s.repoDir(), q.commit, rev, q.s.Verify)
+		name := "" // the script's to compute from the ref it reads
+		if q.commit != "" {
+			name = restore.Store{Kind: snapRecordKind}.Name(snapKey(q.s.HubDir, q.s.repoDir(), q.commit))
+		}
+		argv = append(argv, q.s.HubDir, q.s.repoDir(), q.commit, rev, q.s.Verify, name)
 	}
 	res, err := conn.Run(ctx, node.Cmd{Argv: argv, Become: become})
 	if err != nil {
