@@ -17,8 +17,10 @@
 #                     output says so.
 #
 # Applies once, then times RUNS no-op plans (must exit 0 with
-# -detailed-exitcode) and RUNS `sparkform status` (must exit 0, healthy),
-# and prints median [min-max] wall and CPU seconds,
+# -detailed-exitcode), each followed by a plan of the same two nodes with
+# no resource (the floor: issue 32's target is the seed's plan <= 2x it),
+# and RUNS `sparkform status` (must exit 0, healthy), and prints median
+# [min-max] wall and CPU seconds, the ratio to the floor,
 # then the refresh counters of one `plan -json`. Destroys, and removes
 # everything it made (containers, image, sshd nodes, temp dirs) on any exit.
 #
@@ -303,6 +305,13 @@ for i in 0 1; do
 done
 : >"$S/plan.times"
 : >"$S/node.times"
+: >"$S/floor.times"
+# The floor (issue 32): a plan of the same two nodes with no resource,
+# from its own folder: the node check alone (process starts, the plugin,
+# a login and the held shell's sudo per node). Timed right after each
+# seed plan, so both meet the same load.
+mkdir -p "$S/floor"
+awk '/^resource /{exit} {print}' "$S/cfg/main.sf.hcl" >"$S/floor/main.sf.hcl"
 # PERF=1: the nodes' CPU is what the sshd listeners (children of the test
 # bed) reaped during a plan: utime+stime of their children, in ticks.
 TCK=$(getconf CLK_TCK)
@@ -326,6 +335,9 @@ for ((r = 1; r <= RUNS; r++)); do
   /usr/bin/time -f '%e %U %S' -o "$S/t" "$BIN" plan -detailed-exitcode -no-color >"$S/plan.log" 2>&1 || {
     echo "bench/ssh: the no-op plan failed or has changes:" >&2; tail -30 "$S/plan.log" >&2; exit 1; }
   awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/plan.times"
+  (cd "$S/floor" && /usr/bin/time -f '%e %U %S' -o "$S/t" "$BIN" plan -detailed-exitcode -no-color >"$S/floor.log" 2>&1) || {
+    echo "bench/ssh: the floor's plan (no resources) failed:" >&2; tail -30 "$S/floor.log" >&2; exit 1; }
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/floor.times"
   if [[ $PERF = 1 ]]; then
     # The listeners reap a connection's process once it has ended.
     for _ in $(seq 1 100); do
@@ -352,6 +364,9 @@ echo "two sshd nodes, per node: kmod_module (simulated kernel) + gitkit_checkout
 echo "  + docker_image + docker_container ($FILES bind_files, 9g/9g/6 cpus/shm 2g); $CGROUP_NOTE"
 echo "  node user $NODE_USER: Docker socket $([[ $DOCKER_ACCESS = group ]] && echo "as a docker group member (sshd forwards it)" || echo "through sudo -n docker system dial-stdio") (DOCKER_ACCESS=$DOCKER_ACCESS)"
 echo "  no-op plan: wall s $(stat2 "$S/plan.times" 1), cpu s $(stat2 "$S/plan.times" 2)  ($RUNS runs, median [min-max]; cpu = user+sys incl. plugins)"
+med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {printf "%.4f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+echo "  floor (a plan of the same two nodes, no resource): wall s $(stat2 "$S/floor.times" 1), cpu s $(stat2 "$S/floor.times" 2)"
+awk -v a="$(med "$S/plan.times" 1)" -v b="$(med "$S/floor.times" 1)" 'BEGIN {r = a / b; printf "  seed no-op plan / floor (medians)   %.2fx <= 2x   %s\n", r, (r <= 2) ? "PASS" : "FAIL"}'
 echo "  status: wall s $(stat2 "$S/status.times" 1), cpu s $(stat2 "$S/status.times" 2)  ($RUNS runs, median [min-max]; exit 0 healthy each time)"
 if [[ $PERF = 1 ]]; then
   echo "  node cpu s per plan: both nodes $(stat2 "$S/node.times" 1) (sshd listeners' reaped children), dockerd $(stat2 "$S/node.times" 2) (shared engine)"
