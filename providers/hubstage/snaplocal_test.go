@@ -167,6 +167,10 @@ type stallTransfer struct {
 	big    string
 	after  int64
 	cancel context.CancelFunc
+	// landed, when set, is the size of the big blob's .incomplete on the
+	// node: the cut waits (up to 10 s) until the bytes before it are
+	// there, not a fixed time a loaded machine may not meet.
+	landed func() int64
 }
 
 func (t *stallTransfer) Stream(ctx context.Context, f snapFile, off int64) (io.ReadCloser, error) {
@@ -177,16 +181,25 @@ func (t *stallTransfer) Stream(ctx context.Context, f snapFile, off int64) (io.R
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(io.LimitReader(rc, t.after), stallReader{ctx: ctx, cancel: t.cancel}), rc}, nil
+	}{io.MultiReader(io.LimitReader(rc, t.after), stallReader{ctx: ctx, cancel: t.cancel, after: t.after, landed: t.landed}), rc}, nil
 }
 
 type stallReader struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	after  int64
+	landed func() int64
 }
 
 func (s stallReader) Read([]byte) (int, error) {
-	time.Sleep(300 * time.Millisecond) // the bytes before reach the node
+	// The bytes before reach the node.
+	if s.landed == nil {
+		time.Sleep(300 * time.Millisecond)
+	} else {
+		for deadline := time.Now().Add(10 * time.Second); s.landed() < s.after && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	s.cancel()
 	<-s.ctx.Done()
 	return 0, s.ctx.Err()
@@ -224,10 +237,17 @@ func TestPushBatchInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const after = 2<<20 + 12345
-	if _, err := run(ctx, &stallTransfer{localTransfer: &localTransfer{l: src}, big: bigEtag, after: after, cancel: cancel}); err == nil {
+	blobs := filepath.Join(dHub, "models--org--model", "blobs")
+	landed := func() int64 {
+		fi, err := os.Stat(filepath.Join(blobs, bigEtag+".incomplete"))
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	if _, err := run(ctx, &stallTransfer{localTransfer: &localTransfer{l: src}, big: bigEtag, after: after, cancel: cancel, landed: landed}); err == nil {
 		t.Fatal("the cancelled push succeeded")
 	}
-	blobs := filepath.Join(dHub, "models--org--model", "blobs")
 	deadline := time.Now().Add(10 * time.Second)
 	for len(procsWith(dHub)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)

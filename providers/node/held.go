@@ -1,13 +1,18 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -30,6 +35,11 @@ import (
 // before). So a plan's node check and the first privileged command, often
 // the Docker API stream of `docker system dial-stdio`, share one sudo.
 //
+// A Become read (no stdin, output collected) does not take the shell: it
+// runs as a frame (heldScript, runFrame) and the shell stays held for
+// the next, so a plan's privileged reads and its first stream share the
+// check's sudo.
+//
 // Nothing stays on the node: the idle shell exits at the end of its stdin,
 // which is when the connection closes (Close, a crash or kill -9 of
 // sparkform: sshd ends the session when the connection goes).
@@ -38,8 +48,16 @@ import (
 // in a plugin opens a channel of type heldChannel carrying the line, and
 // the relay runs it on the held shell of the node's one connection.
 
-// heldScript is the privileged shell: it says it is root and ready, reads
-// one framed command line and evals it (the line execs the command).
+// heldScript is the privileged shell: it says it is root and ready, then
+// reads framed command lines. A frame "COUNT" then COUNT lines is the
+// last: the shell evals it and the line execs the command in its place
+// (stdin, stdout and stderr are the session's). A frame "r TOKEN COUNT"
+// then COUNT lines runs the line as a child with stdin from /dev/null
+// and, once it has exited, writes "TOKEN STATUS" on stdout and "TOKEN"
+// on stderr, then reads the next frame: the same sudo serves any number
+// of such commands (runFrame). TOKEN is random per frame, so no output
+// can forge the boundary. A signal for the session (a cancelled command)
+// takes the child down with the shell.
 //
 // Given the node helper's path ($1, the node check's), its ready line
 // also says whether the helper is there, with builtins only: "READY +"
@@ -52,16 +70,29 @@ h=$1
 else printf '%s\n' ` + heldReady + `
 fi
 unset h
-IFS= read -r n || exit 0
-s=
-while [ "$n" -gt 0 ]; do
-	IFS= read -r l || exit 0
-	s="$s$l
+while :; do
+	IFS= read -r n || exit 0
+	t=
+	case $n in "r "*) t=${n#r }; n=${t#* }; t=${t%% *} ;; esac
+	s=
+	while [ "$n" -gt 0 ]; do
+		IFS= read -r l || exit 0
+		s="$s$l
 "
-	n=$((n - 1))
-done
-unset n l
-eval "$s"`
+		n=$((n - 1))
+	done
+	unset n l
+	if [ -z "$t" ]; then eval "$s"; exit; fi
+	( eval "$s" ) </dev/null &
+	p=$!
+	trap 'kill -TERM "$p" 2>/dev/null; exit 143' TERM
+	trap 'kill -TERM "$p" 2>/dev/null; exit 129' HUP
+	wait "$p"
+	r=$?
+	trap - TERM HUP
+	printf '%s %s\n' "$t" "$r"
+	printf '%s\n' "$t" >&2
+done`
 
 // heldReady is the line the held shell prints once sudo let it run.
 const heldReady = "sparkform-held-ready"
@@ -84,25 +115,60 @@ type heldShell struct {
 	arch   string
 	sess   *ssh.Session
 	stdin  io.WriteCloser
-	stdout io.Reader
+	stdout *bufio.Reader // after the ready line: frames' output, then the last command's
 	stderr *lockedBuffer
-	sent   bool          // the command line went with the start
-	errc   chan struct{} // closed when the stderr copy ended
-	done   chan struct{} // closed when the session ended; err holds Wait's result
-	err    error
+	// runMu is held while a frame runs on the shell, and for good by the
+	// command that takes it (execOn); dead: a frame failed or was
+	// cancelled, the shell is going.
+	runMu sync.Mutex
+	dead  atomic.Bool
+	sent  bool          // the command line went with the start
+	errc  chan struct{} // closed when the stderr copy ended
+	done  chan struct{} // closed when the session ended; err holds Wait's result
+	err   error
 }
 
 // lockedBuffer is a bytes.Buffer written by one goroutine and read by
-// another once the writer is done.
+// another; cutThrough waits for a line in it.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced on each write
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	return b.buf.Write(p)
+}
+
+// cutThrough waits until the buffer holds line, then removes it and
+// what precedes it, returning what preceded it; false when done closes
+// first.
+func (b *lockedBuffer) cutThrough(line []byte, done <-chan struct{}) ([]byte, bool) {
+	for {
+		b.mu.Lock()
+		if i := bytes.Index(b.buf.Bytes(), line); i >= 0 {
+			before := append([]byte(nil), b.buf.Bytes()[:i]...)
+			b.buf.Next(i + len(line))
+			b.mu.Unlock()
+			return before, true
+		}
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-done:
+			return nil, false
+		}
+	}
 }
 
 func (b *lockedBuffer) String() string {
@@ -119,6 +185,9 @@ func (b *lockedBuffer) Bytes() []byte {
 
 // ended reports whether h's session is over.
 func (h *heldShell) ended() bool {
+	if h.dead.Load() {
+		return true
+	}
 	select {
 	case <-h.done:
 		return true
@@ -145,7 +214,7 @@ func (s *SSH) startHeld(ctx context.Context, line, helper string) (*heldShell, e
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
 	}
-	h.stdin, h.stdout = stdin, stdout
+	h.stdin, h.stdout = stdin, bufio.NewReaderSize(stdout, 32<<10)
 	if err := sess.Start(CommandLine(Cmd{Argv: heldArgv(helper)}, true)); err != nil {
 		sess.Close()
 		return nil, s.connErr("start the privileged shell", err)
@@ -226,7 +295,7 @@ func parseReady(line string) (helperState, string, error) {
 }
 
 // readLine reads up to and including '\n', at most max bytes, one at a
-// time (nothing after it is consumed).
+// time (nothing after it is consumed; r buffers for the frames after).
 func readLine(r io.Reader, max int) (string, error) {
 	var b []byte
 	var c [1]byte
@@ -273,17 +342,175 @@ func (s *SSH) PrepareBecome(ctx context.Context) error {
 	return nil
 }
 
-// takeHeld returns the idle privileged shell, or a new one with line
-// already sent.
+// takeHeld returns the idle privileged shell, for good, or a new one with
+// line already sent. A frame running on the idle one (a short read, as a
+// rule: runOnHeld) is waited for up to heldTakeWait, a sudo's time; a
+// longer one leaves it be and a new sudo starts.
 func (s *SSH) takeHeld(ctx context.Context, line string) (*heldShell, error) {
 	s.heldMu.Lock()
 	h := s.held
-	s.held = nil
 	s.heldMu.Unlock()
-	if h != nil && !h.ended() {
-		return h, nil
+	if h != nil && !h.ended() && lockWithin(ctx, &h.runMu, heldTakeWait) {
+		s.heldMu.Lock()
+		if s.held == h && !h.ended() {
+			s.held = nil
+			s.heldMu.Unlock()
+			return h, nil // runMu stays locked: the shell is this command's
+		}
+		s.heldMu.Unlock()
+		h.runMu.Unlock()
 	}
 	return s.startHeld(ctx, line, "")
+}
+
+// heldTakeWait is how long a command that takes the held shell waits for
+// a frame running on it (about what a new sudo costs a busy node).
+const heldTakeWait = 150 * time.Millisecond
+
+// lockWithin locks mu if it can within d.
+func lockWithin(ctx context.Context, mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if mu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// runOnHeld runs line as a frame on the held shell (the idle one, or a
+// new one it then leaves held), so that the shell stays for the next
+// Become command: for commands with no stdin that collect their output
+// (reads). ok is false when the held shell is busy with another frame:
+// the caller runs the command as before, on a new sudo.
+func (s *SSH) runOnHeld(ctx context.Context, line string, stdout, stderr io.Writer) (err error, ok bool) {
+	h, err := s.frameShell(ctx)
+	if err != nil {
+		return err, true
+	}
+	if h == nil {
+		return nil, false
+	}
+	return s.runFrameOn(ctx, h, line, stdout, stderr), true
+}
+
+// frameShell returns the held shell locked for a frame (runMu), starting
+// one when there is none; nil when it is busy.
+func (s *SSH) frameShell(ctx context.Context) (*heldShell, error) {
+	s.heldMu.Lock()
+	h := s.held
+	s.heldMu.Unlock()
+	if h == nil || h.ended() {
+		nh, err := s.startHeld(ctx, "", "")
+		if err != nil {
+			return nil, err
+		}
+		s.heldMu.Lock()
+		if s.held == nil || s.held.ended() {
+			s.held = nh
+		}
+		h = s.held
+		s.heldMu.Unlock()
+		if h != nh {
+			nh.sess.Close() // another command's shell won: one is enough
+		}
+	}
+	if !h.runMu.TryLock() {
+		return nil, nil
+	}
+	s.heldMu.Lock()
+	idle := s.held == h && !h.ended()
+	s.heldMu.Unlock()
+	if !idle {
+		h.runMu.Unlock()
+		return nil, nil
+	}
+	return h, nil
+}
+
+// runFrameOn runs line as a frame on h (locked by frameShell) and
+// unlocks it; a frame that did not end with its boundary (cancelled, the
+// session broken) drops the shell.
+func (s *SSH) runFrameOn(ctx context.Context, h *heldShell, line string, stdout, stderr io.Writer) error {
+	defer h.runMu.Unlock()
+	err := h.runFrame(ctx, line, stdout, stderr)
+	var he *heldExit
+	if err == nil || errors.As(err, &he) {
+		return err
+	}
+	h.dead.Store(true)
+	h.sess.Close()
+	s.heldMu.Lock()
+	if s.held == h {
+		s.held = nil
+	}
+	s.heldMu.Unlock()
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return s.connErr("run on the privileged shell", err)
+}
+
+// runFrame runs line on h as a frame (heldScript): its output up to the
+// boundary to stdout and stderr, its exit status as a *heldExit. h.runMu
+// is held. On ctx's end the session is sent SIGTERM (the shell takes the
+// child down) and ctx's error returned.
+func (h *heldShell) runFrame(ctx context.Context, line string, stdout, stderr io.Writer) error {
+	var rb [16]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return err
+	}
+	tok := "sparkform-frame-" + hex.EncodeToString(rb[:])
+	if !strings.HasSuffix(line, "\n") {
+		line += "\n"
+	}
+	if _, err := io.WriteString(h.stdin, fmt.Sprintf("r %s %d\n%s", tok, strings.Count(line, "\n"), line)); err != nil {
+		return err
+	}
+	type result struct {
+		code int
+		err  error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		mark := []byte(tok + " ")
+		for {
+			l, err := h.stdout.ReadBytes('\n')
+			if i := bytes.Index(l, mark); i >= 0 {
+				_, _ = stdout.Write(l[:i])
+				code, cerr := strconv.Atoi(strings.TrimSpace(string(l[i+len(mark):])))
+				if cerr != nil {
+					err = fmt.Errorf("the privileged shell's frame ended with %q", l[i:])
+				}
+				resc <- result{code, err}
+				return
+			}
+			_, _ = stdout.Write(l)
+			if err != nil {
+				resc <- result{0, err}
+				return
+			}
+		}
+	}()
+	var res result
+	select {
+	case res = <-resc:
+	case <-ctx.Done():
+		_ = h.sess.Signal(ssh.SIGTERM)
+		return ctx.Err()
+	}
+	if res.err != nil {
+		return res.err
+	}
+	errb, ok := h.stderr.cutThrough([]byte(tok+"\n"), h.done)
+	if !ok {
+		return errors.New("the privileged shell ended")
+	}
+	_, _ = stderr.Write(errb)
+	return exitErr(res.code, "")
 }
 
 // send frames line into h: its count of lines, then the lines.
@@ -297,7 +524,8 @@ func (h *heldShell) send(line string) error {
 
 // execOn runs line on h with stdin, stdout and stderr, and returns how
 // the session ended (sess.Wait's error). On ctx's end the command is sent
-// SIGTERM and the session closed, as Run does.
+// SIGTERM and the session closed, as Run does. What earlier frames left
+// on stderr is theirs, already cut.
 func (h *heldShell) execOn(ctx context.Context, line string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer h.sess.Close()
 	if !h.sent {
@@ -330,11 +558,19 @@ func (h *heldShell) execOn(ctx context.Context, line string, stdin io.Reader, st
 }
 
 // runBecome runs c (Become, as a non-root user) on the held shell: the
-// core's own, or through the relay the core's.
+// core's own, or through the relay the core's. A command with no stdin
+// whose output is collected (a read) runs as a frame and leaves the
+// shell held for the next; any other takes it.
 func (s *SSH) runBecome(ctx context.Context, c Cmd, stdout, stderr io.Writer) error {
 	line := CommandLine(c, false)
+	reuse := c.Stdin == nil && c.Stdout == nil
 	if s.relayed {
-		return s.runRelayedHeld(ctx, line, c.Stdin, stdout, stderr)
+		return s.runRelayedHeld(ctx, line, reuse, c.Stdin, stdout, stderr)
+	}
+	if reuse {
+		if err, ok := s.runOnHeld(ctx, line, stdout, stderr); ok {
+			return err
+		}
 	}
 	h, err := s.takeHeld(ctx, line)
 	if err != nil {
@@ -343,9 +579,17 @@ func (s *SSH) runBecome(ctx context.Context, c Cmd, stdout, stderr io.Writer) er
 	return h.execOn(ctx, line, c.Stdin, stdout, stderr)
 }
 
+// heldReuse prefixes a heldChannel's line that may run as a frame
+// (runOnHeld); a line never holds a NUL.
+const heldReuse = "frame\x00"
+
 // runRelayedHeld is runBecome in a plugin: a heldChannel on the relay.
-func (s *SSH) runRelayedHeld(ctx context.Context, line string, stdin io.Reader, stdout, stderr io.Writer) error {
-	ch, reqs, err := s.client.OpenChannel(heldChannel, []byte(line))
+func (s *SSH) runRelayedHeld(ctx context.Context, line string, reuse bool, stdin io.Reader, stdout, stderr io.Writer) error {
+	extra := line
+	if reuse {
+		extra = heldReuse + line
+	}
+	ch, reqs, err := s.client.OpenChannel(heldChannel, []byte(extra))
 	if err != nil {
 		var oe *ssh.OpenChannelError
 		if errors.As(err, &oe) {
@@ -423,6 +667,49 @@ func exitErr(code int, signal string) error {
 	return &heldExit{code: code, signal: signal}
 }
 
+// forwardFrame serves a plugin's heldChannel whose line may run as a
+// frame (heldReuse) on up's held shell; false, with nc untouched, when
+// that shell is busy or cannot start (forwardHeld then serves it as any
+// other, sudo's refusal included).
+func forwardFrame(ctx context.Context, up *SSH, nc ssh.NewChannel, line string) bool {
+	h, err := up.frameShell(ctx)
+	if err != nil || h == nil {
+		return false
+	}
+	lch, lreqs, err := nc.Accept()
+	if err != nil {
+		h.runMu.Unlock()
+		return true
+	}
+	defer lch.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for req := range lreqs {
+			if req.Type == "signal" {
+				cancel()
+			}
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
+		}
+	}()
+	werr := up.runFrameOn(cctx, h, line, lch, lch.Stderr())
+	var he *heldExit
+	switch {
+	case werr == nil:
+		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+	case errors.As(werr, &he):
+		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(he.code)}))
+	default:
+		// Cancelled or the shell lost: no status, as a session cut short
+		// (the plugin's side reports the connection).
+		_, _ = io.WriteString(lch.Stderr(), werr.Error())
+	}
+	_ = lch.CloseWrite()
+	return true
+}
+
 // forwardHeld serves a plugin's heldChannel: the line runs on the held
 // shell of up (the node's one connection), its output and exit status go
 // back as a session's would.
@@ -431,7 +718,10 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 		return
 	}
 	defer func() { <-up.slots }()
-	line := string(nc.ExtraData())
+	line, reuse := strings.CutPrefix(string(nc.ExtraData()), heldReuse)
+	if reuse && forwardFrame(ctx, up, nc, line) {
+		return
+	}
 	h, herr := up.takeHeld(ctx, line)
 	var ee *ExitError
 	if herr != nil && !errors.As(herr, &ee) {

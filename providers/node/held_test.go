@@ -220,3 +220,99 @@ func heldHolder(spec string) {
 	time.Sleep(time.Minute)
 	os.Exit(0)
 }
+
+// TestHeldShellFrames: Become reads (no stdin, output collected) run as
+// frames on the one held shell, in the core and through the relay, and
+// leave it for the next: output (binary, no final newline), stderr and
+// exit status per command, nothing read from the session's stdin; many
+// reads and then a command that takes the shell (stdin) share one sudo.
+// A cancelled frame takes its command down and the next read starts a
+// new shell; nothing is left when the pool closes.
+func TestHeldShellFrames(t *testing.T) {
+	b := bed(t)
+	nd := b.Nodes[0]
+	n := nd.SDK()
+	n.Become = true
+	p := node.NewPool()
+	defer p.Close()
+	r, err := node.NewRelay(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tr, err := nd.Trace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	plug, err := r.Dial(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plug.Close()
+	core, err := p.Get(ctxT(t), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := []struct {
+		name string
+		conn node.Conn
+	}{{"core", core}, {"relayed", plug}}
+	for round := 0; round < 3; round++ {
+		for _, tc := range conns {
+			// Output without a final newline, bytes a line reader would
+			// trip on, stderr, a status, and stdin that is not the session's.
+			res, err := tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"sh", "-c",
+				`id -u; printf 'a\000b\nno newline'; echo "err $1" >&2; read x && echo "read $x"; exit 3`, "sh", tc.name}, Become: true})
+			var ee *node.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode != 3 || strings.TrimSpace(ee.Stderr) != "err "+tc.name {
+				t.Fatalf("%s round %d: %v; want exit 3 with stderr %q", tc.name, round, err, "err "+tc.name)
+			}
+			if want := "0\na\x00b\nno newline"; string(res.Stdout) != want {
+				t.Fatalf("%s round %d: stdout %q, want %q", tc.name, round, res.Stdout, want)
+			}
+			res, err = tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"echo", "ok"}, Become: true})
+			if err != nil || string(res.Stdout) != "ok\n" || len(res.Stderr) != 0 {
+				t.Fatalf("%s round %d: %q %q %v", tc.name, round, res.Stdout, res.Stderr, err)
+			}
+		}
+	}
+	// The Docker-stream kind of command (stdin) takes the same shell.
+	res, err := plug.Run(ctxT(t), node.Cmd{Argv: []string{"sh", "-c", "id -u; cat"}, Become: true, Stdin: strings.NewReader("streamed")})
+	if err != nil || string(res.Stdout) != "0\nstreamed" {
+		t.Fatalf("taking command: %q, %v", res.Stdout, err)
+	}
+	ps, _ := tr.Stop(0)
+	if got := ps.Count("sudo"); got != 1 {
+		t.Fatalf("the check, 12 reads and a taking command started %d sudo, want 1:\n%s", got, ps.Programs())
+	}
+	// Cancelled: the command ends on the node, the next read works.
+	for i, tc := range conns {
+		marker := fmt.Sprintf("sleep %d", 2000+i)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := tc.conn.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + marker}, Become: true})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: cancelled frame: %v, want the deadline", tc.name, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			out, _ := exec.Command("pgrep", "-f", marker).Output()
+			if len(out) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %q still runs on the node after its cancellation", tc.name, marker)
+			}
+		}
+		res, err := tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"id", "-u"}, Become: true})
+		if err != nil || string(res.Stdout) != "0\n" {
+			t.Fatalf("%s: the read after a cancelled frame: %q, %v", tc.name, res.Stdout, err)
+		}
+	}
+	plug.Close()
+	r.Close()
+	p.Close()
+	waitNoHeld(t, "after the pool closed")
+}

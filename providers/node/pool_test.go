@@ -234,8 +234,9 @@ func TestPoolPrewarm(t *testing.T) {
 	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 1 {
 		t.Fatalf("second check: %v, %d commands; want the held shell (1 command)", err, sessions()-sessBefore)
 	}
-	// A Become command takes that shell (no new session): the next check
-	// starts a new one.
+	// A Become read runs on that shell as a frame and leaves it (no new
+	// session, and the next check starts nothing); a Become command with
+	// stdin takes it: the check after that starts a new one.
 	c, err := p.Get(ctxT(t), n)
 	if err != nil {
 		t.Fatal(err)
@@ -243,11 +244,17 @@ func TestPoolPrewarm(t *testing.T) {
 	if res, err := c.Run(ctxT(t), node.Cmd{Argv: []string{"id", "-u"}, Become: true}); err != nil || string(res.Stdout) != "0\n" {
 		t.Fatalf("become on the held shell: %q, %v; want uid 0", res.Stdout, err)
 	}
+	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 1 {
+		t.Fatalf("third check, after a Become read: %v, %d commands; want the held shell still (1 command)", err, sessions()-sessBefore)
+	}
+	if res, err := c.Run(ctxT(t), node.Cmd{Argv: []string{"sh", "-c", "id -u; cat"}, Become: true, Stdin: strings.NewReader("x")}); err != nil || string(res.Stdout) != "0\nx" {
+		t.Fatalf("become with stdin on the held shell: %q, %v", res.Stdout, err)
+	}
 	if s := sessions() - sessBefore; s != 1 {
-		t.Fatalf("the Become command started %d sessions, want none (it takes the held shell)", s-1)
+		t.Fatalf("the Become commands started %d sessions, want none (they run on the held shell)", s-1)
 	}
 	if err := p.Check(ctxT(t), n); err != nil || sessions()-sessBefore != 2 {
-		t.Fatalf("third check: %v, %d commands; want a new privileged shell (2 commands)", err, sessions()-sessBefore)
+		t.Fatalf("fourth check: %v, %d commands; want a new privileged shell (2 commands)", err, sessions()-sessBefore)
 	}
 
 	// A user sudo refuses: the prewarmed check's failure is the check's,
