@@ -667,6 +667,24 @@ func exitErr(code int, signal string) error {
 	return &heldExit{code: code, signal: signal}
 }
 
+// cancelOnSignal returns a context cancelled when the plugin's side of a
+// held channel sends a signal (its command was cancelled), answering
+// the channel's other requests no.
+func cancelOnSignal(ctx context.Context, reqs <-chan *ssh.Request) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for req := range reqs {
+			if req.Type == "signal" {
+				cancel()
+			}
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
+		}
+	}()
+	return cctx, cancel
+}
+
 // forwardFrame serves a plugin's heldChannel whose line may run as a
 // frame (heldReuse) on up's held shell; false, with nc untouched, when
 // that shell is busy or cannot start (forwardHeld then serves it as any
@@ -682,18 +700,8 @@ func forwardFrame(ctx context.Context, up *SSH, nc ssh.NewChannel, line string) 
 		return true
 	}
 	defer lch.Close()
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := cancelOnSignal(ctx, lreqs)
 	defer cancel()
-	go func() {
-		for req := range lreqs {
-			if req.Type == "signal" {
-				cancel()
-			}
-			if req.WantReply {
-				_ = req.Reply(false, nil)
-			}
-		}
-	}()
 	werr := up.runFrameOn(cctx, h, line, lch, lch.Stderr())
 	var he *heldExit
 	switch {
@@ -743,18 +751,8 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(ee.ExitCode)}))
 		return
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := cancelOnSignal(ctx, lreqs)
 	defer cancel()
-	go func() {
-		for req := range lreqs {
-			if req.Type == "signal" {
-				cancel()
-			}
-			if req.WantReply {
-				_ = req.Reply(false, nil)
-			}
-		}
-	}()
 	werr := h.execOn(cctx, line, lch, lch, lch.Stderr())
 	var se *ssh.ExitError
 	switch {

@@ -49,41 +49,76 @@ func waitNoHeld(t *testing.T, what string) {
 	}
 }
 
+// cancelledEnds runs marker (a command line unique on the machine) as a
+// Become command cancelled after 500 ms, and fails unless the cancel is
+// reported and the command is gone from the node within 10 s.
+func cancelledEnds(t *testing.T, name string, conn node.Conn, marker string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, err := conn.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + marker}, Become: true})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%s: cancelled command: %v, want the deadline", name, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := exec.Command("pgrep", "-f", marker).Output()
+		if len(out) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %q still runs on the node after its cancellation", name, marker)
+		}
+	}
+}
+
+// heldBed is a become node of the bed checked by a pool (its held shell
+// started, traced from before the check), with the pool's connection and
+// a plugin's through the relay.
+type heldBed struct {
+	p          *node.Pool
+	r          *node.Relay
+	tr         *testbed.Tracer
+	plug, core node.Conn
+}
+
+func newHeldBed(t *testing.T) *heldBed {
+	t.Helper()
+	nd := bed(t).Nodes[0]
+	n := nd.SDK()
+	n.Become = true
+	hb := &heldBed{p: node.NewPool()}
+	t.Cleanup(func() { hb.p.Close() })
+	var err error
+	if hb.r, err = node.NewRelay(hb.p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hb.r.Close() })
+	if hb.tr, err = nd.Trace(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.p.Check(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	if hb.plug, err = hb.r.Dial(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hb.plug.Close() })
+	if hb.core, err = hb.p.Get(ctxT(t), n); err != nil {
+		t.Fatal(err)
+	}
+	return hb
+}
+
 // TestHeldShell: the node check of a node with become starts one
 // privileged shell (one sudo) and the first Become command, in the core
 // or in a plugin through the relay, runs on it; commands keep their
 // stdin, stdout, stderr, exit status and quoting; a later one starts a
 // new sudo; nothing is left running when the pool closes.
 func TestHeldShell(t *testing.T) {
-	b := bed(t)
-	nd := b.Nodes[0]
-	n := nd.SDK()
+	hb := newHeldBed(t)
+	p, r, tr, plug, core := hb.p, hb.r, hb.tr, hb.plug, hb.core
+	n := bed(t).Nodes[0].SDK()
 	n.Become = true
-	p := node.NewPool()
-	defer p.Close()
-	r, err := node.NewRelay(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-
-	tr, err := nd.Trace()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Check(ctxT(t), n); err != nil {
-		t.Fatal(err)
-	}
-	// A plugin's connection: its Become command takes the core's shell.
-	plug, err := r.Dial(ctxT(t), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plug.Close()
-	core, err := p.Get(ctxT(t), n)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hostile := "a'b \"c\" $(id) `x` \\ \n; *"
 	for i, tc := range []struct {
 		name string
@@ -109,22 +144,7 @@ func TestHeldShell(t *testing.T) {
 			t.Fatalf("%s: got %q, %v; want stdin echoed and exit 7 with oops", tc.name, res.Stdout, err)
 		}
 		// A cancelled command ends on the node.
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		marker := fmt.Sprintf("sleep %d", 1000+i)
-		_, err = tc.conn.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + marker}, Become: true})
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%s: cancelled command: %v, want the deadline", tc.name, err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			out, _ := exec.Command("pgrep", "-f", marker).Output()
-			if len(out) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q still runs on the node after its cancellation", tc.name, marker)
-			}
-		}
+		cancelledEnds(t, tc.name, tc.conn, fmt.Sprintf("sleep %d", 1000+i))
 	}
 	// The check holds a new idle shell; closing the pool ends it.
 	if err := p.Check(ctxT(t), n); err != nil {
@@ -229,33 +249,8 @@ func heldHolder(spec string) {
 // A cancelled frame takes its command down and the next read starts a
 // new shell; nothing is left when the pool closes.
 func TestHeldShellFrames(t *testing.T) {
-	b := bed(t)
-	nd := b.Nodes[0]
-	n := nd.SDK()
-	n.Become = true
-	p := node.NewPool()
-	defer p.Close()
-	r, err := node.NewRelay(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	tr, err := nd.Trace()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Check(ctxT(t), n); err != nil {
-		t.Fatal(err)
-	}
-	plug, err := r.Dial(ctxT(t), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plug.Close()
-	core, err := p.Get(ctxT(t), n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hb := newHeldBed(t)
+	p, r, tr, plug, core := hb.p, hb.r, hb.tr, hb.plug, hb.core
 	conns := []struct {
 		name string
 		conn node.Conn
@@ -290,22 +285,7 @@ func TestHeldShellFrames(t *testing.T) {
 	}
 	// Cancelled: the command ends on the node, the next read works.
 	for i, tc := range conns {
-		marker := fmt.Sprintf("sleep %d", 2000+i)
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		_, err := tc.conn.Run(ctx, node.Cmd{Argv: []string{"sh", "-c", "exec " + marker}, Become: true})
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%s: cancelled frame: %v, want the deadline", tc.name, err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			out, _ := exec.Command("pgrep", "-f", marker).Output()
-			if len(out) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q still runs on the node after its cancellation", tc.name, marker)
-			}
-		}
+		cancelledEnds(t, tc.name, tc.conn, fmt.Sprintf("sleep %d", 2000+i))
 		res, err := tc.conn.Run(ctxT(t), node.Cmd{Argv: []string{"id", "-u"}, Become: true})
 		if err != nil || string(res.Stdout) != "0\n" {
 			t.Fatalf("%s: the read after a cancelled frame: %q, %v", tc.name, res.Stdout, err)
