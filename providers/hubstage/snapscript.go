@@ -188,37 +188,36 @@ gnu=; if find / -maxdepth 0 -printf '' 2>/dev/null; then gnu=1; fi
 rec=$(sf_rcat "$base" "$kind" "$rn")
 # has LINE: whether the record holds LINE (no process: a node is often
 # busy, and a fork per file is what makes 1,000 small files slow).
-has() { case "$nl$rec$nl" in *"$nl$1$nl"*) return 0 ;; esac; return 1; }
-# mk DIR: record each missing folder of DIR, then make it.
-mk() {
-  [ -d "$1" ] && return 0
-  _m= _d=$1
-  while [ -n "$_d" ] && [ ! -d "$_d" ]; do
-    has "made $_d" || _m="made $_d
-$_m"
-    _d=${_d%/*}
-  done
-  if [ -n "$_m" ]; then sf_rappend "$base" "$kind" "$rn" "$_m" || return 1; rec="$rec
-$_m"; fi
-  mkdir -p "$1"
-}
-# mkall FILE TEXT: mk for each folder in FILE (one a line), the folders
-# recorded with TEXT (record lines, each ending in a newline) in one
-# append, then made by one mkdir.
+# mkall TEXT DIR...: records each missing folder of the DIRs ("made"
+# lines) with TEXT (record lines, each ending in a newline) in one
+# fsync'ed append, then makes them with one mkdir.
 mkall() {
-  _m= _need=
-  while IFS= read -r _x; do
-    _d=$_x
-    while [ -n "$_d" ] && [ ! -d "$_d" ]; do
-      _need=1
-      case "$nl$_m" in *"${nl}made $_d$nl"*) break ;; esac
-      has "made $_d" || _m="${_m}made $_d$nl"
-      _d=${_d%/*}
+  _mt=$1 _mn=; shift
+  for _mx do
+    _md=$_mx
+    while [ -n "$_md" ] && [ ! -d "$_md" ]; do
+      _mn=1
+      case "$nl$_mt" in *"${nl}made $_md$nl"*) break ;; esac
+      has "made $_md" || _mt="${_mt}made $_md$nl"
+      _md=${_md%/*}
     done
-  done < "$1"
-  _t="$2$_m"
-  if [ -n "$_t" ]; then sf_rappend "$base" "$kind" "$rn" "$_t" || return 1; rec="$rec$nl$_t"; fi
-  [ -z "$_need" ] || tr '\n' '\000' < "$1" | xargs -0 mkdir -p
+  done
+  if [ -n "$_mt" ]; then sf_rappend "$base" "$kind" "$rn" "$_mt" || return 1; rec="$rec$nl$_mt"; fi
+  [ -z "$_mn" ] || mkdir -p "$@"
+}
+# mk DIR: record each missing folder of DIR, then make it.
+mk() { mkall "" "$1"; }
+# mksnap TEXT: mkall TEXT with the snapshot's folders: blobs/, the
+# snapshot's and the folders its links need (M jobs), refs/ for a
+# revision.
+mksnap() {
+  _st=$1
+  set -- "$rd/blobs" "$sd"
+  [ -z "$rev" ] || set -- "$@" "$rd/refs"
+  if grep "^M$tab" "$tmp/jobs" > "$tmp/mdirs"; then
+    while IFS="$tab" read -r _sk _sp; do set -- "$@" "$sd/$_sp"; done < "$tmp/mdirs"
+  fi
+  mkall "$_st" "$@"
 }
 size() { if [ -f "$1" ]; then stat -L -c %s "$1"; else echo -1; fi; }
 # openssl hashes several times faster than coreutils where the CPU has
@@ -330,12 +329,8 @@ if [ "$mode" != finish ]; then
     FILENAME == ARGV[2] { h[$0] = 1; next }
     ($1 == "B" || $1 == "S") && !($2 in r) && !($2 in h) { print "blob " $2 }
     $1 == "L" && !($3 in l) { print "link " $3 }' "$tmp/rec" "$tmp/have" "$tmp/jobs" > "$tmp/new"
-  { printf '%s\n' "$rd/blobs" "$sd"; [ -z "$rev" ] || printf '%s\n' "$rd/refs"
-    if grep "^M$tab" "$tmp/jobs" > "$tmp/mdirs"; then
-      while IFS="$tab" read -r t d; do printf '%s\n' "$sd/$d"; done < "$tmp/mdirs"
-    fi; } > "$tmp/dirs"
   new=; [ ! -s "$tmp/new" ] || new="$(cat "$tmp/new")$nl"
-  mkall "$tmp/dirs" "$new" || exit 1
+  mksnap "$new" || exit 1
   # X ETAG: a blob whose content does not match its name (verify=full):
   # removed so that it is fetched again.
   # (dash reads a line a byte at a time: a file of 2,000 job lines costs
@@ -567,17 +562,13 @@ if [ "$mode" = finish ]; then
 fi
 sf_hlock
 rec=$(sf_rcat "$base" "$kind" "$rn") # a destroy meanwhile may have handed something over
-mk "$sd" || exit 1
+# (Recorded and made before the transfer unless this is finish mode:
+# then the links and folders are recorded and made here.)
 printf '%s\n' "$rec" > "$tmp/rec"
 awk -F '\t' 'FILENAME == ARGV[1] { if ($0 ~ /^link /) r[substr($0, 6)] = 1; next }
   $1 == "L" && !($3 in r) { print "link " $3 }' "$tmp/rec" "$tmp/jobs" > "$tmp/new"
-if [ -s "$tmp/new" ]; then new=$(cat "$tmp/new"); sf_rappend "$base" "$kind" "$rn" "$new
-" || exit 1; fi
-if grep "^M$tab" "$tmp/jobs" > "$tmp/dirs"; then
-  while IFS="$tab" read -r t d; do
-    mk "$sd/$d" || exit 1
-  done < "$tmp/dirs"
-fi
+new=; [ ! -s "$tmp/new" ] || new="$(cat "$tmp/new")$nl"
+mksnap "$new" || exit 1
 if grep -q "^L$tab" "$tmp/jobs"; then
   # tar replaces a wrong link and keeps no owner from the archive. GNU
   # tar makes a placeholder file for each link whose target holds ".."
