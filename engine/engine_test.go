@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -227,6 +228,55 @@ func TestTargetedDestroyKeepsDependencies(t *testing.T) {
 	r.apply(p)
 	if got, want := b.addrs(), []string{thA, thD}; !reflect.DeepEqual(got, want) {
 		t.Errorf("state = %v; want %v", got, want)
+	}
+}
+
+// TestTargetedPlanReadsOnlyWhatItTouches: like Terraform, a targeted plan
+// refreshes the targets and what they depend on (a targeted destroy: what
+// depends on them), nothing else; state keeps its record of the rest,
+// whose drift a plan without -target still finds.
+func TestTargetedPlanReadsOnlyWhatItTouches(t *testing.T) {
+	setup := func(t *testing.T) (*bed, *run) {
+		b := newBed(t)
+		r := b.cfg("chain")
+		r.converge()
+		for _, a := range []string{thA, thC, thD} {
+			writeObj(t, b.tp, b.attr(a, "id"), "edited-"+a)
+		}
+		return b, r
+	}
+	drifted := func(p *plans.Plan) []string {
+		var out []string
+		for _, d := range p.Drift {
+			out = append(out, d.Addr)
+		}
+		sort.Strings(out)
+		return out
+	}
+	cases := []struct {
+		name      string
+		mode      plans.Mode
+		wantDrift []string
+	}{
+		{"plan reads the target and what it needs", plans.NormalMode, []string{thA}},
+		{"refresh-only reads the target and what it needs", plans.RefreshOnlyMode, []string{thA}},
+		{"destroy reads the target and what depends on it", plans.DestroyMode, []string{thC}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, r := setup(t)
+			p := r.plan(PlanOptions{Mode: c.mode, Targets: mustTargets(thB)})
+			if got := drifted(p); !reflect.DeepEqual(got, c.wantDrift) {
+				t.Fatalf("targeted plan's drift = %v; want %v (only what it touches is read)", got, c.wantDrift)
+			}
+			r.apply(p)
+			if got := b.attr(thD, "value"); got != "v1" {
+				t.Errorf("d.value in state = %q after a plan that does not touch d; want its record v1", got)
+			}
+			if got := drifted(r.plan(PlanOptions{Mode: plans.RefreshOnlyMode})); !slices.Contains(got, thD) {
+				t.Errorf("untargeted plan's drift = %v; want it to find d's", got)
+			}
+		})
 	}
 }
 

@@ -116,8 +116,10 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
 	}
-	// What is on a node left out is not read: state's record stands.
+	// What is on a node left out is not read, nor (with -target) what the
+	// plan does not touch: state's record stands.
 	reachable, kept := left.split(objs)
+	reachable, kept = filter.reads(reachable, kept, opts.Mode, cg, recovered)
 	prior, drift, d := e.refreshForPlan(ctx, reachable, recovered, opts.SkipRefresh)
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags

@@ -5,6 +5,8 @@ package engine
 
 import (
 	"github.com/sparkform/sparkform/engine/addrs"
+	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/state"
 )
 
 // targetFilter decides which blocks and instances a targeted plan touches.
@@ -145,6 +147,40 @@ func (f *targetFilter) addSettledValues(cg *configGraph) {
 			}
 		}
 	}
+}
+
+// reads splits the objects to refresh into what a targeted plan touches,
+// which it reads, and the rest, which keeps state's record (added to kept)
+// and is not read, as in Terraform: a targeted plan reads the targets and
+// what they depend on (a destroy: what depends on them), and reaches no
+// other node, so it still works while a node it does not use is down.
+// An object with a journal intent to settle is read whatever the targets.
+// Without targets it returns its arguments.
+func (f *targetFilter) reads(objs, kept map[string]*stateObject, mode plans.Mode, cg *configGraph, recovered map[string]*state.Intent) (read, rest map[string]*stateObject) {
+	if f == nil {
+		return objs, kept
+	}
+	var touched func(addr string) bool
+	if mode == plans.DestroyMode {
+		f.expand(nil)
+		set := destroySet(objs, f)
+		touched = func(addr string) bool { return set[addr] }
+	} else {
+		f.expand(cg)
+		touched = f.instance
+	}
+	read, rest = map[string]*stateObject{}, map[string]*stateObject{}
+	for a, in := range kept {
+		rest[a] = in
+	}
+	for a, in := range objs {
+		if _, settle := recovered[a]; settle || touched(a) {
+			read[a] = in
+		} else {
+			rest[a] = in
+		}
+	}
+	return read, rest
 }
 
 // destroySet is what a destroy plan deletes: every instance, or with
