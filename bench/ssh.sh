@@ -37,7 +37,8 @@
 #      PERF=1 adds where the time goes: the nodes' CPU per plan (both sshd
 #      listeners' reaped children: sshd, sudo, the scripts, the docker
 #      CLI) and the Docker Engine's (dockerd, shared with anything else
-#      using it), medians over the timed runs.
+#      using it), medians over the timed runs, and perf's breakdown by
+#      command of one more plan (needs perf).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-5}
@@ -348,6 +349,14 @@ for ((r = 1; r <= RUNS; r++)); do
     awk -v n=$((n1 - n0)) -v d=$((d1 - d0)) -v t="$TCK" 'BEGIN {printf "%.3f %.3f\n", n / t, d / t}' >>"$S/node.times"
   fi
 done
+if [[ $PERF = 1 ]]; then
+  # Where one seed plan spends the machine's CPU: perf's samples of every
+  # CPU (cpu-clock), by command; "swapper" is idle time.
+  perf record -q -a ${PERFG:+-g} -o "$S/perf.data" -- "$BIN" plan -detailed-exitcode -no-color >/dev/null 2>&1 ||
+    { echo "bench/ssh: the no-op plan under perf failed or has changes" >&2; exit 1; }
+  perf report -i "$S/perf.data" --sort comm --stdio -g none 2>/dev/null | grep '%' | head -14 >"$S/perf.txt"
+  [[ -n ${PERFKEEP:-} ]] && cp "$S/perf.data" "$PERFKEEP"
+fi
 # sparkform status (issue 30): the same nodes, nothing to change; must say
 # healthy (exit 0). Times RUNS runs, and counts sshd logins during one.
 : >"$S/status.times"
@@ -370,6 +379,10 @@ awk -v a="$(med "$S/plan.times" 1)" -v b="$(med "$S/floor.times" 1)" 'BEGIN {r =
 echo "  status: wall s $(stat2 "$S/status.times" 1), cpu s $(stat2 "$S/status.times" 2)  ($RUNS runs, median [min-max]; exit 0 healthy each time)"
 if [[ $PERF = 1 ]]; then
   echo "  node cpu s per plan: both nodes $(stat2 "$S/node.times" 1) (sshd listeners' reaped children), dockerd $(stat2 "$S/node.times" 2) (shared engine)"
+fi
+if [[ -s $S/perf.txt ]]; then
+  echo "  where one seed no-op plan spends the machine's CPU (perf, all CPUs; swapper = idle):"
+  sed 's/^/    /' "$S/perf.txt"
 fi
 python3 - "$S/plan.json" <<'PY' || echo "  refresh: plan -json unreadable (see $S/plan-json.log)"
 import json, sys
