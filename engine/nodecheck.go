@@ -61,17 +61,27 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 }
 
 // reach runs the node check on every node, the engine's parallelism at a
-// time, and returns each node's error (nil: reached).
+// time and in the order given (nodesToReach's, the order of
+// NodesFromVariables too: the nodes dialled ahead are the first checked),
+// and returns each node's error (nil: reached). Nothing new starts once
+// ctx is done.
 func (e *Engine) reach(ctx context.Context, nodes []sdk.Node) []error {
 	errs := make([]error, len(nodes))
+	next := make(chan int, len(nodes))
+	for i := range nodes {
+		next <- i
+	}
+	close(next)
 	var wg sync.WaitGroup
-	lim := make(limiter, e.parallelism)
-	for i, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = lim.do(ctx, func() { errs[i] = e.nodeCheck(ctx, n) })
-		}()
+	for range min(max(e.parallelism, 1), len(nodes)) {
+		wg.Go(func() {
+			for i := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				errs[i] = e.nodeCheck(ctx, nodes[i])
+			}
+		})
 	}
 	wg.Wait()
 	return errs
@@ -148,7 +158,11 @@ func sortedNodes(byKey map[string]sdk.Node) []sdk.Node {
 // NodesFromVariables is every node of mod that the variables alone
 // decide (host, port, user... from var and each, as the seed's for_each
 // over var.nodes), for a caller that dials them while the providers
-// start (providers/node.Pool.Prewarm) instead of after. It is a guess
+// start (providers/node.Pool.Prewarm) instead of after. They come in the
+// order the node check takes them, so a caller that dials the first
+// Options.Parallelism of them keeps -parallelism's bound on nodes in
+// flight (unless a node they do not name sorts among those: then up to
+// that many more until the early dials end). It is a guess
 // made early, never a check: a node block that needs more (a local,
 // another node) or does not evaluate is left out, and the plan's node
 // check still reaches every node it touches, the same way.

@@ -1,14 +1,21 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sparkform/sparkform/engine/config"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // TestNodesFromVariables: the nodes the variables alone decide are the
@@ -79,4 +86,67 @@ node "bad_port" {
 	if g := cfg[`node.spark["a"]`]; g.Port != 2201 || !g.Become || g.User != "kilork" {
 		t.Errorf("node.spark[a] = %+v", g)
 	}
+}
+
+// TestReachOrderAndBound: the node check takes the nodes in the order
+// given (the order NodesFromVariables gives the nodes dialled ahead), at
+// most parallelism at once, and starts nothing once interrupted.
+func TestReachOrderAndBound(t *testing.T) {
+	var nodes []sdk.Node
+	for i := range 7 {
+		nodes = append(nodes, sdk.Node{Name: fmt.Sprintf(`node.n["%d"]`, i), Host: fmt.Sprintf("10.0.0.%d", i+1)})
+	}
+	for _, par := range []int{1, 2, 3, 10} {
+		t.Run(fmt.Sprintf("parallelism %d", par), func(t *testing.T) {
+			var mu sync.Mutex
+			var started []string
+			inFlight, most := 0, 0
+			e := &Engine{parallelism: par, nodeCheck: func(_ context.Context, n sdk.Node) error {
+				mu.Lock()
+				started = append(started, n.Name)
+				inFlight++
+				most = max(most, inFlight)
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond) // long enough for the others to pile up
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+				if n.Name == nodes[4].Name {
+					return errors.New("refused")
+				}
+				return nil
+			}}
+			errs := e.reach(context.Background(), nodes)
+			if want := min(par, len(nodes)); most != want {
+				t.Errorf("%d nodes in flight at most; want %d", most, want)
+			}
+			// Each starts once a slot is free, so within a window of
+			// parallelism of its place in the given order.
+			for i, name := range started {
+				j := slices.IndexFunc(nodes, func(n sdk.Node) bool { return n.Name == name })
+				if j < 0 || j > i+par-1 || j < i-par+1 {
+					t.Errorf("check %d was %s (place %d in the order); want within %d of %d", i, name, j, par, i)
+				}
+			}
+			for i, err := range errs {
+				if (err != nil) != (i == 4) {
+					t.Errorf("errs[%d] = %v", i, err)
+				}
+			}
+		})
+	}
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int32
+		e := &Engine{parallelism: 2, nodeCheck: func(context.Context, sdk.Node) error {
+			if calls.Add(1) == 2 {
+				cancel()
+			}
+			return nil
+		}}
+		e.reach(ctx, nodes)
+		if n := calls.Load(); n > 3 {
+			t.Errorf("%d checks ran; want none started after the interrupt (at most the 2 in flight and 1 racing it)", n)
+		}
+	})
 }

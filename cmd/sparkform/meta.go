@@ -280,15 +280,18 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // (those the variables alone decide): the handshakes leave the plan's
 // critical path. Only what the node check does is done here (the login
 // and, with become, sudo -n true); its results, errors included, are
-// reported by the node check as before.
-func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value) {
+// reported by the node check as before. Only the first parallelism of
+// them: the ones the check takes first, so -parallelism bounds the nodes
+// in flight from the start.
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) {
 	if m.pool == nil {
 		return
 	}
 	m.noticeMu.Lock()
 	m.holdNotices = true
 	m.noticeMu.Unlock()
-	for _, n := range engine.NodesFromVariables(mod, vals) {
+	nodes := engine.NodesFromVariables(mod, vals)
+	for _, n := range nodes[:min(len(nodes), max(parallelism, 1))] {
 		m.pool.Prewarm(n)
 	}
 }

@@ -152,7 +152,7 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 		// never creates or locks anything; the configuration graph built
 		// here is the plan's.
 		if f.refresh && len(f.targets) == 0 {
-			m.prewarmNodes(mod, vals)
+			m.prewarmNodes(mod, vals, f.parallelism)
 		}
 		if m.diags(eng.Validate(context.Background())) {
 			return nil, nil, 1

@@ -59,8 +59,9 @@ their instances, facts and errors) instead of the table.`,
 			}
 			defer m.close()
 			if nodes, diags := e.StateNodes(); !diags.HasErrors() && m.pool != nil {
-				for _, n := range nodes {
-					m.pool.Prewarm(n) // dialled while the providers start
+				// dialled while the providers start, -parallelism at most
+				for _, n := range nodes[:min(len(nodes), max(parallelism, 1))] {
+					m.pool.Prewarm(n)
 				}
 			}
 			ctx, stop := readInterruptible()
