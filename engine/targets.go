@@ -4,6 +4,8 @@
 package engine
 
 import (
+	"maps"
+
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/state"
@@ -162,16 +164,21 @@ func (f *targetFilter) reads(objs, kept map[string]*stateObject, mode plans.Mode
 	}
 	var touched func(addr string) bool
 	if mode == plans.DestroyMode {
+		// Over kept too: a chain of dependents may pass through a node
+		// left out, as the destroy plan's own set will.
+		all := make(map[string]*stateObject, len(objs)+len(kept))
+		maps.Copy(all, objs)
+		maps.Copy(all, kept)
 		f.expand(nil)
-		set := destroySet(objs, f)
+		set := destroySet(all, f)
 		touched = func(addr string) bool { return set[addr] }
 	} else {
 		f.expand(cg)
 		touched = f.instance
 	}
-	read, rest = map[string]*stateObject{}, map[string]*stateObject{}
-	for a, in := range kept {
-		rest[a] = in
+	read, rest = map[string]*stateObject{}, maps.Clone(kept)
+	if rest == nil {
+		rest = map[string]*stateObject{}
 	}
 	for a, in := range objs {
 		if _, settle := recovered[a]; settle || touched(a) {
