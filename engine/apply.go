@@ -94,6 +94,9 @@ func (e *Engine) Apply(ctx context.Context, p *plans.Plan) (*ApplyResult, hcl.Di
 	if ctx.Err() != nil {
 		diags = append(diags, errDiag("Apply interrupted", "Work in flight was stopped; everything that finished is saved in state. Run plan to see what is left."))
 	}
+	if len(p.Targets) > 0 {
+		diags = append(diags, targetedApplyWarning())
+	}
 	return res, diags
 }
 

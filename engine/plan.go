@@ -50,6 +50,9 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plans.Plan, hcl.D
 		in.left.record(p, in.prior)
 		e.markSummaries(ctx, p)
 	}
+	if len(opts.Targets) > 0 {
+		diags = append(diags, targetingWarning())
+	}
 	return p, diags
 }
 

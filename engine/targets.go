@@ -6,6 +6,8 @@ package engine
 import (
 	"maps"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/plans"
 	"github.com/sparkform/sparkform/state"
@@ -188,6 +190,19 @@ func (f *targetFilter) reads(objs, kept map[string]*stateObject, mode plans.Mode
 		}
 	}
 	return read, rest
+}
+
+// targetingWarning is Terraform's warning on a targeted plan: what it
+// did not read may have changed, and what it did not plan is still to do.
+func targetingWarning() *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Resource targeting is in effect",
+		Detail: "This plan reads and plans only the -target instances and what they need; everything else keeps its record in state, unread, so the plan may not show every change the configuration asks for.\n\n-target is for exceptional cases, such as working around a node that is down or recovering from an error. Run a plan without it afterwards to see what is left."}
+}
+
+// targetedApplyWarning is Terraform's warning after a targeted apply.
+func targetedApplyWarning() *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Applied changes may be incomplete",
+		Detail: "This plan was made with -target, so the apply may not have made every change the configuration asks for. Run a plan without -target to check that nothing is left to do."}
 }
 
 // destroySet is what a destroy plan deletes: every instance, or with
