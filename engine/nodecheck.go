@@ -31,12 +31,14 @@ type NodeChecker func(ctx context.Context, n sdk.Node) error
 // Every node is reached, whatever fails first, so one run names every
 // unreachable node. By default each failure is one error pointing at the
 // node block; with exclude it is one warning instead, and the node is
-// returned in left (by sdk.Node.Key) for the plan to leave out.
-func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject, exclude bool) (map[string]*plans.ExcludedNode, hcl.Diagnostics) {
+// returned in left (by sdk.Node.Key) for the plan to leave out. The
+// nodes in early (NodesFromVariables: those a caller may have dialled
+// ahead) are reached first, in their order.
+func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject, early []sdk.Node, exclude bool) (map[string]*plans.ExcludedNode, hcl.Diagnostics) {
 	if e.nodeCheck == nil {
 		return nil, nil
 	}
-	nodes := nodesToReach(cfgNodes, insts)
+	nodes := earlyFirst(nodesToReach(cfgNodes, insts), early)
 	errs := e.reach(ctx, nodes)
 	var diags hcl.Diagnostics
 	var left map[string]*plans.ExcludedNode
@@ -61,10 +63,9 @@ func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, i
 }
 
 // reach runs the node check on every node, the engine's parallelism at a
-// time and in the order given (nodesToReach's, the order of
-// NodesFromVariables too: the nodes dialled ahead are the first checked),
-// and returns each node's error (nil: reached). Nothing new starts once
-// ctx is done.
+// time and in the order given (earlyFirst's: the nodes dialled ahead are
+// the first checked), and returns each node's error (nil: reached).
+// Nothing new starts once ctx is done.
 func (e *Engine) reach(ctx context.Context, nodes []sdk.Node) []error {
 	errs := make([]error, len(nodes))
 	next := make(chan int, len(nodes))
@@ -145,6 +146,33 @@ func nodesToReach(cfgNodes map[string]sdk.Node, insts map[string]*stateObject) [
 	return sortedNodes(byKey)
 }
 
+// earlyFirst is nodes with those of early (by key) moved to the front, in
+// early's order; the others keep theirs. A caller that dialled the first
+// -parallelism of early ahead thus has them checked before any other
+// node, and no more than -parallelism nodes are ever in flight.
+func earlyFirst(nodes, early []sdk.Node) []sdk.Node {
+	if len(early) == 0 {
+		return nodes
+	}
+	at := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		at[n.Key()] = i
+	}
+	out := make([]sdk.Node, 0, len(nodes))
+	moved := make(map[int]bool, len(early))
+	for _, n := range early {
+		if i, ok := at[n.Key()]; ok && !moved[i] {
+			out, moved[i] = append(out, nodes[i]), true
+		}
+	}
+	for i, n := range nodes {
+		if !moved[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // sortedNodes is byKey's nodes in a stable order.
 func sortedNodes(byKey map[string]sdk.Node) []sdk.Node {
 	nodes := make([]sdk.Node, 0, len(byKey))
@@ -158,11 +186,10 @@ func sortedNodes(byKey map[string]sdk.Node) []sdk.Node {
 // NodesFromVariables is every node of mod that the variables alone
 // decide (host, port, user... from var and each, as the seed's for_each
 // over var.nodes), for a caller that dials them while the providers
-// start (providers/node.Pool.Prewarm) instead of after. They come in the
-// order the node check takes them, so a caller that dials the first
-// Options.Parallelism of them keeps -parallelism's bound on nodes in
-// flight (unless a node they do not name sorts among those: then up to
-// that many more until the early dials end). It is a guess
+// start (providers/node.Pool.Prewarm) instead of after. The plan's node
+// check takes them first and in this order, so a caller that dials the
+// first Options.Parallelism of them keeps -parallelism's bound on nodes
+// in flight. It is a guess
 // made early, never a check: a node block that needs more (a local,
 // another node) or does not evaluate is left out, and the plan's node
 // check still reaches every node it touches, the same way.

@@ -150,3 +150,32 @@ func TestReachOrderAndBound(t *testing.T) {
 		}
 	})
 }
+
+// TestEarlyFirst: the nodes dialled ahead (those the variables decide)
+// are checked first, in their order; the rest keep theirs, and a node
+// dialled ahead that the plan does not reach is not added.
+func TestEarlyFirst(t *testing.T) {
+	node := func(name string) sdk.Node { return sdk.Node{Name: name, Host: name + ".lan"} }
+	names := func(ns []sdk.Node) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	all := []sdk.Node{node("a"), node("b"), node("c"), node("d"), node("e")}
+	cases := []struct {
+		early []sdk.Node
+		want  []string
+	}{
+		{nil, []string{"a", "b", "c", "d", "e"}},
+		{[]sdk.Node{node("c"), node("e")}, []string{"c", "e", "a", "b", "d"}},
+		{[]sdk.Node{node("b"), node("zz"), node("b")}, []string{"b", "a", "c", "d", "e"}},
+		{all, []string{"a", "b", "c", "d", "e"}},
+	}
+	for _, c := range cases {
+		if got := names(earlyFirst(all, c.early)); !slices.Equal(got, c.want) {
+			t.Errorf("earlyFirst(%v) = %v; want %v", names(c.early), got, c.want)
+		}
+	}
+}
