@@ -685,6 +685,12 @@ func cancelOnSignal(ctx context.Context, reqs <-chan *ssh.Request) (context.Cont
 	return cctx, cancel
 }
 
+// sendExitStatus ends a relayed held channel's command the way a
+// session's ends: with its exit status.
+func sendExitStatus(ch ssh.Channel, code uint32) {
+	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{code}))
+}
+
 // forwardFrame serves a plugin's heldChannel whose line may run as a
 // frame (heldReuse) on up's held shell; false, with nc untouched, when
 // that shell is busy or cannot start (forwardHeld then serves it as any
@@ -706,9 +712,9 @@ func forwardFrame(ctx context.Context, up *SSH, nc ssh.NewChannel, line string) 
 	var he *heldExit
 	switch {
 	case werr == nil:
-		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+		sendExitStatus(lch, 0)
 	case errors.As(werr, &he):
-		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(he.code)}))
+		sendExitStatus(lch, uint32(he.code))
 	default:
 		// Cancelled or the shell lost: no status, as a session cut short
 		// (the plugin's side reports the connection).
@@ -748,7 +754,7 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 		// sudo refused: its message and status, for the plugin's
 		// becomeError to recognise.
 		_, _ = io.WriteString(lch.Stderr(), ee.Stderr)
-		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(ee.ExitCode)}))
+		sendExitStatus(lch, uint32(ee.ExitCode))
 		return
 	}
 	cctx, cancel := cancelOnSignal(ctx, lreqs)
@@ -757,7 +763,7 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 	var se *ssh.ExitError
 	switch {
 	case werr == nil:
-		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+		sendExitStatus(lch, 0)
 	case errors.As(werr, &se) && se.Signal() != "":
 		_, _ = lch.SendRequest("exit-signal", false, ssh.Marshal(struct {
 			Signal     string
@@ -766,7 +772,7 @@ func forwardHeld(ctx context.Context, up *SSH, nc ssh.NewChannel) {
 			Lang       string
 		}{Signal: se.Signal()}))
 	case errors.As(werr, &se):
-		_, _ = lch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(se.ExitStatus())}))
+		sendExitStatus(lch, uint32(se.ExitStatus()))
 	}
 	_ = lch.CloseWrite()
 }
