@@ -167,9 +167,9 @@ type stallTransfer struct {
 	big    string
 	after  int64
 	cancel context.CancelFunc
-	// landed, when set, is the size of the big blob's .incomplete on the
-	// node: the cut waits (up to 10 s) until the bytes before it are
-	// there, not a fixed time a loaded machine may not meet.
+	// landed is the size of the big blob's .incomplete on the node: the
+	// cut waits (up to 10 s) until the bytes before it are there, not a
+	// fixed time a loaded machine may not meet.
 	landed func() int64
 }
 
@@ -193,12 +193,8 @@ type stallReader struct {
 
 func (s stallReader) Read([]byte) (int, error) {
 	// The bytes before reach the node.
-	if s.landed == nil {
-		time.Sleep(300 * time.Millisecond)
-	} else {
-		for deadline := time.Now().Add(10 * time.Second); s.landed() < s.after && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
+	for deadline := time.Now().Add(10 * time.Second); s.landed() < s.after && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 	}
 	s.cancel()
 	<-s.ctx.Done()

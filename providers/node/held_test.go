@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkform/sparkform/internal/testbed"
 	"github.com/sparkform/sparkform/providers/node"
+	"github.com/sparkform/sparkform/providers/sdk"
 )
 
 // heldShells lists the node processes of held privileged shells (their
@@ -75,6 +76,7 @@ func cancelledEnds(t *testing.T, name string, conn node.Conn, marker string) {
 // started, traced from before the check), with the pool's connection and
 // a plugin's through the relay.
 type heldBed struct {
+	n          sdk.Node // the node, Become set
 	p          *node.Pool
 	r          *node.Relay
 	tr         *testbed.Tracer
@@ -86,7 +88,7 @@ func newHeldBed(t *testing.T) *heldBed {
 	nd := bed(t).Nodes[0]
 	n := nd.SDK()
 	n.Become = true
-	hb := &heldBed{p: node.NewPool()}
+	hb := &heldBed{n: n, p: node.NewPool()}
 	t.Cleanup(func() { hb.p.Close() })
 	var err error
 	if hb.r, err = node.NewRelay(hb.p); err != nil {
@@ -116,9 +118,7 @@ func newHeldBed(t *testing.T) *heldBed {
 // new sudo; nothing is left running when the pool closes.
 func TestHeldShell(t *testing.T) {
 	hb := newHeldBed(t)
-	p, r, tr, plug, core := hb.p, hb.r, hb.tr, hb.plug, hb.core
-	n := bed(t).Nodes[0].SDK()
-	n.Become = true
+	n, p, r, tr, plug, core := hb.n, hb.p, hb.r, hb.tr, hb.plug, hb.core
 	hostile := "a'b \"c\" $(id) `x` \\ \n; *"
 	for i, tc := range []struct {
 		name string
