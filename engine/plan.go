@@ -8,6 +8,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -119,17 +120,17 @@ func (e *Engine) planInputs(ctx context.Context, opts PlanOptions, p *plans.Plan
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
 	}
-	// What is on a node left out is not read, nor (with -target) what the
-	// plan does not touch: state's record stands.
+	// What is on a node left out is not read, nor (with -target, which
+	// checks no node, so none is left out) what the plan does not touch:
+	// state's record stands.
 	reachable, kept := left.split(objs)
-	reachable, kept = filter.reads(reachable, kept, opts.Mode, cg, recovered)
+	reachable, unread := filter.reads(reachable, opts.Mode, cg, recovered)
 	prior, drift, d := e.refreshForPlan(ctx, reachable, recovered, opts.SkipRefresh)
 	if diags = append(diags, d...); d.HasErrors() {
 		return nil, diags
 	}
-	for a, in := range kept {
-		prior[a] = in
-	}
+	maps.Copy(prior, kept)
+	maps.Copy(prior, unread)
 	p.Drift = drift
 	diags = append(diags, e.settleIntents(recovered, prior, p)...)
 	meta, err := e.store.Meta()

@@ -4,8 +4,6 @@
 package engine
 
 import (
-	"maps"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sparkform/sparkform/engine/addrs"
@@ -154,34 +152,25 @@ func (f *targetFilter) addSettledValues(cg *configGraph) {
 }
 
 // reads splits the objects to refresh into what a targeted plan touches,
-// which it reads, and the rest, which keeps state's record (added to kept)
-// and is not read, as in Terraform: a targeted plan reads the targets and
-// what they depend on (a destroy: what depends on them), and reaches no
-// other node, so it still works while a node it does not use is down.
-// An object with a journal intent to settle is read whatever the targets.
-// Without targets it returns its arguments.
-func (f *targetFilter) reads(objs, kept map[string]*stateObject, mode plans.Mode, cg *configGraph, recovered map[string]*state.Intent) (read, rest map[string]*stateObject) {
+// which it reads, and the rest, which keeps state's record and is not
+// read, as in Terraform: a targeted plan reads the targets and what they
+// depend on (a destroy: what depends on them), and reaches no other node,
+// so it still works while a node it does not use is down. An object with
+// a journal intent to settle is read whatever the targets. Without
+// targets everything is read.
+func (f *targetFilter) reads(objs map[string]*stateObject, mode plans.Mode, cg *configGraph, recovered map[string]*state.Intent) (read, rest map[string]*stateObject) {
 	if f == nil {
-		return objs, kept
+		return objs, nil
 	}
-	var touched func(addr string) bool
+	touched := f.instance
 	if mode == plans.DestroyMode {
-		// Over kept too: a chain of dependents may pass through a node
-		// left out, as the destroy plan's own set will.
-		all := make(map[string]*stateObject, len(objs)+len(kept))
-		maps.Copy(all, objs)
-		maps.Copy(all, kept)
 		f.expand(nil)
-		set := destroySet(all, f)
+		set := destroySet(objs, f)
 		touched = func(addr string) bool { return set[addr] }
 	} else {
 		f.expand(cg)
-		touched = f.instance
 	}
-	read, rest = map[string]*stateObject{}, maps.Clone(kept)
-	if rest == nil {
-		rest = map[string]*stateObject{}
-	}
+	read, rest = map[string]*stateObject{}, map[string]*stateObject{}
 	for a, in := range objs {
 		if _, settle := recovered[a]; settle || touched(a) {
 			read[a] = in
