@@ -290,7 +290,11 @@ func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, paral
 	m.noticeMu.Lock()
 	m.holdNotices = true
 	m.noticeMu.Unlock()
-	nodes := engine.NodesFromVariables(mod, vals)
+	m.prewarm(engine.NodesFromVariables(mod, vals), parallelism)
+}
+
+// prewarm dials the first parallelism of nodes ahead (Pool.Prewarm).
+func (m *meta) prewarm(nodes []sdk.Node, parallelism int) {
 	for _, n := range nodes[:min(len(nodes), max(parallelism, 1))] {
 		m.pool.Prewarm(n)
 	}

@@ -59,10 +59,7 @@ their instances, facts and errors) instead of the table.`,
 			}
 			defer m.close()
 			if nodes, diags := e.StateNodes(); !diags.HasErrors() && m.pool != nil {
-				// dialled while the providers start, -parallelism at most
-				for _, n := range nodes[:min(len(nodes), max(parallelism, 1))] {
-					m.pool.Prewarm(n)
-				}
+				m.prewarm(nodes, parallelism) // dialled while the providers start
 			}
 			ctx, stop := readInterruptible()
 			defer stop()
