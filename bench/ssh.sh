@@ -38,7 +38,8 @@
 #      listeners' reaped children: sshd, sudo, the scripts, the docker
 #      CLI) and the Docker Engine's (dockerd, shared with anything else
 #      using it), medians over the timed runs, and perf's breakdown by
-#      command of one more plan (needs perf).
+#      command of one more plan (needs perf; PERFG=1 records call graphs
+#      too, PERFKEEP=FILE keeps that perf.data for perf report).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-5}
@@ -355,7 +356,7 @@ if [[ $PERF = 1 ]]; then
   perf record -q -a ${PERFG:+-g} -o "$S/perf.data" -- "$BIN" plan -detailed-exitcode -no-color >/dev/null 2>&1 ||
     { echo "bench/ssh: the no-op plan under perf failed or has changes" >&2; exit 1; }
   perf report -i "$S/perf.data" --sort comm --stdio -g none 2>/dev/null | grep '%' | head -14 >"$S/perf.txt"
-  [[ -n ${PERFKEEP:-} ]] && cp "$S/perf.data" "$PERFKEEP"
+  if [[ -n ${PERFKEEP:-} ]]; then cp "$S/perf.data" "$PERFKEEP"; fi
 fi
 # sparkform status (issue 30): the same nodes, nothing to change; must say
 # healthy (exit 0). Times RUNS runs, and counts sshd logins during one.
