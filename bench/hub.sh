@@ -31,7 +31,17 @@
 #      applies it in each run, right after BIN, so both meet the same load),
 #      NODE_HELPER ("build", the default: cmd/sparkform-node of this tree is
 #      built and installed where BIN looks for it on the bed's nodes, for
-#      BIN's runs only; "-": BIN runs the receiver's shell loop).
+#      BIN's runs only; "-": BIN runs the receiver's shell loop),
+#      HUBFS (where every hub folder and both floors' outputs live, one
+#      filesystem for all: "journal", the default, a fresh ext4 with
+#      mkfs.ext4's defaults, journal included, as a DGX Spark's root is,
+#      loop-mounted in WORK (HUBFS_SIZE, default 16G, sparse); "root": the
+#      bed's folders on this machine's own filesystem, as it is. The
+#      filesystem matters: on an ext4 WITHOUT a journal every new inode
+#      scans past the inodes deleted in the last 5 s (300 s while their
+#      table block is dirty), so a bench that deletes and re-creates
+#      thousands of files a minute pays ~0.5 ms per new file there; see
+#      bench/README.md).
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-3}
@@ -42,6 +52,9 @@ BIG=${BIG:-4GiB}
 PARTS=${PARTS:-1 2 3 4}
 KEEP=${KEEP:-0}
 NODE_HELPER=${NODE_HELPER:-build}
+HUBFS=${HUBFS:-journal}
+HUBFS_SIZE=${HUBFS_SIZE:-16G}
+MNT=
 HELPER_FILE=
 OWNWORK=0
 if [[ -z ${WORK:-} ]]; then WORK=$(mktemp -d /tmp/sparkform-bench-hub.XXXXXX); OWNWORK=1; fi
@@ -63,6 +76,7 @@ cleanup_hub() {
     [[ -d $c/.sparkform ]] && (cd "$c" && "$BIN" destroy -auto-approve -no-color >"$c/destroy.log" 2>&1)
   done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  if [[ -n $MNT ]]; then umount "$MNT" || umount -l "$MNT"; rm -f "$WORK/hubfs.img"; fi
   [[ -z $HELPER_FILE ]] || rm -f "$HELPER_FILE"
   if [[ $OWNWORK = 1 ]]; then
     if [[ $KEEP = 1 ]]; then echo "bench/hub: work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
@@ -148,8 +162,41 @@ target() { # LABEL VALUE OP LIMIT
 }
 # relayed CFG: output relayed (relayed_bytes of the copy) in CFG.
 relayed() { (cd "$1" && "$BIN" output -raw relayed); }
-H0=$SF_NODE0_ROOT/hub
-H1=$SF_NODE1_ROOT/hub
+# D0 and D1: node 0's and node 1's folders for the hub caches and the
+# floors' outputs, on the filesystem HUBFS says.
+case $HUBFS in
+root)
+  D0=$SF_NODE0_ROOT D1=$SF_NODE1_ROOT
+  ;;
+journal)
+  need mkfs.ext4 "apt-get install e2fsprogs (HUBFS=journal; or HUBFS=root)"
+  truncate -s "$HUBFS_SIZE" "$WORK/hubfs.img"
+  mkfs.ext4 -q -F "$WORK/hubfs.img"
+  mkdir -p "$WORK/hubfs"
+  mount -o loop "$WORK/hubfs.img" "$WORK/hubfs" || {
+    echo "bench/hub: cannot loop-mount an ext4 image here (HUBFS=journal); HUBFS=root uses this machine's filesystem" >&2; exit 1; }
+  MNT=$WORK/hubfs
+  D0=$MNT/node0 D1=$MNT/node1
+  install -d -m 0755 -o "$(stat -c %u "$SF_NODE0_ROOT")" -g "$(stat -c %g "$SF_NODE0_ROOT")" "$D0"
+  install -d -m 0755 -o "$(stat -c %u "$SF_NODE1_ROOT")" -g "$(stat -c %g "$SF_NODE1_ROOT")" "$D1"
+  ;;
+*)
+  echo "bench/hub: HUBFS is journal or root, not $HUBFS" >&2; exit 1
+  ;;
+esac
+fsline() { # DIR: the filesystem DIR is on, and whether ext4 there has a journal
+  local dev opts
+  dev=$(df --output=source "$1" | tail -1)
+  opts=/proc/fs/ext4/${dev#/dev/}/options
+  if [[ -r $opts ]]; then
+    if grep -q '^journal_checksum$\|^data=' "$opts"; then echo "ext4 with a journal ($dev)"; else echo "ext4 without a journal ($dev)"; fi
+  else
+    echo "$(df --output=fstype "$1" | tail -1) ($dev)"
+  fi
+}
+echo "hub folders and the floors' outputs: HUBFS=$HUBFS, $(fsline "$D0")"
+H0=$D0/hub
+H1=$D1/hub
 # The nodes' CPU: what the sshd listeners of the bed (children of the
 # test bed) reaped, utime+stime of their children, in ticks.
 TCK=$(getconf CLK_TCK)
@@ -188,12 +235,12 @@ if [[ " $PARTS " = *" 1 "* || " $PARTS " = *" 2 "* ]]; then
   : >"$WORK/sf-hub.node"
   : >"$WORK/base-hub.node"
   # The floor's curl config: every URL with its output file, in order.
-  awk -v d="$SF_NODE0_ROOT/curl" '{printf "url = \"%s\"\noutput = \"%s/f%05d\"\n", $0, d, NR}' "$WORK/big.urls" >"$WORK/curl.cfg"
+  awk -v d="$D0/curl" '{printf "url = \"%s\"\noutput = \"%s/f%05d\"\n", $0, d, NR}' "$WORK/big.urls" >"$WORK/curl.cfg"
   for ((r = 1; r <= RUNS; r++)); do
-    rm -rf "$SF_NODE0_ROOT/curl" && mkdir -p "$SF_NODE0_ROOT/curl"
+    rm -rf "$D0/curl" && mkdir -p "$D0/curl"
     sync
     timed "$WORK/curl.times" curl -sSfL --config "$WORK/curl.cfg"
-    rm -rf "$SF_NODE0_ROOT/curl"
+    rm -rf "$D0/curl"
     sync
     n0=$(reaped $listeners)
     (cd "$C1" && HF_ENDPOINT=$HF_ENDPOINT timed "$WORK/sf-hub.times" "$BIN" apply -auto-approve -no-color)
@@ -234,10 +281,10 @@ output \"relayed\" {
   SSHCMD="ssh -i $SF_IDENTITY_FILE -p $SF_NODE0_PORT -o UserKnownHostsFile=$SF_KNOWN_HOSTS -o StrictHostKeyChecking=yes -o BatchMode=yes"
   REPODIR=models--${HUBTEST_REPO//\//--}
   for ((r = 1; r <= RUNS; r++)); do
-    rm -rf "$SF_NODE1_ROOT/rsync" && mkdir -p "$SF_NODE1_ROOT/rsync"
+    rm -rf "$D1/rsync" && mkdir -p "$D1/rsync"
     sync
-    timed "$WORK/rsync.times" rsync -a -e "$SSHCMD" "$SF_NODE_USER@$SF_NODE0_HOST:$H0/$REPODIR/" "$SF_NODE1_ROOT/rsync/$REPODIR/"
-    rm -rf "$SF_NODE1_ROOT/rsync"
+    timed "$WORK/rsync.times" rsync -a -e "$SSHCMD" "$SF_NODE_USER@$SF_NODE0_HOST:$H0/$REPODIR/" "$D1/rsync/$REPODIR/"
+    rm -rf "$D1/rsync"
     sync
     (cd "$C2" && timed "$WORK/sf-peer.times" "$BIN" apply -auto-approve -no-color)
     RELAYED=$(relayed "$C2")
