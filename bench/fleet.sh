@@ -5,15 +5,20 @@
 # become root (become = true) (issue 32):
 #
 #   for N in SIZES (default "2 8 32"): apply, RUNS (3) no-op plans (each
-#   must exit 0 under -detailed-exitcode), destroy; wall, the CPU of
-#   sparkform (the CLI and its plugins: GNU time's wait4 rusage of the
-#   tree; the nodes' sshd and what it runs are not in it) and the largest
-#   resident set of any sparkform process.
+#   must exit 0 under -detailed-exitcode), destroy, and RUNS plans of the
+#   floor (the same N nodes, become = true, no resource: the logins and the
+#   node check, what any plan of N nodes pays); wall, the CPU of sparkform
+#   (the CLI and its plugins: GNU time's wait4 rusage of the tree), the
+#   nodes' CPU (what the N sshd listeners reaped: sshd, sudo, the scripts
+#   and the node helper; on this machine they share its CPUs with
+#   sparkform) and the largest resident set of any sparkform process.
 #
 # Prints median [min-max] per step and size, then the targets: no-op plan
 # wall at the largest size <= 4x the smallest's (medians of this run), and
 # peak RSS at the largest size <= 200 MiB; a FAIL is a finding, the script
-# still exits 0. Removes everything it made (kits, nodes, scratch) on any
+# still exits 0. Beside the first, the floor's own ratio: where the floor
+# alone grows more than 4x, no plan of those nodes can meet the target on
+# this machine. Removes everything it made (kits, nodes, scratch) on any
 # exit (KEEP=1 keeps the scratch dir). PERF=1 (needs perf) adds where the CPU
 # of one no-op plan at the largest size goes, by command.
 #
@@ -97,9 +102,11 @@ for ((i = 0; i < MAX; i++)); do
   chown -R "$SF_NODE_USER" "${!root}"
 done
 
-# cfg N: the config of the first N nodes in $WORK/cfg-N.
+# cfg N [floor]: the config of the first N nodes in $WORK/cfg-N (floor:
+# the nodes alone, in $WORK/floor-N).
 cfg() {
   local n=$1 d=$WORK/cfg-$1 i nodes="" host port root
+  [[ ${2:-} != floor ]] || d=$WORK/floor-$1
   for ((i = 0; i < n; i++)); do
     host=SF_NODE${i}_HOST port=SF_NODE${i}_PORT root=SF_NODE${i}_ROOT
     nodes+="    n$((i + 1)) = { host = \"${!host}\", port = ${!port}, root = \"${!root}\" }"$'\n'
@@ -119,6 +126,8 @@ node "spark" {
   known_hosts   = "$SF_KNOWN_HOSTS"
   become        = true
 }
+HCL
+  [[ ${2:-} = floor ]] || cat >>"$d/main.sf.hcl" <<HCL
 resource "gitkit_checkout" "runtime" {
   for_each = var.nodes
   node     = node.spark[each.key]
@@ -140,16 +149,46 @@ HCL
 
 PAR=()
 [[ -n $PARALLELISM ]] && PAR=(-parallelism "$PARALLELISM")
-# timed OUT WANT_RC CMD...: wall, CPU (user+sys of the tree) and peak RSS
-# KiB appended to OUT; the command must exit WANT_RC.
+# The nodes' CPU: utime+stime that the bed's sshd listeners reaped from
+# their children (every connection's sshd and what its sessions ran), in
+# clock ticks; a plan's connections have ended when sparkform exits, and
+# nodeidle waits for their last processes to be reaped.
+TCK=$(getconf CLK_TCK)
+LISTENERS=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
+[[ -n $LISTENERS ]] || { echo "bench/fleet: the test bed's sshd listeners not found" >&2; exit 1; }
+reaped() {
+  local p s=0 f
+  for p in $LISTENERS; do
+    f=$(cat "/proc/$p/stat") || return 1
+    f=${f##*) }
+    set -- $f
+    s=$((s + ${14} + ${15}))
+  done
+  echo $s
+}
+nodeidle() {
+  local l busy
+  for _ in $(seq 1 100); do
+    busy=0
+    for l in $LISTENERS; do [[ -z $(pgrep -P "$l") ]] || { busy=1; break; }; done
+    [[ $busy = 0 ]] && return 0
+    sleep 0.02
+  done
+}
+# timed OUT WANT_RC CMD...: wall, CPU (user+sys of the tree), peak RSS KiB
+# and the nodes' CPU s appended to OUT; the command must exit WANT_RC.
 timed() {
-  local out=$1 want=$2 rc=0
+  local out=$1 want=$2 rc=0 n0 n1
   shift 2
+  nodeidle
+  n0=$(reaped)
   /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" "$@" >"$WORK/cmd.log" 2>&1 || rc=$?
   if [[ $rc != "$want" ]]; then
     echo "bench/fleet: $* exited $rc, want $want:" >&2; tail -30 "$WORK/cmd.log" >&2; exit 1
   fi
-  tail -1 "$WORK/t" | awk '{printf "%.3f %.3f %d\n", $1, $2 + $3, $4}' >>"$out"
+  nodeidle
+  n1=$(reaped)
+  tail -1 "$WORK/t" | awk -v n=$((n1 - n0)) -v t="$TCK" '{printf "%.3f %.3f %d %.3f\n", $1, $2 + $3, $4, n / t}' >>"$out"
 }
 stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {
   m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%6.2f [%.2f-%.2f]", m, v[1], v[NR] }'; }
@@ -157,14 +196,16 @@ med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {printf "%.4f",
 maxrss() { sort -g -k3,3 "$1" | tail -1 | awk '{printf "%.1f", $3 / 1024}'; }
 
 echo "fleet: per node a gitkit_checkout ($FILES_KIT files) and a hubstage_manifest ($FILES_HUB files), become = true; RUNS=$RUNS; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %-8s %-22s %-22s %s\n' nodes step "wall s" "sparkform CPU s" "peak RSS MiB"
+printf '%-6s %-8s %-22s %-22s %-22s %s\n' nodes step "wall s" "sparkform CPU s" "nodes' CPU s" "peak RSS MiB"
 for n in $SIZES; do
   CFG=$(cfg "$n")
-  for f in apply plan destroy; do : >"$WORK/$f-$n.times"; done
+  FLOOR=$(cfg "$n" floor)
+  for f in apply plan destroy floor; do : >"$WORK/$f-$n.times"; done
   for ((r = 1; r <= RUNS; r++)); do
     (cd "$CFG" && timed "$WORK/apply-$n.times" 0 "$BIN" apply -auto-approve -no-color "${PAR[@]}")
     (cd "$CFG" && timed "$WORK/plan-$n.times" 0 "$BIN" plan -detailed-exitcode -no-color "${PAR[@]}")
     (cd "$CFG" && timed "$WORK/destroy-$n.times" 0 "$BIN" destroy -auto-approve -no-color "${PAR[@]}")
+    (cd "$FLOOR" && timed "$WORK/floor-$n.times" 0 "$BIN" plan -detailed-exitcode -no-color "${PAR[@]}")
   done
   if [[ $PERF = 1 && $n = "$MAX" ]]; then
     # Where the largest no-op plan's time goes: perf's samples of every
@@ -176,15 +217,16 @@ for n in $SIZES; do
     # and sshd's by library (the kernel's part: process starts, page faults)
     perf report -i "$WORK/perf.data" --sort comm,dso --stdio -g none 2>/dev/null | grep '%  sshd ' | head -6 >"$WORK/perf-sshd.txt"
   fi
-  for f in apply plan destroy; do
-    printf '%-6s %-8s %-22s %-22s %s\n' "$n" "$f" "$(stat2 "$WORK/$f-$n.times" 1)" "$(stat2 "$WORK/$f-$n.times" 2)" "$(maxrss "$WORK/$f-$n.times")"
+  for f in apply plan destroy floor; do
+    printf '%-6s %-8s %-22s %-22s %-22s %s\n' "$n" "$f" "$(stat2 "$WORK/$f-$n.times" 1)" "$(stat2 "$WORK/$f-$n.times" 2)" "$(stat2 "$WORK/$f-$n.times" 4)" "$(maxrss "$WORK/$f-$n.times")"
   done
-  rm -rf "$CFG"
+  rm -rf "$CFG" "$FLOOR"
   CFG=
 done
 first=${SIZES%% *}
 last=${SIZES##* }
 ratio=$(awk -v a="$(med "$WORK/plan-$last.times" 1)" -v b="$(med "$WORK/plan-$first.times" 1)" 'BEGIN {printf "%.2f", a / b}')
+fratio=$(awk -v a="$(med "$WORK/floor-$last.times" 1)" -v b="$(med "$WORK/floor-$first.times" 1)" 'BEGIN {printf "%.2f", a / b}')
 rss=$(cat "$WORK"/{apply,plan,destroy}-"$last".times | sort -g -k3,3 | tail -1 | awk '{printf "%.1f", $3 / 1024}')
 if [[ -s $WORK/perf.txt ]]; then
   echo "where one no-op plan at $MAX nodes spends the machine's CPU (perf, all CPUs; swapper = idle):"
@@ -194,4 +236,5 @@ if [[ -s $WORK/perf.txt ]]; then
 fi
 echo "targets:"
 awk -v r="$ratio" -v a="$first" -v b="$last" 'BEGIN {printf "  no-op plan wall %s nodes / %s nodes   %6.2fx <= 4x    %s\n", b, a, r, (r <= 4) ? "PASS" : "FAIL"}'
+awk -v r="$fratio" -v a="$first" -v b="$last" 'BEGIN {printf "  (the floor alone, %s / %s nodes:     %6.2fx%s)\n", b, a, r, (r > 4) ? "; over 4x: no plan of these nodes can pass here" : ""}'
 awk -v r="$rss" -v b="$last" 'BEGIN {printf "  peak RSS at %s nodes            %6.1f MiB <= 200 %s\n", b, r, (r <= 200) ? "PASS" : "FAIL"}'
