@@ -160,3 +160,56 @@ func BenchmarkHelperCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNodeCPULoginAndSession splits what a node's CPU pays for SSH
+// into its two kinds of work: a login (a new connection: sshd's re-exec,
+// key exchange and authentication, then closing it), and one more session
+// on a connection already open (sshd forks, the login shell runs `true`).
+// node-cpu-ms is everything below the node's sshd listener, reaped once
+// the connection has ended; a session's figure is its connection's total
+// less one login, per session. It says where a plan's node cost can still
+// go down: a login costs what dozens of sessions do.
+func BenchmarkNodeCPULoginAndSession(b *testing.B) {
+	nd := bed(b).Nodes[0]
+	n := nd.SDK()
+	ctx := ctxT(b)
+	cpu := func() time.Duration {
+		nd.WaitIdle(10 * time.Second)
+		d, err := nd.ChildCPU()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	perOp := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+	var login time.Duration
+	b.Run("login", func(b *testing.B) {
+		before := cpu()
+		for b.Loop() {
+			c, err := node.DialSSH(ctx, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Close()
+		}
+		login = (cpu() - before) / time.Duration(b.N)
+		b.ReportMetric(perOp(login*time.Duration(b.N), b.N), "node-cpu-ms")
+	})
+	b.Run("session", func(b *testing.B) {
+		if login == 0 {
+			b.Skip("needs the login figure: run both")
+		}
+		before := cpu()
+		c, err := node.DialSSH(ctx, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := c.Run(ctx, node.Cmd{Argv: []string{"true"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c.Close()
+		b.ReportMetric(perOp(cpu()-before-login, b.N), "node-cpu-ms")
+	})
+}
