@@ -16,9 +16,9 @@
 # Prints median [min-max] per step and size, then the targets: no-op plan
 # wall at the largest size <= 4x the smallest's (medians of this run), and
 # peak RSS at the largest size <= 200 MiB; a FAIL is a finding, the script
-# still exits 0. Beside the first, the floor's own ratio: where the floor
-# alone grows more than 4x, no plan of those nodes can meet the target on
-# this machine. Removes everything it made (kits, nodes, scratch) on any
+# still exits 0. Beside the first, the floor's own ratio (the logins and
+# the sudo alone: where the nodes share this machine's CPUs it grows with
+# them). Removes everything it made (kits, nodes, scratch) on any
 # exit (KEEP=1 keeps the scratch dir). PERF=1 (needs perf) adds where the CPU
 # of one no-op plan at the largest size goes, by command.
 #
@@ -236,5 +236,5 @@ if [[ -s $WORK/perf.txt ]]; then
 fi
 echo "targets:"
 awk -v r="$ratio" -v a="$first" -v b="$last" 'BEGIN {printf "  no-op plan wall %s nodes / %s nodes   %6.2fx <= 4x    %s\n", b, a, r, (r <= 4) ? "PASS" : "FAIL"}'
-awk -v r="$fratio" -v a="$first" -v b="$last" 'BEGIN {printf "  (the floor alone, %s / %s nodes:     %6.2fx%s)\n", b, a, r, (r > 4) ? "; over 4x: no plan of these nodes can pass here" : ""}'
+awk -v r="$fratio" -v a="$first" -v b="$last" 'BEGIN {printf "  (the floor alone, %s / %s nodes:     %6.2fx: logins and sudo, no resource)\n", b, a, r}'
 awk -v r="$rss" -v b="$last" 'BEGIN {printf "  peak RSS at %s nodes            %6.1f MiB <= 200 %s\n", b, r, (r <= 200) ? "PASS" : "FAIL"}'
