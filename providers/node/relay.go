@@ -23,6 +23,14 @@ import (
 	"github.com/sparkform/sparkform/providers/sdk"
 )
 
+// relaySSHConfig is the local connection's algorithms: curve25519 for the
+// key exchange, not the ML-KEM hybrid that Go's client offers first. The
+// hybrid guards a recorded connection against a future quantum computer;
+// this one never leaves the machine (a unix socket between two of the
+// user's processes), and its ML-KEM half cost ~0.4 ms per plugin and
+// node on every run (BenchmarkRelayDial: 1.90 -> 1.50 ms a dial).
+var relaySSHConfig = ssh.Config{KeyExchanges: []string{ssh.KeyExchangeCurve25519}}
+
 // A Relay lets provider plugins share the core's SSH connections: one per
 // node for the whole run, instead of one per plugin per node.
 //
@@ -119,6 +127,7 @@ func NewRelay(pool *Pool) (*Relay, error) {
 		return fail(err)
 	}
 	r.cfg = &ssh.ServerConfig{
+		Config: relaySSHConfig,
 		PasswordCallback: func(_ ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
 			if subtle.ConstantTimeCompare(pw, []byte(r.secret)) == 1 {
 				return nil, nil
@@ -501,6 +510,7 @@ func dialRelay(ctx context.Context, ra *relayAddr, n sdk.Node, o Options) (*SSH,
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	cfg := &ssh.ClientConfig{
+		Config:          relaySSHConfig,
 		User:            "sparkform",
 		Auth:            []ssh.AuthMethod{ssh.Password(ra.secret)},
 		HostKeyCallback: ssh.FixedHostKey(ra.hostKey),
