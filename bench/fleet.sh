@@ -153,19 +153,10 @@ PAR=()
 # their children (every connection's sshd and what its sessions ran), in
 # clock ticks; a plan's connections have ended when sparkform exits, and
 # nodeidle waits for their last processes to be reaped.
-TCK=$(getconf CLK_TCK)
+# shellcheck source=bench/nodecpu.sh
+source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
 LISTENERS=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
 [[ -n $LISTENERS ]] || { echo "bench/fleet: the test bed's sshd listeners not found" >&2; exit 1; }
-reaped() {
-  local p s=0 f
-  for p in $LISTENERS; do
-    f=$(cat "/proc/$p/stat") || return 1
-    f=${f##*) }
-    set -- $f
-    s=$((s + ${14} + ${15}))
-  done
-  echo $s
-}
 nodeidle() {
   local l busy
   for _ in $(seq 1 100); do
@@ -181,13 +172,13 @@ timed() {
   local out=$1 want=$2 rc=0 n0 n1
   shift 2
   nodeidle
-  n0=$(reaped)
+  n0=$(reaped $LISTENERS)
   /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" "$@" >"$WORK/cmd.log" 2>&1 || rc=$?
   if [[ $rc != "$want" ]]; then
     echo "bench/fleet: $* exited $rc, want $want:" >&2; tail -30 "$WORK/cmd.log" >&2; exit 1
   fi
   nodeidle
-  n1=$(reaped)
+  n1=$(reaped $LISTENERS)
   tail -1 "$WORK/t" | awk -v n=$((n1 - n0)) -v t="$TCK" '{printf "%.3f %.3f %d %.3f\n", $1, $2 + $3, $4, n / t}' >>"$out"
 }
 stat2() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {

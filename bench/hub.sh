@@ -199,18 +199,9 @@ H0=$D0/hub
 H1=$D1/hub
 # The nodes' CPU: what the sshd listeners of the bed (children of the
 # test bed) reaped, utime+stime of their children, in ticks.
-TCK=$(getconf CLK_TCK)
+# shellcheck source=bench/nodecpu.sh
+source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
 listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
-reaped() {
-  local p s=0 f
-  for p in "$@"; do
-    f=$(cat "/proc/$p/stat") || return 1
-    f=${f##*) }
-    set -- $f
-    s=$((s + ${14} + ${15}))
-  done
-  echo $s
-}
 
 snapshot_hcl() { # NAME NODE HUB_DIR [EXTRA]
   cat <<HCL

@@ -316,18 +316,9 @@ mkdir -p "$S/floor"
 awk '/^resource /{exit} {print}' "$S/cfg/main.sf.hcl" >"$S/floor/main.sf.hcl"
 # PERF=1: the nodes' CPU is what the sshd listeners (children of the test
 # bed) reaped during a plan: utime+stime of their children, in ticks.
-TCK=$(getconf CLK_TCK)
+# shellcheck source=bench/nodecpu.sh
+source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
 listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
-reaped() { # PID... -> the children's CPU ticks, summed
-  local p s=0 f
-  for p in "$@"; do
-    f=$(cat "/proc/$p/stat") || return 1
-    f=${f##*) }               # after the command name: state ppid ...
-    set -- $f
-    s=$((s + ${14} + ${15}))  # cutime cstime (fields 16 and 17)
-  done
-  echo $s
-}
 own() { local f; f=$(cat "/proc/$1/stat") || { echo 0; return; }; f=${f##*) }; set -- $f; echo $((${12} + ${13})); }
 dockerd=$(pgrep -xo dockerd || true)
 for ((r = 1; r <= RUNS; r++)); do
