@@ -93,19 +93,22 @@ demo: nodebin
 # TOFU=/path/to/tofu (an OpenTofu you built; never committed) runs the same
 # shapes through OpenTofu and prints the ratios. bench/hub.sh: hub
 # snapshots against the test hub and two sshd nodes (curl and rsync
-# floors, peak RSS, a no-op plan's node CPU). bench/fleet.sh: apply, no-op
-# plan and destroy on 2, 8 and 32 sshd nodes (FLEET_SIZES), the 32/2 no-op
-# plan ratio and peak RSS. See bench/README.md.
+# floors, peak RSS, a no-op plan's node CPU), on a loop-mounted journalled
+# ext4 (HUB_FS=root: this machine's filesystem). bench/fleet.sh: apply,
+# no-op plan, destroy and the floor (the nodes alone) on 2, 8 and 32 sshd
+# nodes (FLEET_SIZES), the 32/2 no-op plan ratio, the nodes' CPU and peak
+# RSS. See bench/README.md.
 BENCH_N      ?= 1000 10000
 BENCH_SHAPES ?= count blocks foreach module modblocks
 TOFU         ?=
 FLEET_SIZES  ?= 2 8 32
+HUB_FS       ?= journal
 bench: build
 	$(GO) build -tags kmodsim -o bin/sparkform-kmodsim ./cmd/sparkform
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./engine/... ./state/... ./providers/sdk/... ./providers/hubstage/...
 	SPARKFORM_BIN=$(CURDIR)/bin/sparkform-kmodsim TOFU="$(TOFU)" ./bench/run.sh -n "$(BENCH_N)" -p "$(BENCH_SHAPES)" -f
 	BIN=$(CURDIR)/$(BIN) ./bench/etcd.sh
-	BIN=$(CURDIR)/$(BIN) ./bench/hub.sh
+	BIN=$(CURDIR)/$(BIN) HUBFS="$(HUB_FS)" ./bench/hub.sh
 	BIN=$(CURDIR)/$(BIN) SIZES="$(FLEET_SIZES)" ./bench/fleet.sh
 
 # Regenerate the provider protocol code (protoc from Debian's protobuf-compiler).
