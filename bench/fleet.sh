@@ -26,6 +26,7 @@
 #      FILES_KIT (200), FILES_HUB (300), PARALLELISM (unset: the CLI's
 #      default), WORK (scratch dir), ROOT (repo).
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # before any cd
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-3}
 SIZES=${SIZES:-2 8 32}
@@ -154,7 +155,7 @@ PAR=()
 # clock ticks; a plan's connections have ended when sparkform exits, and
 # nodeidle waits for their last processes to be reaped.
 # shellcheck source=bench/nodecpu.sh
-source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
+source "$BENCH_DIR/nodecpu.sh"
 LISTENERS=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
 [[ -n $LISTENERS ]] || { echo "bench/fleet: the test bed's sshd listeners not found" >&2; exit 1; }
 nodeidle() {

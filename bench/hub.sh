@@ -43,6 +43,7 @@
 #      thousands of files a minute pays ~0.5 ms per new file there; see
 #      bench/README.md).
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # before any cd
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-3}
 LFS_TOTAL=${LFS_TOTAL:-2GiB}
@@ -200,7 +201,7 @@ H1=$D1/hub
 # The nodes' CPU: what the sshd listeners of the bed (children of the
 # test bed) reaped, utime+stime of their children, in ticks.
 # shellcheck source=bench/nodecpu.sh
-source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
+source "$BENCH_DIR/nodecpu.sh"
 listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
 
 snapshot_hcl() { # NAME NODE HUB_DIR [EXTRA]

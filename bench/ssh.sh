@@ -41,6 +41,7 @@
 #      command of one more plan (needs perf; PERFG=1 records call graphs
 #      too, PERFKEEP=FILE keeps that perf.data for perf report).
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # before any cd
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 RUNS=${RUNS:-5}
 PERF=${PERF:-0}
@@ -317,7 +318,7 @@ awk '/^resource /{exit} {print}' "$S/cfg/main.sf.hcl" >"$S/floor/main.sf.hcl"
 # PERF=1: the nodes' CPU is what the sshd listeners (children of the test
 # bed) reaped during a plan: utime+stime of their children, in ticks.
 # shellcheck source=bench/nodecpu.sh
-source "$(dirname "${BASH_SOURCE[0]}")/nodecpu.sh"
+source "$BENCH_DIR/nodecpu.sh"
 listeners=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
 own() { local f; f=$(cat "/proc/$1/stat") || { echo 0; return; }; f=${f##*) }; set -- $f; echo $((${12} + ${13})); }
 dockerd=$(pgrep -xo dockerd || true)
