@@ -149,6 +149,11 @@ type PlanOptions struct {
 	// after converging the rest (-exclude-unreachable). False: an
 	// unreachable node fails the plan, each named once.
 	ExcludeUnreachable bool
+	// DialledAhead are the nodes the caller has started dialling
+	// (NodesFromVariables' first -parallelism): the node check takes them
+	// first, in this order, so no more than Parallelism nodes are ever in
+	// flight. Nil: the check's own order.
+	DialledAhead []sdk.Node
 }
 
 // schemaFor returns the schema of a resource type, starting its provider

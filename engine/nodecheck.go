@@ -32,8 +32,8 @@ type NodeChecker func(ctx context.Context, n sdk.Node) error
 // unreachable node. By default each failure is one error pointing at the
 // node block; with exclude it is one warning instead, and the node is
 // returned in left (by sdk.Node.Key) for the plan to leave out. The
-// nodes in early (NodesFromVariables: those a caller may have dialled
-// ahead) are reached first, in their order.
+// nodes in early (PlanOptions.DialledAhead) are reached first, in their
+// order.
 func (e *Engine) checkNodes(ctx context.Context, cfgNodes map[string]sdk.Node, insts map[string]*stateObject, early []sdk.Node, exclude bool) (map[string]*plans.ExcludedNode, hcl.Diagnostics) {
 	if e.nodeCheck == nil {
 		return nil, nil
@@ -186,11 +186,11 @@ func sortedNodes(byKey map[string]sdk.Node) []sdk.Node {
 // NodesFromVariables is every node of mod that the variables alone
 // decide (host, port, user... from var and each, as the seed's for_each
 // over var.nodes), for a caller that dials them while the providers
-// start (providers/node.Pool.Prewarm) instead of after. The plan's node
-// check takes them first and in this order, so a caller that dials the
-// first Options.Parallelism of them keeps -parallelism's bound on nodes
-// in flight. It is a guess
-// made early, never a check: a node block that needs more (a local,
+// start (providers/node.Pool.Prewarm) instead of after; the caller
+// passes those it dialled as PlanOptions.DialledAhead, which the node
+// check takes first, so dialling the first -parallelism of them keeps
+// the bound on nodes in flight. It is a guess made early, never a
+// check: a node block that needs more (a local,
 // another node) or does not evaluate is left out, and the plan's node
 // check still reaches every node it touches, the same way.
 func NodesFromVariables(mod *config.Module, vars map[string]cty.Value) []sdk.Node {

@@ -179,3 +179,30 @@ func TestEarlyFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanChecksDialledAheadFirst: the nodes the caller dialled ahead
+// (PlanOptions.DialledAhead) are the first the plan's node check
+// reaches, in that order, the others after them.
+func TestPlanChecksDialledAheadFirst(t *testing.T) {
+	b := newBed(t)
+	r := b.cfg("nodeorder")
+	r.e.parallelism = 1
+	var mu sync.Mutex
+	var order []string
+	r.e.nodeCheck = func(_ context.Context, n sdk.Node) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, n.Host)
+		return nil
+	}
+	vars := map[string]cty.Value{"hosts": cty.TupleVal([]cty.Value{cty.StringVal("10.0.0.1"), cty.StringVal("10.0.0.2"), cty.StringVal("10.0.0.3")})}
+	all := NodesFromVariables(r.e.module, vars) // as the CLI finds them
+	if len(all) != 3 {
+		t.Fatalf("NodesFromVariables: %d nodes; want 3", len(all))
+	}
+	ahead := []sdk.Node{all[2], all[1]}
+	r.plan(PlanOptions{Variables: vars, DialledAhead: ahead})
+	if want := []string{"10.0.0.3", "10.0.0.2", "10.0.0.1"}; !slices.Equal(order, want) {
+		t.Errorf("node check order %v; want %v (the nodes dialled ahead first)", order, want)
+	}
+}

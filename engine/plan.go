@@ -209,13 +209,10 @@ func (e *Engine) reachNodes(ctx context.Context, opts PlanOptions, ev *evaluator
 	if opts.SkipRefresh || len(opts.Targets) > 0 {
 		return nil, nil
 	}
-	var early []sdk.Node
 	if opts.Mode != plans.NormalMode {
 		cfgNodes = nil
-	} else if e.nodeCheck != nil {
-		early = NodesFromVariables(e.module, opts.Variables) // what the CLI dials ahead
 	}
-	left, diags := e.checkNodes(ctx, cfgNodes, objs, early, opts.ExcludeUnreachable)
+	left, diags := e.checkNodes(ctx, cfgNodes, objs, opts.DialledAhead, opts.ExcludeUnreachable)
 	if len(left) == 0 {
 		return nil, diags
 	}

@@ -281,23 +281,27 @@ func (m *meta) pluginHost() (*plugin.Host, error) {
 // critical path. Only what the node check does is done here (the login
 // and, with become, sudo -n true); its results, errors included, are
 // reported by the node check as before. Only the first parallelism of
-// them: the ones the check takes first, so -parallelism bounds the nodes
-// in flight from the start.
-func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) {
+// them, which it returns for the plan's node check to take first
+// (PlanOptions.DialledAhead), so -parallelism bounds the nodes in flight
+// from the start.
+func (m *meta) prewarmNodes(mod *config.Module, vals map[string]cty.Value, parallelism int) []sdk.Node {
 	if m.pool == nil {
-		return
+		return nil
 	}
 	m.noticeMu.Lock()
 	m.holdNotices = true
 	m.noticeMu.Unlock()
-	m.prewarm(engine.NodesFromVariables(mod, vals), parallelism)
+	return m.prewarm(engine.NodesFromVariables(mod, vals), parallelism)
 }
 
-// prewarm dials the first parallelism of nodes ahead (Pool.Prewarm).
-func (m *meta) prewarm(nodes []sdk.Node, parallelism int) {
-	for _, n := range nodes[:min(len(nodes), max(parallelism, 1))] {
+// prewarm dials the first parallelism of nodes ahead (Pool.Prewarm) and
+// returns them.
+func (m *meta) prewarm(nodes []sdk.Node, parallelism int) []sdk.Node {
+	ahead := nodes[:min(len(nodes), max(parallelism, 1))]
+	for _, n := range ahead {
 		m.pool.Prewarm(n)
 	}
+	return ahead
 }
 
 // checkNode is the plan's node check (engine.NodeChecker): the pool's

@@ -16,6 +16,7 @@ import (
 	"github.com/sparkform/sparkform/engine/addrs"
 	"github.com/sparkform/sparkform/engine/config"
 	"github.com/sparkform/sparkform/engine/plans"
+	"github.com/sparkform/sparkform/providers/sdk"
 	"github.com/sparkform/sparkform/state"
 )
 
@@ -147,12 +148,13 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 		m.fail(err)
 		return nil, nil, 1
 	}
+	var ahead []sdk.Node
 	if f.mode() == plans.NormalMode {
 		// Config errors are reported before state is touched, so bad input
 		// never creates or locks anything; the configuration graph built
 		// here is the plan's.
 		if f.refresh && len(f.targets) == 0 {
-			m.prewarmNodes(mod, vals, f.parallelism)
+			ahead = m.prewarmNodes(mod, vals, f.parallelism)
 		}
 		if m.diags(eng.Validate(context.Background())) {
 			return nil, nil, 1
@@ -172,7 +174,7 @@ func (m *meta) makePlan(v operationView, f *planFlags, command string) (*plans.P
 	eng.SetStore(st)
 	ctx, stop := m.interruptible()
 	defer stop()
-	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: targets, Replace: replace, ExcludeUnreachable: f.excludeUnreachable})
+	p, ds := eng.Plan(ctx, engine.PlanOptions{Mode: f.mode(), Variables: vals, SkipRefresh: !f.refresh, Targets: targets, Replace: replace, ExcludeUnreachable: f.excludeUnreachable, DialledAhead: ahead})
 	if m.diags(ds) || p == nil {
 		return nil, nil, 1
 	}
