@@ -158,27 +158,18 @@ PAR=()
 source "$BENCH_DIR/nodecpu.sh"
 LISTENERS=$(pgrep -P "$BEDPID" -x sshd | tr '\n' ' ' || true)
 [[ -n $LISTENERS ]] || { echo "bench/fleet: the test bed's sshd listeners not found" >&2; exit 1; }
-nodeidle() {
-  local l busy
-  for _ in $(seq 1 100); do
-    busy=0
-    for l in $LISTENERS; do [[ -z $(pgrep -P "$l") ]] || { busy=1; break; }; done
-    [[ $busy = 0 ]] && return 0
-    sleep 0.02
-  done
-}
 # timed OUT WANT_RC CMD...: wall, CPU (user+sys of the tree), peak RSS KiB
 # and the nodes' CPU s appended to OUT; the command must exit WANT_RC.
 timed() {
   local out=$1 want=$2 rc=0 n0 n1
   shift 2
-  nodeidle
+  nodeidle $LISTENERS
   n0=$(reaped $LISTENERS)
   /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" "$@" >"$WORK/cmd.log" 2>&1 || rc=$?
   if [[ $rc != "$want" ]]; then
     echo "bench/fleet: $* exited $rc, want $want:" >&2; tail -30 "$WORK/cmd.log" >&2; exit 1
   fi
-  nodeidle
+  nodeidle $LISTENERS
   n1=$(reaped $LISTENERS)
   tail -1 "$WORK/t" | awk -v n=$((n1 - n0)) -v t="$TCK" '{printf "%.3f %.3f %d %.3f\n", $1, $2 + $3, $4, n / t}' >>"$out"
 }

@@ -339,10 +339,7 @@ if [[ " $PARTS " = *" 4 "* ]]; then
     s0=$(reaped "$listener0")
     (cd "$C4" && HF_ENDPOINT=$HF_ENDPOINT /usr/bin/time -f '%e %U %S' -o "$WORK/t" "$BIN" plan -detailed-exitcode -no-color >"$WORK/plan.log" 2>&1) || {
       echo "bench/hub: the no-op plan failed or has changes:" >&2; tail -30 "$WORK/plan.log" >&2; exit 1; }
-    for _ in $(seq 1 100); do
-      busy=0; for l in $listeners; do [[ -n $(pgrep -P "$l") ]] && busy=1; done
-      [[ $busy = 0 ]] && break; sleep 0.02
-    done
+    nodeidle $listeners
     n1=$(reaped $listeners)
     s1=$(reaped "$listener0")
     awk -v n=$((n1 - n0)) -v s=$((s1 - s0)) -v t="$TCK" '{printf "%.3f %.3f %.3f %.3f\n", $1, $2 + $3, s / t, n / t}' "$WORK/t" >>"$WORK/noop.times"

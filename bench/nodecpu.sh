@@ -19,3 +19,14 @@ reaped() {
   done
   echo $s
 }
+# nodeidle PID... waits (up to 2 s) until none of the processes PID has a
+# child left: the connections of the command that just ended have closed
+# and been reaped, so reaped counts all of their CPU.
+nodeidle() {
+  local ids
+  ids=$(printf '%s,' "$@")
+  for _ in $(seq 1 100); do
+    pgrep -P "${ids%,}" >/dev/null || return 0
+    sleep 0.02
+  done
+}

@@ -334,10 +334,7 @@ for ((r = 1; r <= RUNS; r++)); do
   awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$S/t" >>"$S/floor.times"
   if [[ $PERF = 1 ]]; then
     # The listeners reap a connection's process once it has ended.
-    for _ in $(seq 1 100); do
-      busy=0; for l in $listeners; do [[ -n $(pgrep -P "$l") ]] && busy=1; done
-      [[ $busy = 0 ]] && break; sleep 0.02
-    done
+    nodeidle $listeners
     n1=$(reaped $listeners) d1=0; [[ -n $dockerd ]] && d1=$(own "$dockerd")
     awk -v n=$((n1 - n0)) -v d=$((d1 - d0)) -v t="$TCK" 'BEGIN {printf "%.3f %.3f\n", n / t, d / t}' >>"$S/node.times"
   fi
