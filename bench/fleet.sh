@@ -20,10 +20,11 @@
 # the sudo alone: where the nodes share this machine's CPUs it grows with
 # them; over 4x, the target cannot pass here, and the script says so), and
 # at the smallest and largest size what a plan adds to its floor: the
-# ratio of their walls, and the CPU per node beyond it, sparkform's and
-# the node's (figures that move much less with the machine). Removes everything it made (kits, nodes, scratch) on any
-# exit (KEEP=1 keeps the scratch dir). PERF=1 (needs perf) adds where the CPU
-# of one no-op plan at the largest size goes, by command.
+# ratio of their walls (which moves much less with the machine's speed)
+# and the CPU per node beyond the floor, sparkform's and the node's.
+# Removes everything it made (kits, nodes, scratch) on any exit (KEEP=1
+# keeps the scratch dir). PERF=1 (needs perf) adds where the CPU of one
+# no-op plan at the largest size goes, by command.
 #
 # Env: BIN (sparkform; built when unset), RUNS (3), SIZES ("2 8 32"),
 #      FILES_KIT (200), FILES_HUB (300), PARALLELISM (unset: the CLI's
@@ -224,10 +225,12 @@ echo "targets:"
 awk -v r="$ratio" -v a="$first" -v b="$last" 'BEGIN {printf "  no-op plan wall %s nodes / %s nodes   %6.2fx <= 4x    %s\n", b, a, r, (r <= 4) ? "PASS" : "FAIL"}'
 awk -v r="$fratio" -v a="$first" -v b="$last" 'BEGIN {printf "  (the floor alone, %s / %s nodes:     %6.2fx: logins and sudo, no resource)\n", b, a, r}'
 awk -v r="$fratio" 'BEGIN {if (r > 4) print "  (the floor alone is over 4x: on this machine no plan of these nodes can pass, whatever it reads)"}'
-# What a plan adds to reaching its nodes, at each end: these move with the
-# machine's speed much less than the two ratios above, whose nodes share
-# its CPUs with sparkform.
-for n in $first $last; do
+# What a plan adds to reaching its nodes, at each end: its ratio to the
+# floor moves with the machine's speed much less than the two ratios
+# above, whose nodes share its CPUs with sparkform.
+ends=$first
+[[ $last != "$first" ]] && ends="$first $last"
+for n in $ends; do
   awk -v n="$n" -v pw="$(med "$WORK/plan-$n.times" 1)" -v fw="$(med "$WORK/floor-$n.times" 1)" \
     -v pc="$(med "$WORK/plan-$n.times" 2)" -v fc="$(med "$WORK/floor-$n.times" 2)" \
     -v pn="$(med "$WORK/plan-$n.times" 4)" -v fn="$(med "$WORK/floor-$n.times" 4)" 'BEGIN {
