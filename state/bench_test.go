@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -335,4 +336,16 @@ func BenchmarkSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkReadDuringApply: how long a read (open, Snapshot, close) takes
+// while another process applies (TestReaderDuringApply's child: an intent,
+// a 2 ms provider call, a result, per resource). Reports the median and
+// the worst read.
+func BenchmarkReadDuringApply(b *testing.B) {
+	waits, _ := readsDuringApply(b, 0, b.N)
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(waits[len(waits)-1].Microseconds()), "worst-µs")
+	b.ReportMetric(0, "ns/op") // the reads' sleeps between them are in it
 }

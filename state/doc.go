@@ -38,11 +38,12 @@
 //     when forced, breaks a live lock (the old holder then gets ErrLockLost).
 //   - The bbolt file itself is opened only for the duration of one read
 //     transaction or one run of back-to-back commit batches (let go when the
-//     write queue has been empty for 2 ms, and for a moment at least every 50 ms), never
-//     for the life of a Store. bbolt's own flock therefore covers
-//     milliseconds, and readers (OpenReadOnly,
-//     no writer lock) wait for a commit, never for a whole apply; a read
-//     that cannot get in within 2 s fails with ErrBusy.
+//     write queue has been empty for 2 ms, and for 3 ms at least every
+//     50 ms), never for the life of a Store. bbolt's own flock therefore
+//     covers milliseconds. Readers (OpenReadOnly, no writer lock) wait for
+//     it in the kernel, woken when it is let go, so they wait for a commit
+//     or two, never for a whole apply; a read that cannot get in within
+//     2 s fails with ErrBusy.
 //   - Writes (PutResource, DeleteResource, MoveResource, PutIntent,
 //     DeleteIntent, Complete) are group-committed: concurrent calls share one
 //     bbolt transaction and one fsync, in the order they were made. Each

@@ -144,7 +144,7 @@ type child struct {
 	lines *bufio.Scanner
 }
 
-func startChild(t *testing.T, mode, path string, env ...string) *child {
+func startChild(t testing.TB, mode, path string, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{"STATE_TEST_CHILD=" + mode, "STATE_TEST_PATH=" + path}, env...)...)
@@ -172,7 +172,7 @@ func startChild(t *testing.T, mode, path string, env ...string) *child {
 }
 
 // expect reads the child's next line and fails unless it is want.
-func (c *child) expect(t *testing.T, want string) {
+func (c *child) expect(t testing.TB, want string) {
 	t.Helper()
 	if !c.lines.Scan() {
 		t.Fatalf("child exited before printing %q: %v", want, c.lines.Err())
@@ -190,7 +190,7 @@ func (c *child) line(t *testing.T) string {
 	return c.lines.Text()
 }
 
-func statePath(t *testing.T) string {
+func statePath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), ".sparkform", "state.db")
 }
 

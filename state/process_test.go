@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,46 +77,62 @@ func TestLockTimeoutThenSuccess(t *testing.T) {
 }
 
 // A reader is not stuck behind a writer that holds the lock for a long
-// apply and commits continuously.
+// apply and commits continuously. The child's provider calls last about
+// idleHold, so the commit loop lets the file go after almost every one and
+// takes it back within a millisecond: a reader that polled for a gap
+// waited 200-750 ms here on an idle machine and a second under CI's load;
+// one that waits in flock, woken at the release, gets in within holdMax.
 func TestReaderDuringApply(t *testing.T) {
-	path := statePath(t)
-	checkOnCleanup(t, path)
-	c := startChild(t, "apply", path)
-	c.expect(t, "locked")
-
-	var worst time.Duration
-	var lastSerial uint64
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	reads := 0
-	for time.Now().Before(deadline) {
-		start := time.Now()
-		r, err := OpenReadOnly(path)
-		if err != nil {
-			t.Fatalf("read %d during apply: %v", reads, err)
-		}
-		snap, err := r.Snapshot()
-		if err != nil {
-			t.Fatalf("read %d during apply: %v", reads, err)
-		}
-		r.Close()
-		worst = max(worst, time.Since(start))
-		if snap.Meta.Serial < lastSerial {
-			t.Fatalf("serial went back from %d to %d", lastSerial, snap.Meta.Serial)
-		}
-		lastSerial = snap.Meta.Serial
-		reads++
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.stdin.Close()
-	c.expect(t, "released")
-	t.Logf("%d reads during the apply, worst %v, writer reached serial %d", reads, worst, lastSerial)
+	waits, lastSerial := readsDuringApply(t, 1500*time.Millisecond, 0)
+	slices.Sort(waits)
+	worst := waits[len(waits)-1]
+	t.Logf("%d reads during the apply, median %v, worst %v, writer reached serial %d",
+		len(waits), waits[len(waits)/2], worst, lastSerial)
 	if lastSerial == 0 {
 		t.Errorf("the child never committed: the reader did not overlap an apply")
 	}
-	// Bound: a commit, not the apply. readerWait is where a read gives up.
-	if worst > readerWait/2 {
-		t.Errorf("worst read took %v during an apply", worst)
+	// Bound: one holdMax and a commit, not the apply. 5x holdMax leaves room
+	// for a loaded machine (under 6 busy loops on 2 CPUs, with -race: 71-128
+	// ms) and still fails every run of the polling reader.
+	if worst > 5*holdMax {
+		t.Errorf("worst read took %v during an apply, want at most %v", worst, 5*holdMax)
 	}
+}
+
+// readsDuringApply reads the state (open, snapshot, close) again and again
+// while a child process applies, for d or, when n > 0, n reads. It returns
+// how long each read took and the last serial read.
+func readsDuringApply(tb testing.TB, d time.Duration, n int) ([]time.Duration, uint64) {
+	tb.Helper()
+	path := statePath(tb)
+	checkOnCleanup(tb, path)
+	c := startChild(tb, "apply", path)
+	c.expect(tb, "locked")
+
+	var waits []time.Duration
+	var lastSerial uint64
+	deadline := time.Now().Add(d)
+	for (n == 0 && time.Now().Before(deadline)) || len(waits) < n {
+		start := time.Now()
+		r, err := OpenReadOnly(path)
+		if err != nil {
+			tb.Fatalf("read %d during apply: %v", len(waits), err)
+		}
+		snap, err := r.Snapshot()
+		if err != nil {
+			tb.Fatalf("read %d during apply: %v", len(waits), err)
+		}
+		r.Close()
+		waits = append(waits, time.Since(start))
+		if snap.Meta.Serial < lastSerial {
+			tb.Fatalf("serial went back from %d to %d", lastSerial, snap.Meta.Serial)
+		}
+		lastSerial = snap.Meta.Serial
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.stdin.Close()
+	c.expect(tb, "released")
+	return waits, lastSerial
 }
 
 // A writer that died left its holder record; the kernel dropped its flock.

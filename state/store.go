@@ -61,11 +61,13 @@ type BoltStore struct {
 	db     *bolt.DB // open only while dbRefs > 0
 	dbRefs int
 
-	// loop is the group commit (nil when read-only); held and heldSince
+	// loop is the group commit (nil when read-only); the fields after it
 	// belong to it (see holdMax).
-	loop      *groupcommit.Loop[*op]
-	held      bool
-	heldSince time.Time
+	loop       *groupcommit.Loop[*op]
+	held       bool      // the loop keeps the bbolt handle open
+	yielding   bool      // let go after holdMax: wait readerGap to take it again
+	busySince  time.Time // last taken after a let-go of readerGap or more
+	releasedAt time.Time
 
 	roClosed atomic.Bool // a read-only store was closed
 
@@ -566,11 +568,10 @@ func (s *BoltStore) releaseDB() {
 	}
 }
 
-// lockedOpen is bbolt's OpenFile hook. It takes the file's flock itself,
-// polling every fraction of a millisecond, before bbolt's own attempt:
-// bbolt polls every 50 ms, which would make a reader miss the short gaps
-// between a busy writer's commits. bbolt's flock on the same descriptor
-// then succeeds at once.
+// lockedOpen is bbolt's OpenFile hook. It takes the file's flock itself
+// (flockWait) before bbolt's own attempt: bbolt polls every 50 ms, which
+// would make a reader miss the short gaps between a busy writer's
+// commits. bbolt's flock on the same descriptor then succeeds at once.
 func lockedOpen(exclusive bool, wait time.Duration, wholeTree bool) func(string, int, os.FileMode) (*os.File, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
@@ -584,23 +585,12 @@ func lockedOpen(exclusive bool, wait time.Duration, wholeTree bool) func(string,
 			}
 			return nil, err
 		}
-		start, delay := time.Now(), 100*time.Microsecond
-		for {
-			err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, syscall.EWOULDBLOCK) {
-				f.Close()
-				return nil, err
-			}
-			if time.Since(start) > wait {
-				f.Close()
+		if err := flockWait(f, how, wait); err != nil {
+			if errors.Is(err, ErrBusy) {
 				return nil, fmt.Errorf("%w: %s stayed locked for %s (a commit or a reader that hangs?); try again",
 					ErrBusy, name, wait)
 			}
-			time.Sleep(delay)
-			delay = min(2*delay, 2*time.Millisecond)
+			return nil, err
 		}
 		if err := checkFile(f, name); err != nil {
 			f.Close()
