@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,64 @@ func BenchmarkReadDuringWrites(b *testing.B) {
 	close(stop)
 	wg.Wait()
 	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
+}
+
+// BenchmarkOpenReadDuringWrites: what a read command waits (OpenReadOnly,
+// Snapshot, Close: two read transactions) while 10 goroutines commit
+// back to back. Reads come 80-140 ms apart at random: a fixed period beats
+// with the writer's cycle (holdMax, then readerGap) and measures the phase.
+// Reports the median and worst read, and the writes committed per second.
+func BenchmarkOpenReadDuringWrites(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "state.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	prefill(b, s, 1000)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var writes atomic.Int64
+	for w := 0; w < 10; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := s.PutResource(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, (w*97+i)%1000), fmt.Sprint(i))); err != nil {
+					b.Error(err)
+					return
+				}
+				writes.Add(1)
+			}
+		}()
+	}
+	var waits []time.Duration
+	for b.Loop() {
+		time.Sleep(time.Duration(80+rand.IntN(60)) * time.Millisecond)
+		start := time.Now()
+		r, err := OpenReadOnly(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		waits = append(waits, time.Since(start))
+	}
+	elapsed := b.Elapsed()
+	close(stop)
+	wg.Wait()
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(waits[len(waits)-1].Microseconds()), "worst-µs")
+	b.ReportMetric(float64(writes.Load())/elapsed.Seconds(), "writes/s")
+	b.ReportMetric(0, "ns/op") // mostly the sleeps between reads
 }
 
 // dataSize is the bbolt high-water mark (file size minus preallocation).

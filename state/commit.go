@@ -116,7 +116,7 @@ func (s *BoltStore) Flush() error {
 // commits, as the package contract says. The handle is let go once the
 // queue has stayed empty for idleHold; a reader waiting in flock
 // (flockWait) is woken by that release and mostly gets in before the next
-// batch. What bounds its wait is holdMax: once the file has been taken
+// batch polls for the file again (flockPoll). What bounds its wait is holdMax: once the file has been taken
 // back within readerGap of each release for that long (held, or let go
 // only briefly), it is let go and not taken again for readerGap, time
 // enough for a woken reader to be scheduled. So a reader waits about

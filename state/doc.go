@@ -41,9 +41,10 @@
 //     write queue has been empty for 2 ms, and for 3 ms at least every
 //     50 ms), never for the life of a Store. bbolt's own flock therefore
 //     covers milliseconds. Readers (OpenReadOnly, no writer lock) wait for
-//     it in the kernel, woken when it is let go, so they wait for a commit
-//     or two, never for a whole apply; a read that cannot get in within
-//     2 s fails with ErrBusy.
+//     it in the kernel, woken when it is let go; the writer polls for it
+//     again, so a reader's next transaction gets in too. A read waits for
+//     a commit or two, never for a whole apply; one that cannot get in
+//     within 2 s fails with ErrBusy.
 //   - Writes (PutResource, DeleteResource, MoveResource, PutIntent,
 //     DeleteIntent, Complete) are group-committed: concurrent calls share one
 //     bbolt transaction and one fsync, in the order they were made. Each

@@ -22,7 +22,8 @@ func openLockFile(t *testing.T, path string) *os.File {
 
 // A waiter blocked in flock gets the lock when the holder lets go, and
 // one that gave up (ErrBusy) takes nothing with it: its late lock is
-// dropped, so the file can be locked exclusively again.
+// dropped, so the file can be locked exclusively again. A writer's poll
+// gives up after its wait too.
 func TestFlockWait(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	holder := openLockFile(t, path)
@@ -36,6 +37,14 @@ func TestFlockWait(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 50*time.Millisecond {
 		t.Errorf("gave up after %v, want at least the 50ms wait", waited)
+	}
+
+	start = time.Now()
+	if err := flockPoll(openLockFile(t, path), syscall.LOCK_EX, 50*time.Millisecond); !errors.Is(err, ErrBusy) {
+		t.Fatalf("flockPoll on a held file: %v, want ErrBusy", err)
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Errorf("flockPoll gave up after %v, want at least the 50ms wait", waited)
 	}
 
 	got := make(chan error, 1)

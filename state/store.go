@@ -569,9 +569,10 @@ func (s *BoltStore) releaseDB() {
 }
 
 // lockedOpen is bbolt's OpenFile hook. It takes the file's flock itself
-// (flockWait) before bbolt's own attempt: bbolt polls every 50 ms, which
-// would make a reader miss the short gaps between a busy writer's
-// commits. bbolt's flock on the same descriptor then succeeds at once.
+// before bbolt's own attempt, which polls every 50 ms: a reader would miss
+// the short gaps between a busy writer's commits. A reader waits in the
+// kernel (flockWait), a writer polls (flockPoll). bbolt's flock on the
+// same descriptor then succeeds at once.
 func lockedOpen(exclusive bool, wait time.Duration, wholeTree bool) func(string, int, os.FileMode) (*os.File, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
@@ -585,7 +586,11 @@ func lockedOpen(exclusive bool, wait time.Duration, wholeTree bool) func(string,
 			}
 			return nil, err
 		}
-		if err := flockWait(f, how, wait); err != nil {
+		take := flockWait
+		if exclusive {
+			take = flockPoll
+		}
+		if err := take(f, how, wait); err != nil {
 			if errors.Is(err, ErrBusy) {
 				return nil, fmt.Errorf("%w: %s stayed locked for %s (a commit or a reader that hangs?); try again",
 					ErrBusy, name, wait)
