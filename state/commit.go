@@ -116,14 +116,15 @@ func (s *BoltStore) Flush() error {
 // commits, as the package contract says. The handle is let go once the
 // queue has stayed empty for idleHold; a reader waiting in flock
 // (flockWait) is woken by that release and mostly gets in before the next
-// batch polls for the file again (flockPoll). What bounds its wait is holdMax: once the file has been taken
-// back within readerGap of each release for that long (held, or let go
-// only briefly), it is let go and not taken again for readerGap, time
-// enough for a woken reader to be scheduled. So a reader waits about
-// holdMax at most, never a whole apply. (When a short let-go restarted
-// the holdMax clock, an apply whose provider calls lasted about idleHold
-// took the file back within 0.5 ms of each release, and polling readers
-// waited up to a second: TestReaderDuringApply.)
+// batch polls for the file again (flockPoll). What bounds its wait is
+// holdMax: once the file has been taken back within readerGap of each
+// release for that long (held, or let go only briefly), it is let go and
+// not taken again for readerGap, time enough for a woken reader to be
+// scheduled. So a reader waits about holdMax at most, never a whole
+// apply. (When a short let-go restarted the holdMax clock, an apply whose
+// provider calls lasted about idleHold took the file back within 0.5 ms
+// of each release, and polling readers waited up to a second:
+// TestReaderDuringApply.)
 const (
 	holdMax   = 50 * time.Millisecond
 	readerGap = 3 * time.Millisecond
