@@ -450,10 +450,22 @@ func (st *snapTorture) checkResumed(what string, incomplete map[string]int64) {
 		st.resumed += have
 		if over := served - (f.Size - have); over > 0 {
 			st.refetched += min(over, have)
-			st.t.Errorf("%s: %s (%s): %d bytes were in %s.incomplete, yet the apply fetched %d of its %d bytes (%d again)",
-				what, f.Path, etag, have, etag, served, f.Size, over)
+			st.t.Errorf("%s: %s (%s): %d bytes were in %s.incomplete, yet the apply fetched %d of its %d bytes (%d again); the hub's answers for it since the kill:\n%s",
+				what, f.Path, etag, have, etag, served, f.Size, over, st.requestsFor(f.Path))
 		}
 	}
+}
+
+// requestsFor lists the hub's requests for path since the counters were
+// reset, one per line: what a lost resume asked for and got.
+func (st *snapTorture) requestsFor(path string) string {
+	var b strings.Builder
+	for _, r := range st.hub.Log() {
+		if r.Path == path {
+			fmt.Fprintf(&b, "\t%s %s range %q agent %q: %d, %d bytes\n", r.Endpoint, r.Method, r.Range, r.Agent, r.Status, r.Bytes)
+		}
+	}
+	return b.String()
 }
 
 // served is the content bytes the hub sent for path since the counters
