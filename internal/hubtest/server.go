@@ -40,6 +40,10 @@ type Request struct {
 	Agent      string // the User-Agent header
 	Status     int
 	Bytes      int64 // body bytes written
+	// Arrived is when the request came. It is logged when its answer
+	// ends, with every byte of it: one that was in flight at a
+	// ResetCounters is logged after it, older than the reset.
+	Arrived time.Time
 }
 
 // Server is a fake huggingface.co on two real loopback listeners: the hub
@@ -250,10 +254,11 @@ func (s *Server) ResetCounters() {
 // arrived counts a request when it arrives, before any answer: a client
 // (and a test reading Requests) may have the answer before the handler
 // returns and record logs it.
-func (s *Server) arrived(endpoint string) {
+func (s *Server) arrived(endpoint string) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs[endpoint]++
+	return time.Now()
 }
 
 func (s *Server) record(q Request) {
@@ -354,7 +359,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	if repo != nil {
 		q.Repo = repo.ID
 	}
-	s.arrived(q.Endpoint)
+	q.Arrived = s.arrived(q.Endpoint)
 	s.record(q)
 	hubError(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
 }
@@ -393,7 +398,7 @@ var epoch = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, segs []string) {
 	q := Request{Endpoint: EndpointAPI, Method: r.Method}
-	s.arrived(q.Endpoint)
+	q.Arrived = s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if !s.authorized(r) {
 		q.Status = http.StatusUnauthorized
@@ -473,7 +478,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, typ string, se
 func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo, rev, path string) {
 	q := Request{Endpoint: EndpointResolve, Method: r.Method, Repo: repo.ID, Path: path, Rev: rev, Range: r.Header.Get("Range"),
 		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
-	s.arrived(q.Endpoint)
+	q.Arrived = s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		q.Status = http.StatusMethodNotAllowed
@@ -543,7 +548,7 @@ func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := Request{Endpoint: EndpointCDN, Method: r.Method, Path: v.Get("path"), Range: r.Header.Get("Range"),
 		Authorized: r.Header.Get("Authorization") != "", Agent: r.Header.Get("User-Agent")}
-	s.arrived(q.Endpoint)
+	q.Arrived = s.arrived(q.Endpoint)
 	defer func() { s.record(q) }()
 	segs := segments(r)
 	if len(segs) != 2 || segs[0] != "lfs" {
