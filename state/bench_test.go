@@ -136,26 +136,28 @@ func BenchmarkReadAll(b *testing.B) {
 	}
 }
 
-// BenchmarkReadDuringWrites: a read-only Snapshot of 1,000 instances while
-// 10 goroutines commit back to back (the worst case for a reader: the
-// writer's flock is almost always held). Reports the worst read.
-func BenchmarkReadDuringWrites(b *testing.B) {
+// writersBackToBack opens a state of 1,000 instances and starts 10
+// goroutines rewriting them back to back. It returns the state's path,
+// the count of writes done, and stop, which ends the writers and waits
+// for them.
+func writersBackToBack(b *testing.B) (string, *atomic.Int64, func()) {
 	path := filepath.Join(b.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	prefill(b, s, 1000)
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	var wg sync.WaitGroup
+	writes := new(atomic.Int64)
 	for w := 0; w < 10; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -163,9 +165,18 @@ func BenchmarkReadDuringWrites(b *testing.B) {
 					b.Error(err)
 					return
 				}
+				writes.Add(1)
 			}
 		}()
 	}
+	return path, writes, func() { close(done); wg.Wait() }
+}
+
+// BenchmarkReadDuringWrites: a read-only Snapshot of 1,000 instances while
+// 10 goroutines commit back to back (the worst case for a reader: the
+// writer's flock is almost always held). Reports the worst read.
+func BenchmarkReadDuringWrites(b *testing.B) {
+	path, _, stop := writersBackToBack(b)
 	r, err := OpenReadOnly(path)
 	if err != nil {
 		b.Fatal(err)
@@ -178,8 +189,7 @@ func BenchmarkReadDuringWrites(b *testing.B) {
 		}
 		worst = max(worst, time.Since(start))
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
 }
 
@@ -189,34 +199,7 @@ func BenchmarkReadDuringWrites(b *testing.B) {
 // with the writer's cycle (holdMax, then readerGap) and measures the phase.
 // Reports the median and worst read, and the writes committed per second.
 func BenchmarkOpenReadDuringWrites(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "state.db")
-	s, err := Open(path, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	prefill(b, s, 1000)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var writes atomic.Int64
-	for w := 0; w < 10; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := s.PutResource(testResource(fmt.Sprintf(`sparkform_data.r["%06d"]`, (w*97+i)%1000), fmt.Sprint(i))); err != nil {
-					b.Error(err)
-					return
-				}
-				writes.Add(1)
-			}
-		}()
-	}
+	path, writes, stop := writersBackToBack(b)
 	var waits []time.Duration
 	for b.Loop() {
 		time.Sleep(time.Duration(80+rand.IntN(60)) * time.Millisecond)
@@ -232,8 +215,7 @@ func BenchmarkOpenReadDuringWrites(b *testing.B) {
 		waits = append(waits, time.Since(start))
 	}
 	elapsed := b.Elapsed()
-	close(stop)
-	wg.Wait()
+	stop()
 	slices.Sort(waits)
 	b.ReportMetric(float64(waits[len(waits)/2].Microseconds()), "median-µs")
 	b.ReportMetric(float64(waits[len(waits)-1].Microseconds()), "worst-µs")
